@@ -1,0 +1,192 @@
+// Package inventory is the versioned description of a GPU cluster (apiVersion
+// gpukit.dev/v1alpha1, kind Cluster): which hosts, how to reach them, what to
+// install on them. Load decodes it strictly with file:line:column positions,
+// expands host ranges, applies defaults and validates it, reporting every
+// problem at once.
+package inventory
+
+// APIVersion and Kind identify the only format this package reads.
+const (
+	APIVersion = "gpukit.dev/v1alpha1"
+	Kind       = "Cluster"
+)
+
+// Orchestrator names what runs on top of the NVIDIA stack.
+type Orchestrator string
+
+const (
+	Kubernetes Orchestrator = "kubernetes"
+	Swarm      Orchestrator = "swarm"
+)
+
+// Role is what a host does in the cluster.
+type Role string
+
+const (
+	RoleControlPlane Role = "control-plane" // kubernetes
+	RoleWorker       Role = "worker"        // kubernetes and swarm
+	RoleIngress      Role = "ingress"       // kubernetes: runs the Traefik ingress
+	RoleManager      Role = "manager"       // swarm
+)
+
+// Cluster is the whole inventory document.
+type Cluster struct {
+	APIVersion string   `yaml:"apiVersion" json:"apiVersion" jsonschema:"enum=gpukit.dev/v1alpha1"`
+	Kind       string   `yaml:"kind" json:"kind" jsonschema:"enum=Cluster"`
+	Metadata   Metadata `yaml:"metadata" json:"metadata"`
+	Spec       Spec     `yaml:"spec" json:"spec"`
+}
+
+// Metadata names the cluster.
+type Metadata struct {
+	// Name of the cluster: an RFC 1123 label, used in kubeconfig contexts and log directories.
+	Name string `yaml:"name" json:"name"`
+}
+
+// Spec is everything about the cluster except its name.
+type Spec struct {
+	// Orchestrator: kubernetes (kubeadm) or swarm (Docker Swarm). Default kubernetes.
+	Orchestrator Orchestrator `yaml:"orchestrator,omitempty" json:"orchestrator,omitempty" jsonschema:"enum=kubernetes,enum=swarm"`
+	// AllowInlineSecrets permits password values written in this file in plain text.
+	AllowInlineSecrets bool `yaml:"allowInlineSecrets,omitempty" json:"allowInlineSecrets,omitempty"`
+	// SSH holds the connection defaults for every host; hosts may override any field.
+	SSH SSH `yaml:"ssh,omitempty" json:"ssh,omitempty"`
+	// Hosts lists the machines. A name and address may hold one range each ("gpu-[001:200]",
+	// "10.0.1.[1:200]"), expanded in step.
+	Hosts    []Host   `yaml:"hosts" json:"hosts"`
+	Versions Versions `yaml:"versions,omitempty" json:"versions,omitempty"`
+	Network  Network  `yaml:"network,omitempty" json:"network,omitempty"`
+	Addons   Addons   `yaml:"addons,omitempty" json:"addons,omitempty"`
+	Kubeflow Kubeflow `yaml:"kubeflow,omitempty" json:"kubeflow,omitempty"`
+	// Mirrors replace the public package, chart and image sources (air-gapped sites, the lab).
+	Mirrors Mirrors `yaml:"mirrors,omitempty" json:"mirrors,omitempty"`
+}
+
+// SSH says how to reach and become root on a host. Zero fields inherit from spec.ssh.
+type SSH struct {
+	User string `yaml:"user,omitempty" json:"user,omitempty"`
+	Port int    `yaml:"port,omitempty" json:"port,omitempty" jsonschema:"minimum=1,maximum=65535"`
+	// KeyFile is a private key; "~" expands to the operator's home directory.
+	KeyFile string `yaml:"keyFile,omitempty" json:"keyFile,omitempty"`
+	// KeyPassphrase unlocks an encrypted KeyFile.
+	KeyPassphrase *SecretRef `yaml:"keyPassphrase,omitempty" json:"keyPassphrase,omitempty"`
+	// Agent uses the keys of the running ssh-agent ($SSH_AUTH_SOCK).
+	Agent *bool `yaml:"agent,omitempty" json:"agent,omitempty"`
+	// Password authentication; a warning is printed because keys are safer.
+	Password *SecretRef `yaml:"password,omitempty" json:"password,omitempty"`
+	// KnownHostsFile is checked for every host key. Default ~/.ssh/known_hosts.
+	KnownHostsFile string `yaml:"knownHostsFile,omitempty" json:"knownHostsFile,omitempty"`
+	// Bastion is a jump host every connection goes through.
+	Bastion *Bastion `yaml:"bastion,omitempty" json:"bastion,omitempty"`
+	// Sudo is used for every command when the user is not root.
+	Sudo *Sudo `yaml:"sudo,omitempty" json:"sudo,omitempty"`
+	// ConnectTimeout as a Go duration ("10s"). Default 10s.
+	ConnectTimeout string `yaml:"connectTimeout,omitempty" json:"connectTimeout,omitempty"`
+}
+
+// Bastion is a jump host (ssh -J).
+type Bastion struct {
+	Address  string     `yaml:"address" json:"address"`
+	Port     int        `yaml:"port,omitempty" json:"port,omitempty" jsonschema:"minimum=1,maximum=65535"`
+	User     string     `yaml:"user,omitempty" json:"user,omitempty"`
+	KeyFile  string     `yaml:"keyFile,omitempty" json:"keyFile,omitempty"`
+	Password *SecretRef `yaml:"password,omitempty" json:"password,omitempty"`
+}
+
+// Sudo configures privilege escalation for a non-root user.
+type Sudo struct {
+	// Enabled defaults to true when the user is not root.
+	Enabled *bool `yaml:"enabled,omitempty" json:"enabled,omitempty"`
+	// Password is fed to sudo on stdin (never on the command line); omit for NOPASSWD.
+	Password *SecretRef `yaml:"password,omitempty" json:"password,omitempty"`
+}
+
+// SecretRef says where a secret comes from. Exactly one field is set.
+type SecretRef struct {
+	// Env is the name of an environment variable of the gpukit process.
+	Env string `yaml:"env,omitempty" json:"env,omitempty"`
+	// File is read and trimmed of one trailing newline.
+	File string `yaml:"file,omitempty" json:"file,omitempty"`
+	// Value is the secret itself; refused unless spec.allowInlineSecrets is true.
+	Value string `yaml:"value,omitempty" json:"value,omitempty"`
+}
+
+// Host is one machine, or a range of machines when Name holds "[a:b]".
+type Host struct {
+	Name    string `yaml:"name" json:"name"`
+	Address string `yaml:"address" json:"address"`
+	// Roles: control-plane, worker, ingress (kubernetes); manager, worker (swarm).
+	Roles  []Role            `yaml:"roles" json:"roles"`
+	Labels map[string]string `yaml:"labels,omitempty" json:"labels,omitempty"`
+	// Taints in kubectl form: key[=value]:Effect.
+	Taints []string `yaml:"taints,omitempty" json:"taints,omitempty"`
+	// SSH overrides spec.ssh for this host (or range).
+	SSH *SSH `yaml:"ssh,omitempty" json:"ssh,omitempty"`
+}
+
+// Versions pins what is installed. The NVIDIA driver may be an exact version
+// ("580.95.05") or a branch ("580").
+type Versions struct {
+	NvidiaDriver     string `yaml:"nvidiaDriver,omitempty" json:"nvidiaDriver,omitempty"`
+	CUDA             string `yaml:"cuda,omitempty" json:"cuda,omitempty"`
+	ContainerToolkit string `yaml:"containerToolkit,omitempty" json:"containerToolkit,omitempty"`
+	Kubernetes       string `yaml:"kubernetes,omitempty" json:"kubernetes,omitempty"`
+	// ContainerRuntime is the version of Runtime.
+	ContainerRuntime string `yaml:"containerRuntime,omitempty" json:"containerRuntime,omitempty"`
+	// Runtime: containerd (kubernetes default) or docker (swarm, required).
+	Runtime string `yaml:"runtime,omitempty" json:"runtime,omitempty" jsonschema:"enum=containerd,enum=docker"`
+}
+
+// Network is the Kubernetes network layout.
+type Network struct {
+	PodCIDR     string `yaml:"podCIDR,omitempty" json:"podCIDR,omitempty"`
+	ServiceCIDR string `yaml:"serviceCIDR,omitempty" json:"serviceCIDR,omitempty"`
+	CNI         string `yaml:"cni,omitempty" json:"cni,omitempty" jsonschema:"enum=flannel,enum=calico,enum=cilium"`
+}
+
+// Addons are the platform services deployed on top of the cluster.
+type Addons struct {
+	Ingress    Ingress    `yaml:"ingress,omitempty" json:"ingress,omitempty"`
+	Monitoring Monitoring `yaml:"monitoring,omitempty" json:"monitoring,omitempty"`
+	Storage    Storage    `yaml:"storage,omitempty" json:"storage,omitempty"`
+}
+
+// Ingress is the Traefik ingress controller.
+type Ingress struct {
+	Enabled *bool `yaml:"enabled,omitempty" json:"enabled,omitempty"`
+	// Domain for ingress hosts; default "<first ingress host address>.nip.io".
+	Domain string `yaml:"domain,omitempty" json:"domain,omitempty"`
+}
+
+// Monitoring is Prometheus, Grafana and the DCGM exporter.
+type Monitoring struct {
+	Enabled *bool `yaml:"enabled,omitempty" json:"enabled,omitempty"`
+}
+
+// Storage is the default StorageClass.
+type Storage struct {
+	// Type: local-path (default), nfs or none.
+	Type string `yaml:"type,omitempty" json:"type,omitempty" jsonschema:"enum=local-path,enum=nfs,enum=none"`
+	NFS  *NFS   `yaml:"nfs,omitempty" json:"nfs,omitempty"`
+}
+
+// NFS is an existing NFS export used by the nfs-subdir provisioner.
+type NFS struct {
+	Server string `yaml:"server" json:"server"`
+	Path   string `yaml:"path" json:"path"`
+}
+
+// Kubeflow is the optional Kubeflow platform (kubeflow/manifests release).
+type Kubeflow struct {
+	Enabled bool   `yaml:"enabled,omitempty" json:"enabled,omitempty"`
+	Version string `yaml:"version,omitempty" json:"version,omitempty"`
+}
+
+// Mirrors replace public sources; each is a base URL (registry: a host[:port][/path]).
+type Mirrors struct {
+	NVIDIA     string `yaml:"nvidia,omitempty" json:"nvidia,omitempty"`
+	Kubernetes string `yaml:"kubernetes,omitempty" json:"kubernetes,omitempty"`
+	Docker     string `yaml:"docker,omitempty" json:"docker,omitempty"`
+	Charts     string `yaml:"charts,omitempty" json:"charts,omitempty"`
+	Registry   string `yaml:"registry,omitempty" json:"registry,omitempty"`
+}
