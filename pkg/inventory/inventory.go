@@ -1,0 +1,52 @@
+package inventory
+
+// Inventory is a loaded and validated cluster file: the document as written
+// (with defaults applied) and the machines it describes, one per host after
+// range expansion, each with its effective SSH settings.
+type Inventory struct {
+	// File is the path the inventory was read from, as given.
+	File     string
+	Cluster  Cluster
+	Machines []Machine
+	// Warnings are questionable but valid choices; they never fail a load.
+	Warnings []Issue
+}
+
+// Machine is one host after range expansion, with spec.ssh merged under its
+// own ssh overrides and every default filled in.
+type Machine struct {
+	Name    string
+	Address string
+	Roles   []Role
+	Labels  map[string]string
+	Taints  []string
+	SSH     SSH
+	// Pos is where the host (or the range it came from) is written.
+	Pos Position
+}
+
+// HasRole reports whether the machine has role r.
+func (m Machine) HasRole(r Role) bool {
+	for _, have := range m.Roles {
+		if have == r {
+			return true
+		}
+	}
+	return false
+}
+
+// Position is a place in an inventory file (1-based line and column).
+type Position struct {
+	File   string
+	Line   int
+	Column int
+}
+
+// Issue is one problem (or warning) found in an inventory: where, which field,
+// and what is wrong or expected.
+type Issue struct {
+	Pos Position
+	// Path is the field path, e.g. "spec.hosts[2].address".
+	Path    string
+	Message string
+}
