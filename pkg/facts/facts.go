@@ -1,4 +1,223 @@
 // Package facts is what gpukit learns about a host by probing it: OS, kernel,
-// hardware, GPUs, runtimes. One probe script gathers everything in a single
-// round trip; Parse turns its output into Facts.
+// hardware, GPUs, runtimes. One probe script (pkg/scripts probe.sh) gathers
+// everything in a single round trip; Parse turns its output into Facts.
 package facts
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Facts about one host. Zero values mean "not found" (e.g. no nvidia-smi).
+type Facts struct {
+	OS       OS     `json:"os"`
+	Kernel   string `json:"kernel"`
+	Arch     string `json:"arch"`
+	Hostname string `json:"hostname"`
+	CPUs     int    `json:"cpus"`
+	MemKiB   int64  `json:"memKiB"`
+	SwapKiB  int64  `json:"swapKiB"`
+	RootFree int64  `json:"rootFreeKiB"`
+	Disks    []Disk `json:"disks,omitempty"`
+	// ProductUUID is empty where the firmware exposes none (VMs, containers).
+	ProductUUID string `json:"productUUID,omitempty"`
+	MachineID   string `json:"machineID,omitempty"`
+	// PCIGPUs are NVIDIA display/3D controllers on the PCI bus, driver or not.
+	PCIGPUs []PCIDevice `json:"pciGPUs,omitempty"`
+	// NvidiaSMI is true when the nvidia-smi command exists.
+	NvidiaSMI bool `json:"nvidiaSMI"`
+	// NvidiaSMIError is what nvidia-smi said when it failed, e.g. a
+	// "Driver/library version mismatch".
+	NvidiaSMIError string `json:"nvidiaSMIError,omitempty"`
+	GPUs           []GPU  `json:"gpus,omitempty"`
+	// LoadedDriver is the version of the nvidia kernel module in memory.
+	LoadedDriver  string   `json:"loadedDriver,omitempty"`
+	NouveauLoaded bool     `json:"nouveauLoaded"`
+	SecureBoot    string   `json:"secureBoot"`
+	Runtimes      []string `json:"runtimes,omitempty"`
+	Init          string   `json:"init"`
+	// TimeSynced is "yes", "no" or "" (unknown: no systemd-timedated).
+	TimeSynced      string `json:"timeSynced,omitempty"`
+	TimeSyncService string `json:"timeSyncService,omitempty"`
+	ListeningTCP    []int  `json:"listeningTCP,omitempty"`
+}
+
+// OS is the /etc/os-release identity.
+type OS struct {
+	ID      string `json:"id"`
+	Version string `json:"version"`
+	Like    string `json:"like,omitempty"`
+	Pretty  string `json:"pretty,omitempty"`
+}
+
+// Disk is a whole block device.
+type Disk struct {
+	Name  string `json:"name"`
+	Bytes int64  `json:"bytes"`
+}
+
+// PCIDevice is an NVIDIA device found on the PCI bus.
+type PCIDevice struct {
+	Address  string `json:"address"`
+	DeviceID string `json:"deviceID"`
+}
+
+// GPU is one row of nvidia-smi --query-gpu.
+type GPU struct {
+	Index   int    `json:"index"`
+	UUID    string `json:"uuid"`
+	Name    string `json:"name"`
+	MemMiB  int64  `json:"memMiB"`
+	Driver  string `json:"driver"`
+	MIGMode string `json:"migMode,omitempty"`
+}
+
+// SecureBootEnabled reports whether the probe saw Secure Boot switched on.
+func (f *Facts) SecureBootEnabled() bool {
+	s := strings.ToLower(f.SecureBoot)
+	return strings.Contains(s, "secureboot enabled") || s == "efivar 1"
+}
+
+// Listening reports whether something listens on TCP port p.
+func (f *Facts) Listening(p int) bool {
+	i := sort.SearchInts(f.ListeningTCP, p)
+	return i < len(f.ListeningTCP) && f.ListeningTCP[i] == p
+}
+
+// Parse reads the probe's key=value output. Unknown keys are ignored so a
+// newer probe works with an older parser; malformed values are errors.
+func Parse(out []byte) (*Facts, error) {
+	f := &Facts{}
+	ports := map[int]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		key, value, ok := strings.Cut(sc.Text(), "=")
+		if !ok {
+			continue // stray output (e.g. a login banner) is not a fact
+		}
+		if err := f.set(key, value, ports); err != nil {
+			return nil, fmt.Errorf("probe output line %d (%s): %w", line, key, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading probe output: %w", err)
+	}
+	for p := range ports {
+		f.ListeningTCP = append(f.ListeningTCP, p)
+	}
+	sort.Ints(f.ListeningTCP)
+	return f, nil
+}
+
+func (f *Facts) set(key, value string, ports map[int]bool) error {
+	var err error
+	switch key {
+	case "os.id":
+		f.OS.ID = value
+	case "os.version":
+		f.OS.Version = value
+	case "os.like":
+		f.OS.Like = value
+	case "os.pretty":
+		f.OS.Pretty = value
+	case "kernel":
+		f.Kernel = value
+	case "arch":
+		f.Arch = value
+	case "hostname":
+		f.Hostname = value
+	case "cpus":
+		f.CPUs, err = strconv.Atoi(value)
+	case "mem.kib":
+		f.MemKiB, err = strconv.ParseInt(value, 10, 64)
+	case "swap.kib":
+		f.SwapKiB, err = strconv.ParseInt(value, 10, 64)
+	case "root.avail.kib":
+		if value != "" {
+			f.RootFree, err = strconv.ParseInt(value, 10, 64)
+		}
+	case "disk":
+		var d Disk
+		d, err = parseDisk(value)
+		f.Disks = append(f.Disks, d)
+	case "product_uuid":
+		f.ProductUUID = strings.ToLower(value)
+	case "machine_id":
+		f.MachineID = value
+	case "pci.gpu":
+		addr, dev, _ := strings.Cut(value, " ")
+		f.PCIGPUs = append(f.PCIGPUs, PCIDevice{Address: addr, DeviceID: dev})
+	case "nvidia_smi.present":
+		f.NvidiaSMI = value == "true"
+	case "nvidia_smi.error":
+		f.NvidiaSMIError = strings.TrimSpace(value)
+	case "nvidia_smi.gpu":
+		var g GPU
+		g, err = ParseGPU(value)
+		f.GPUs = append(f.GPUs, g)
+	case "nvidia.loaded":
+		f.LoadedDriver = value
+	case "nouveau.loaded":
+		f.NouveauLoaded = value == "true"
+	case "secureboot":
+		f.SecureBoot = value
+	case "runtime":
+		f.Runtimes = append(f.Runtimes, value)
+	case "init":
+		f.Init = value
+	case "timesync":
+		switch value {
+		case "yes", "no":
+			f.TimeSynced = value
+		}
+	case "timesync.service":
+		f.TimeSyncService = value
+	case "listen.tcp":
+		var p int
+		p, err = strconv.Atoi(value)
+		ports[p] = true
+	}
+	return err
+}
+
+func parseDisk(v string) (Disk, error) {
+	name, size, _ := strings.Cut(v, " ")
+	n, err := strconv.ParseInt(size, 10, 64)
+	return Disk{Name: name, Bytes: n}, err
+}
+
+// GPUQueryFields are the --query-gpu fields the probe asks nvidia-smi for,
+// in the order ParseGPU reads them.
+const GPUQueryFields = "index,uuid,name,memory.total,driver_version,mig.mode.current"
+
+// ParseGPU reads one line of
+// nvidia-smi --query-gpu=GPUQueryFields --format=csv,noheader,nounits.
+func ParseGPU(line string) (GPU, error) {
+	fields := strings.Split(line, ",")
+	if len(fields) < 5 {
+		return GPU{}, fmt.Errorf("nvidia-smi row %q: want at least 5 comma-separated fields", line)
+	}
+	for i := range fields {
+		fields[i] = strings.TrimSpace(fields[i])
+	}
+	idx, err := strconv.Atoi(fields[0])
+	if err != nil {
+		return GPU{}, fmt.Errorf("nvidia-smi row %q: index: %w", line, err)
+	}
+	g := GPU{Index: idx, UUID: fields[1], Name: fields[2], Driver: fields[4]}
+	// memory.total is "[N/A]" on some virtual GPUs; that is not an error.
+	if mem, err := strconv.ParseInt(strings.TrimSuffix(fields[3], " MiB"), 10, 64); err == nil {
+		g.MemMiB = mem
+	}
+	if len(fields) > 5 && fields[5] != "[N/A]" {
+		g.MIGMode = fields[5]
+	}
+	return g, nil
+}

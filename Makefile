@@ -1,0 +1,65 @@
+# gpukit - see README.md. Every target works on a fresh Debian/Ubuntu machine as root.
+SHELL      := /bin/bash
+export PATH := /usr/local/go/bin:$(PATH)
+
+VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT     ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+DATE       ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+PKG        := github.com/gpukit/gpukit/internal/version
+LDFLAGS    := -s -w -X $(PKG).Version=$(VERSION) -X $(PKG).Commit=$(COMMIT) -X $(PKG).Date=$(DATE)
+BIN        := bin/gpukit
+HOSTS      ?= 3
+LAB        := test/lab/lab.sh
+GO_TEST    ?= go test -count=1 -timeout 45m
+FUZZTIME   ?= 2m
+
+.PHONY: all build test unit lint e2e demo bench fuzz lab-up lab-down deps clean
+
+all: build
+
+deps:
+	@hack/install-deps.sh
+
+build:
+	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpukit
+
+## test: every test, including the lab integration tests (they need root; skipped otherwise).
+test: deps
+	go vet ./...
+	$(GO_TEST) ./...
+
+## unit: tests that need no lab (fast; the lab tests skip themselves).
+unit:
+	GPUKIT_LAB=0 $(GO_TEST) ./...
+
+lint:
+	gofmt -l . | tee /dev/stderr | (! read)
+	go vet ./...
+	shellcheck $(LAB) hack/*.sh bench/*.sh
+
+## e2e: the lab integration tests only.
+e2e: deps
+	$(GO_TEST) -run 'Lab' ./...
+
+## demo: a 3-host local lab and `gpukit preflight` against it, with the terminal UI.
+demo: deps build
+	@inv=$$($(LAB) up $(HOSTS) | tail -n 1) && \
+	  echo "lab inventory: $$inv" && \
+	  $(BIN) inventory validate -i "$$inv" && \
+	  $(BIN) preflight -i "$$inv"; rc=$$?; \
+	  echo "(the lab stays up for you to explore: 'make lab-down' removes it)"; exit $$rc
+
+bench: deps build
+	bench/facts.sh
+
+fuzz:
+	go test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pkg/inventory/
+
+lab-up: deps
+	@$(LAB) up $(HOSTS)
+
+lab-down:
+	@$(LAB) down
+
+clean:
+	rm -rf bin dist

@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"context"
+	"errors"
+)
+
+// Exit codes, documented in the README.
+const (
+	ExitOK          = 0
+	ExitFailure     = 1
+	ExitUsage       = 2 // bad input or usage: nothing was changed on any host
+	ExitHostsFailed = 3 // the run finished, but some hosts failed
+)
+
+// usageError marks bad flags, arguments or input files.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usage(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &usageError{err: err}
+}
+
+// hostsFailedError marks a run that finished with some hosts failed.
+type hostsFailedError struct{ err error }
+
+func (e *hostsFailedError) Error() string { return e.err.Error() }
+func (e *hostsFailedError) Unwrap() error { return e.err }
+
+// exitCode maps an error kind to the process exit status.
+func exitCode(err error) int {
+	var ue *usageError
+	var hf *hostsFailedError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ue):
+		return ExitUsage
+	case errors.As(err, &hf):
+		return ExitHostsFailed
+	case errors.Is(err, context.Canceled):
+		return ExitFailure
+	default:
+		return ExitFailure
+	}
+}

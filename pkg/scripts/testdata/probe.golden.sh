@@ -1,0 +1,89 @@
+set -euo pipefail
+export LC_ALL=C DEBIAN_FRONTEND=noninteractive
+# Gathers every fact gpukit needs about a host in one round trip.
+# Output: one "key=value" per line; list facts repeat their key. Read-only.
+# Every probe tolerates a missing tool: minimal images lack lspci, mokutil, timedatectl.
+# Conditionals are if-blocks, not `a && b`, so a false test never trips `set -e`.
+kv() { printf '%s=%s\n' "$1" "$2"; }
+
+# shellcheck disable=SC1091
+if [ -r /etc/os-release ]; then . /etc/os-release; fi
+kv os.id "${ID:-unknown}"
+kv os.version "${VERSION_ID:-unknown}"
+kv os.like "${ID_LIKE:-}"
+kv os.pretty "${PRETTY_NAME:-}"
+kv kernel "$(uname -r)"
+kv arch "$(uname -m)"
+kv hostname "$(hostname 2>/dev/null || cat /proc/sys/kernel/hostname)"
+kv cpus "$(getconf _NPROCESSORS_ONLN 2>/dev/null || grep -c ^processor /proc/cpuinfo)"
+while read -r key value _; do
+  case "$key" in
+    MemTotal:) kv mem.kib "$value" ;;
+    SwapTotal:) kv swap.kib "$value" ;;
+  esac
+done </proc/meminfo
+kv root.avail.kib "$(df -Pk / 2>/dev/null | awk 'NR==2 {print $4}')"
+if command -v lsblk >/dev/null 2>&1; then
+  lsblk -dbn -o NAME,SIZE,TYPE 2>/dev/null | while read -r name size type; do
+    if [ "$type" = disk ]; then kv disk "$name $size"; fi
+  done
+fi
+kv product_uuid "$(cat /sys/class/dmi/id/product_uuid 2>/dev/null)"
+kv machine_id "$(cat /etc/machine-id 2>/dev/null)"
+
+# GPUs from the PCI bus: NVIDIA vendor 0x10de, class 0x03xxxx (VGA / 3D controller).
+for dev in /sys/bus/pci/devices/*; do
+  [ -r "$dev/vendor" ] || continue
+  [ "$(cat "$dev/vendor")" = 0x10de ] || continue
+  case "$(cat "$dev/class")" in 0x03*) ;; *) continue ;; esac
+  kv pci.gpu "${dev##*/} $(cat "$dev/device")"
+done
+if command -v nvidia-smi >/dev/null 2>&1; then
+  kv nvidia_smi.present true
+  # An error here (e.g. "Driver/library version mismatch") is itself a fact.
+  if out=$(nvidia-smi --query-gpu=index,uuid,name,memory.total,driver_version,mig.mode.current \
+             --format=csv,noheader,nounits 2>&1); then
+    while IFS= read -r line; do kv nvidia_smi.gpu "$line"; done <<<"$out"
+  else
+    kv nvidia_smi.error "$(printf '%s' "$out" | tr '\n' ' ')"
+  fi
+fi
+if [ -r /sys/module/nvidia/version ]; then kv nvidia.loaded "$(cat /sys/module/nvidia/version)"; fi
+if [ -d /sys/module/nouveau ]; then kv nouveau.loaded true; fi
+
+# Secure Boot: mokutil when present, else the EFI variable (last byte 1 = on).
+if command -v mokutil >/dev/null 2>&1; then
+  kv secureboot "$(mokutil --sb-state 2>&1 | head -n1)"
+elif [ -d /sys/firmware/efi ]; then
+  sb=$(find /sys/firmware/efi/efivars -name 'SecureBoot-*' 2>/dev/null | head -n1)
+  if [ -n "$sb" ]; then
+    kv secureboot "efivar $(od -An -t u1 "$sb" 2>/dev/null | awk '{print $NF}')"
+  else
+    kv secureboot "efi without SecureBoot variable"
+  fi
+else
+  kv secureboot "legacy BIOS"
+fi
+
+for rt in containerd dockerd crio; do
+  command -v "$rt" >/dev/null 2>&1 || continue
+  kv runtime "$rt $("$rt" --version 2>/dev/null | head -n1)"
+done
+
+if [ -d /run/systemd/system ]; then
+  kv init systemd
+  kv timesync "$(timedatectl show -p NTPSynchronized --value 2>/dev/null)"
+  for svc in chrony chronyd systemd-timesyncd ntp ntpd; do
+    if [ "$(systemctl is-active "$svc" 2>/dev/null)" = active ]; then kv timesync.service "$svc"; fi
+  done
+else
+  kv init "$(cat /proc/1/comm 2>/dev/null)"
+fi
+
+# Listening TCP ports (state 0A), from the kernel: no dependency on ss or netstat.
+for f in /proc/net/tcp /proc/net/tcp6; do
+  [ -r "$f" ] || continue
+  while read -r _ local _ state _; do
+    if [ "$state" = 0A ]; then kv listen.tcp "$((16#${local##*:}))"; fi
+  done < <(tail -n +2 "$f")
+done
