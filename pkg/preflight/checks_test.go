@@ -1,0 +1,126 @@
+package preflight
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpukit/gpukit/pkg/facts"
+	"github.com/gpukit/gpukit/pkg/inventory"
+)
+
+func healthy() *facts.Facts {
+	return &facts.Facts{
+		OS: facts.OS{ID: "ubuntu", Version: "24.04", Pretty: "Ubuntu 24.04.1 LTS"}, Kernel: "6.8.0-45-generic",
+		Arch: "x86_64", Hostname: "gpu-001", CPUs: 64, MemKiB: 512 << 20, RootFree: 800 << 20,
+		PCIGPUs: []facts.PCIDevice{{Address: "0000:17:00.0", DeviceID: "0x2330"}}, SecureBoot: "SecureBoot disabled",
+		Init: "systemd", TimeSynced: "yes", TimeSyncService: "chrony", ListeningTCP: []int{22},
+	}
+}
+
+func testInventory(o inventory.Orchestrator, driver string) *inventory.Inventory {
+	return &inventory.Inventory{Cluster: inventory.Cluster{Spec: inventory.Spec{
+		Orchestrator: o, Versions: inventory.Versions{NvidiaDriver: driver}}}}
+}
+
+func TestCheckHost(t *testing.T) {
+	worker := inventory.Machine{Name: "gpu-001", Roles: []inventory.Role{inventory.RoleWorker}}
+	cp := inventory.Machine{Name: "gpu-001", Roles: []inventory.Role{inventory.RoleControlPlane}}
+	manager := inventory.Machine{Name: "gpu-001", Roles: []inventory.Role{inventory.RoleManager}}
+	h100 := facts.GPU{Index: 0, UUID: "GPU-1", Name: "NVIDIA H100 80GB HBM3", MemMiB: 81559, Driver: "590.48.01", MIGMode: "Disabled"}
+	tests := []struct {
+		name   string
+		orch   inventory.Orchestrator
+		driver string
+		m      inventory.Machine
+		mutate func(*facts.Facts)
+		check  string
+		want   Status
+		reason string
+	}{
+		{name: "healthy ubuntu", m: worker, check: "os", want: Pass, reason: "Ubuntu 24.04.1 LTS"},
+		{name: "debian 12 point release", m: worker, mutate: func(f *facts.Facts) { f.OS = facts.OS{ID: "debian", Version: "12"} }, check: "os", want: Pass},
+		{name: "rocky 9.4", m: worker, mutate: func(f *facts.Facts) { f.OS = facts.OS{ID: "rocky", Version: "9.4"} }, check: "os", want: Pass},
+		{name: "ubuntu 20.04 unsupported", m: worker, mutate: func(f *facts.Facts) { f.OS = facts.OS{ID: "ubuntu", Version: "20.04"} }, check: "os", want: Fail, reason: "versions supported: 22.04, 24.04"},
+		{name: "arch linux unsupported", m: worker, mutate: func(f *facts.Facts) { f.OS = facts.OS{ID: "arch", Version: "rolling"} }, check: "os", want: Fail},
+		{name: "arm warns", m: worker, mutate: func(f *facts.Facts) { f.Arch = "aarch64" }, check: "arch", want: Warn, reason: "sbsa"},
+		{name: "ppc fails", m: worker, mutate: func(f *facts.Facts) { f.Arch = "ppc64le" }, check: "arch", want: Fail},
+		{name: "1 cpu control plane", m: cp, mutate: func(f *facts.Facts) { f.CPUs = 1 }, check: "cpu", want: Fail, reason: "at least 2"},
+		{name: "1 cpu worker ok", m: worker, mutate: func(f *facts.Facts) { f.CPUs = 1 }, check: "cpu", want: Pass},
+		{name: "small control plane", m: cp, mutate: func(f *facts.Facts) { f.MemKiB = 1 << 20 }, check: "memory", want: Fail, reason: "1700 MiB"},
+		{name: "swap on kubernetes", m: worker, mutate: func(f *facts.Facts) { f.SwapKiB = 8 << 20 }, check: "swap", want: Warn, reason: "turns it off"},
+		{name: "swap on swarm", orch: inventory.Swarm, m: worker, mutate: func(f *facts.Facts) { f.SwapKiB = 8 << 20 }, check: "swap", want: Pass},
+		{name: "tight disk", m: worker, mutate: func(f *facts.Facts) { f.RootFree = 10 << 20 }, check: "disk", want: Warn},
+		{name: "full disk", m: worker, mutate: func(f *facts.Facts) { f.RootFree = 1 << 20 }, check: "disk", want: Fail},
+		{name: "gpu on bus, no driver", m: worker, check: "gpu", want: Pass, reason: "no driver yet"},
+		{name: "no gpu worker", m: worker, mutate: func(f *facts.Facts) { f.PCIGPUs = nil }, check: "gpu", want: Warn, reason: "no NVIDIA GPU"},
+		{name: "no gpu control plane", m: cp, mutate: func(f *facts.Facts) { f.PCIGPUs = nil }, check: "gpu", want: Pass},
+		{name: "driver as requested (branch)", driver: "590", m: worker, mutate: func(f *facts.Facts) { f.GPUs = []facts.GPU{h100} }, check: "gpu", want: Pass, reason: "1× NVIDIA H100 80GB HBM3 (81559 MiB), driver 590.48.01, MIG Disabled"},
+		{name: "driver differs", driver: "580.95.05", m: worker, mutate: func(f *facts.Facts) { f.GPUs = []facts.GPU{h100} }, check: "gpu", want: Warn, reason: "init will change the driver"},
+		{name: "gpu fell off the bus", m: worker, mutate: func(f *facts.Facts) {
+			f.GPUs = []facts.GPU{h100}
+			f.PCIGPUs = append(f.PCIGPUs, facts.PCIDevice{Address: "0000:18:00.0"})
+		}, check: "gpu", want: Warn, reason: "not visible to the driver"},
+		{name: "version mismatch", m: worker, mutate: func(f *facts.Facts) {
+			f.NvidiaSMI, f.NvidiaSMIError = true, "Failed to initialize NVML: Driver/library version mismatch"
+		}, check: "gpu", want: Warn, reason: "without a reboot"},
+		{name: "nouveau", m: worker, mutate: func(f *facts.Facts) { f.NouveauLoaded = true }, check: "nouveau", want: Warn},
+		{name: "secure boot", m: worker, mutate: func(f *facts.Facts) { f.SecureBoot = "SecureBoot enabled" }, check: "secure-boot", want: Fail, reason: "MOK"},
+		{name: "docker beside kubernetes", m: worker, mutate: func(f *facts.Facts) { f.Runtimes = []string{"dockerd Docker version 28.2.2"} }, check: "runtime", want: Warn},
+		{name: "not systemd", m: worker, mutate: func(f *facts.Facts) { f.Init = "sshd" }, check: "init", want: Fail},
+		{name: "clock not synced", m: worker, mutate: func(f *facts.Facts) { f.TimeSynced = "no"; f.TimeSyncService = "" }, check: "time-sync", want: Warn, reason: "install chrony"},
+		{name: "apiserver port busy", m: cp, mutate: func(f *facts.Facts) { f.ListeningTCP = []int{22, 6443} }, check: "ports", want: Fail, reason: "6443"},
+		{name: "swarm manager port busy", orch: inventory.Swarm, m: manager, mutate: func(f *facts.Facts) { f.ListeningTCP = []int{2377} }, check: "ports", want: Fail, reason: "2377"},
+		{name: "worker ports free", m: worker, check: "ports", want: Pass},
+		{name: "hostname differs", m: worker, mutate: func(f *facts.Facts) { f.Hostname = "localhost" }, check: "hostname", want: Warn},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := healthy()
+			if tt.mutate != nil {
+				tt.mutate(f)
+			}
+			orch := tt.orch
+			if orch == "" {
+				orch = inventory.Kubernetes
+			}
+			var got *Result
+			for _, r := range CheckHost(testInventory(orch, tt.driver), tt.m, f) {
+				if r.Check == tt.check {
+					got = &r
+				}
+			}
+			if got == nil {
+				t.Fatalf("no %q check in the results", tt.check)
+			}
+			if got.Status != tt.want || !strings.Contains(got.Reason, tt.reason) {
+				t.Errorf("%s = %s %q, want %s containing %q", tt.check, got.Status, got.Reason, tt.want, tt.reason)
+			}
+		})
+	}
+}
+
+func TestHealthyHostPassesEverything(t *testing.T) {
+	m := inventory.Machine{Name: "gpu-001", Roles: []inventory.Role{inventory.RoleWorker}}
+	for _, r := range CheckHost(testInventory(inventory.Kubernetes, ""), m, healthy()) {
+		if r.Status != Pass {
+			t.Errorf("%s: %s %s", r.Check, r.Status, r.Reason)
+		}
+	}
+}
+
+func TestCheckClusterFindsClones(t *testing.T) {
+	a, b, c := healthy(), healthy(), healthy()
+	a.Hostname, b.Hostname, c.Hostname = "gpu-001", "gpu-002", "gpu-003"
+	a.MachineID, b.MachineID, c.MachineID = "m1", "m1", "m3"
+	a.ProductUUID, b.ProductUUID, c.ProductUUID = "u1", "u2", ""
+	got := CheckCluster(map[string]*facts.Facts{"gpu-001": a, "gpu-002": b, "gpu-003": c})
+	if len(got) != 2 {
+		t.Fatalf("got %+v, want the shared machine-id on gpu-001 and gpu-002", got)
+	}
+	for _, r := range got {
+		if r.Check != "unique-machine-id" || r.Status != Fail || r.Reason != "machine-id m1 is shared by gpu-001, gpu-002" {
+			t.Errorf("%+v", r)
+		}
+	}
+}
