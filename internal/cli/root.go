@@ -46,6 +46,7 @@ Kubernetes (kubeadm) or Docker Swarm and the platform on top.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
 	root.AddCommand(
 		newVersionCmd(),
+		newInventoryCmd(),
 		newCompletionCmd(),
 	)
 	return root

@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpukit/gpukit/pkg/inventory"
+)
+
+// run executes the command line in-process.
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Execute(context.Background(), args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+	return code, out.String(), errb.String()
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func sharedFixture(t *testing.T, parts ...string) string {
+	t.Helper()
+	p := filepath.Join(append([]string{"..", "..", "..", "shared", "fixtures"}, parts...)...)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("shared fixture %s not found (the shared/ folder beside the checkout): %v", p, err)
+	}
+	return p
+}
+
+func TestExitCodes(t *testing.T) {
+	example := writeFile(t, "cluster.yaml", string(inventory.Example()))
+	bad := writeFile(t, "bad.yaml", "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: lab}\nspec:\n  hosts:\n  - name: cp-1\n    address: 10.0.0.1\n    roles: [control-plane]\n    colour: blue\n")
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		wantOut    string
+		wantStderr string
+	}{
+		{"valid inventory", []string{"inventory", "validate", "-i", example}, ExitOK, "valid", ""},
+		{"invalid inventory names file line field", []string{"inventory", "validate", "-i", bad}, ExitUsage, "", bad + `:9:5: spec.hosts[0].colour: unknown field "colour"`},
+		{"missing inventory file", []string{"inventory", "validate", "-i", "/nonexistent/cluster.yaml"}, ExitUsage, "", "/nonexistent/cluster.yaml"},
+		{"no -i", []string{"inventory", "validate"}, ExitUsage, "", "pass -i FILE"},
+		{"unknown flag", []string{"inventory", "validate", "--colour"}, ExitUsage, "", "unknown flag"},
+		{"unexpected argument", []string{"version", "extra"}, ExitUsage, "", "accepts 0 arg"},
+		{"unknown import source", []string{"inventory", "import", "--from", "chef", example}, ExitUsage, "", "only source format is ansible"},
+		{"completion", []string{"completion", "bash"}, ExitOK, "bash completion", ""},
+		{"completion unknown shell", []string{"completion", "tcsh"}, ExitUsage, "", "tcsh"},
+		{"version", []string{"version"}, ExitOK, "spec.versions.nvidiaDriver", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := run(t, tt.args...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.code, out, errOut)
+			}
+			if !strings.Contains(out, tt.wantOut) {
+				t.Errorf("stdout %q does not contain %q", out, tt.wantOut)
+			}
+			if !strings.Contains(errOut, tt.wantStderr) {
+				t.Errorf("stderr %q does not contain %q", errOut, tt.wantStderr)
+			}
+		})
+	}
+}
+
+func TestValidateSummarisesARangedInventory(t *testing.T) {
+	p := writeFile(t, "big.yaml", `apiVersion: gpukit.dev/v1alpha1
+kind: Cluster
+metadata: {name: rack}
+spec:
+  ssh: {user: root, knownHostsFile: /etc/ssh/ssh_known_hosts}
+  hosts:
+  - name: cp-[1:3]
+    address: 10.0.0.[1:3]
+    roles: [control-plane]
+  - name: gpu-[001:200]
+    address: 10.0.1.[1:200]
+    roles: [worker]
+`)
+	code, out, errOut := run(t, "inventory", "validate", "-i", p)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"203 host(s)", "control-plane     3  cp-1, cp-2, cp-3", "worker          200  gpu-001, gpu-002, gpu-003, gpu-004, gpu-005, ... gpu-200", "nvidia driver 580.95.05"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestSchemaAndExample(t *testing.T) {
+	code, out, _ := run(t, "inventory", "schema")
+	if code != ExitOK || !json.Valid([]byte(out)) {
+		t.Fatalf("schema: exit %d, valid JSON %v", code, json.Valid([]byte(out)))
+	}
+	code, out, _ = run(t, "inventory", "example")
+	if code != ExitOK || !strings.Contains(out, "apiVersion: gpukit.dev/v1alpha1") {
+		t.Fatalf("example: exit %d\n%s", code, out)
+	}
+}
+
+func TestVersionJSON(t *testing.T) {
+	code, out, _ := run(t, "version", "-o", "json")
+	var v struct {
+		Version   string            `json:"version"`
+		GoVersion string            `json:"goVersion"`
+		Defaults  map[string]string `json:"defaults"`
+	}
+	if code != ExitOK || json.Unmarshal([]byte(out), &v) != nil {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	if v.Version == "" || !strings.HasPrefix(v.GoVersion, "go") || v.Defaults["spec.versions.cuda"] == "" {
+		t.Errorf("%+v", v)
+	}
+}
+
+// The real DeepOps inventory, with its commented-out hosts switched on,
+// converts into an inventory that validates.
+func TestImportDeepOps(t *testing.T) {
+	src := sharedFixture(t, "inventories", "deepops-26.07__inventory.ini")
+	vars := sharedFixture(t, "inventories", "deepops-26.07__group_vars__k8s_cluster.yml")
+	raw, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run(t, "inventory", "import", "--from", "ansible", src)
+	if code != ExitUsage || !strings.Contains(errOut, "no hosts") {
+		t.Errorf("template with every host commented out: exit %d, stderr %s", code, errOut)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(l, "#") && len(l) > 1 && (l[1] >= 'a' && l[1] <= 'z') {
+			l = l[1:]
+		}
+		lines = append(lines, l)
+	}
+	ini := writeFile(t, "inventory.ini", strings.Join(lines, "\n"))
+	outFile := filepath.Join(t.TempDir(), "cluster.yaml")
+	code, _, errOut = run(t, "inventory", "import", "--from", "ansible", "--group-vars", "k8s_cluster="+vars, "-o", outFile, ini)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "gpukit does not install Slurm") {
+		t.Errorf("Slurm groups not reported as unmapped:\n%s", errOut)
+	}
+	if strings.Contains(errOut, "needs editing") {
+		t.Errorf("converted DeepOps inventory does not validate:\n%s", errOut)
+	}
+	code, out, errOut := run(t, "inventory", "validate", "-i", outFile)
+	if code != ExitOK || !strings.Contains(out, "control-plane") {
+		t.Fatalf("validate converted: exit %d\n%s\n%s", code, out, errOut)
+	}
+}

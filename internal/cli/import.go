@@ -1,0 +1,161 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/inventory/ansible"
+)
+
+type importOptions struct {
+	from      string
+	format    string
+	name      string
+	output    string
+	groupVars []string
+	hostVars  []string
+}
+
+func newInventoryImportCmd() *cobra.Command {
+	var o importOptions
+	cmd := &cobra.Command{
+		Use:   "import --from ansible FILE",
+		Short: "Convert a DeepOps / Kubespray / Cloud Native Stack Ansible inventory",
+		Long: `Convert an Ansible inventory (INI or YAML) into a gpukit inventory. Groups map to
+roles (kube_control_plane/kube-master -> control-plane, kube_node -> worker, ...),
+ansible_host/ansible_user/ansible_port/ansible_ssh_private_key_file to SSH settings,
+and known group variables (kube_version, kube_pods_subnet, ...) to versions and network.
+group_vars/ and host_vars/ directories beside FILE are read as Ansible reads them.
+Everything that could not be mapped is listed in the output's header and on stderr.
+Passwords are never copied: they become environment variable references.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runImport(cmd, o, args[0])
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.from, "from", "", "source format: ansible")
+	f.StringVar(&o.format, "format", "auto", "Ansible inventory syntax: ini, yaml or auto")
+	f.StringVar(&o.name, "name", "", "cluster name (metadata.name)")
+	f.StringVarP(&o.output, "output-file", "o", "", "write the inventory here instead of stdout")
+	f.StringArrayVar(&o.groupVars, "group-vars", nil, "extra group_vars file (GROUP.yml, or GROUP=FILE); repeatable")
+	f.StringArrayVar(&o.hostVars, "host-vars", nil, "extra host_vars file (HOST.yml, or HOST=FILE); repeatable")
+	_ = cmd.MarkFlagRequired("from")
+	return cmd
+}
+
+func runImport(cmd *cobra.Command, o importOptions, file string) error {
+	if o.from != "ansible" {
+		return usage(fmt.Errorf("--from %q: the only source format is ansible", o.from))
+	}
+	format, err := ansible.ParseFormat(o.format)
+	if err != nil {
+		return usage(err)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return usage(err)
+	}
+	in := ansible.Input{Name: file, Data: data, Format: format, ClusterName: o.name}
+	dir := filepath.Dir(file)
+	if in.GroupVars, err = varsFiles(filepath.Join(dir, "group_vars"), o.groupVars); err != nil {
+		return usage(err)
+	}
+	if in.HostVars, err = varsFiles(filepath.Join(dir, "host_vars"), o.hostVars); err != nil {
+		return usage(err)
+	}
+	res, err := ansible.Convert(in)
+	if err != nil {
+		return usage(err)
+	}
+	out := ansible.Render(res)
+	stderr := cmd.ErrOrStderr()
+	for _, n := range res.Notes {
+		fmt.Fprintf(stderr, "note: %s\n", n)
+	}
+	// The converted file is checked like any inventory, so the operator
+	// learns now what still needs a hand (e.g. no control-plane group).
+	name := file + " (converted)"
+	if o.output != "" {
+		name = o.output
+	}
+	if _, verr := inventory.Parse(name, out); verr != nil {
+		var ve *inventory.ValidationError
+		if !errors.As(verr, &ve) {
+			return verr
+		}
+		fmt.Fprintf(stderr, "the converted inventory needs editing before use (%d problem(s)):\n", len(ve.Issues))
+		for _, is := range ve.Issues {
+			fmt.Fprintf(stderr, "  %s\n", is)
+		}
+	}
+	if o.output == "" {
+		_, err = cmd.OutOrStdout().Write(out)
+		return err
+	}
+	if err := os.WriteFile(o.output, out, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "wrote %s (%d host entries, %d note(s))\n", o.output, len(res.Cluster.Spec.Hosts), len(res.Notes))
+	return nil
+}
+
+// varsFiles reads the Ansible vars directory (if present) and the files named
+// on the command line; later files override earlier ones, as in Ansible.
+func varsFiles(dir string, extra []string) ([]ansible.VarsFile, error) {
+	var out []ansible.VarsFile
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		switch filepath.Ext(n) {
+		case ".yml", ".yaml", ".json":
+		default:
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ansible.VarsFile{Name: filepath.Join(dir, n), Data: b})
+	}
+	for _, spec := range extra {
+		target, path := "", spec
+		if t, p, ok := cutTarget(spec); ok {
+			target, path = t, p
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ansible.VarsFile{Target: target, Name: path, Data: b})
+	}
+	return out, nil
+}
+
+// cutTarget splits "GROUP=FILE"; a plain path has no '=' before its first '/'.
+func cutTarget(s string) (string, string, bool) {
+	for i, c := range s {
+		switch c {
+		case '=':
+			return s[:i], s[i+1:], i > 0
+		case '/':
+			return "", s, false
+		}
+	}
+	return "", s, false
+}
