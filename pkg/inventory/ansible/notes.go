@@ -1,0 +1,68 @@
+package ansible
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// noteList collects notes during one conversion. A variable set once in
+// [all:vars] is seen again for every host; notes are keyed so that it is
+// reported once, at the line where it is written.
+type noteList struct {
+	notes []Note
+	seen  map[Note]bool
+}
+
+func (l *noteList) add(file string, line int, subject, message string) {
+	n := Note{File: file, Line: line, Subject: subject, Message: oneLine(message)}
+	if l.seen == nil {
+		l.seen = map[Note]bool{}
+	}
+	if l.seen[n] {
+		return
+	}
+	l.seen[n] = true
+	l.notes = append(l.notes, n)
+}
+
+// addf adds a note at a source position.
+func (l *noteList) addf(pos position, subject, format string, args ...any) {
+	l.add(pos.file, pos.line, subject, fmt.Sprintf(format, args...))
+}
+
+// sorted orders notes for reading: notes about the whole cluster first, then
+// by file in the order the files were given, then by line. Notes at one place
+// keep the order they were made in, which follows the inventory.
+func (l *noteList) sorted(files []string) []Note {
+	rank := func(f string) int {
+		if f == "" {
+			return -1
+		}
+		if i := slices.Index(files, f); i >= 0 {
+			return i
+		}
+		return len(files)
+	}
+	out := slices.Clone(l.notes)
+	slices.SortStableFunc(out, func(a, b Note) int {
+		return cmp.Or(cmp.Compare(rank(a.File), rank(b.File)), cmp.Compare(a.Line, b.Line))
+	})
+	return out
+}
+
+// oneLine keeps a note on one line whatever a value it quotes contains: the
+// notes become YAML comments, and a newline would end the comment.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+}
+
+// listNames shows up to max names and how many more there are, so that a
+// note about 200 hosts stays one readable line.
+func listNames(names []string, max int) string {
+	if len(names) <= max {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:max], ", "), len(names)-max)
+}
