@@ -1,8 +1,9 @@
 package inventory
 
 // Inventory is a loaded and validated cluster file: the document as written
-// (with defaults applied) and the machines it describes, one per host after
-// range expansion, each with its effective SSH settings.
+// (with defaults applied, except spec.ssh and the hosts, which stay as
+// written because they are layers) and the machines it describes, one per
+// host after range expansion, each with its effective SSH settings.
 type Inventory struct {
 	// File is the path the inventory was read from, as given.
 	File     string
@@ -21,7 +22,8 @@ type Machine struct {
 	Labels  map[string]string
 	Taints  []string
 	SSH     SSH
-	// Pos is where the host (or the range it came from) is written.
+	// Pos is where the host is written; every machine of a range shares
+	// the position of the range's entry.
 	Pos Position
 }
 

@@ -31,10 +31,14 @@ const (
 
 // Cluster is the whole inventory document.
 type Cluster struct {
-	APIVersion string   `yaml:"apiVersion" json:"apiVersion" jsonschema:"enum=gpukit.dev/v1alpha1"`
-	Kind       string   `yaml:"kind" json:"kind" jsonschema:"enum=Cluster"`
-	Metadata   Metadata `yaml:"metadata" json:"metadata"`
-	Spec       Spec     `yaml:"spec" json:"spec"`
+	// APIVersion is the format version, gpukit.dev/v1alpha1.
+	APIVersion string `yaml:"apiVersion" json:"apiVersion" jsonschema:"enum=gpukit.dev/v1alpha1"`
+	// Kind is always Cluster.
+	Kind string `yaml:"kind" json:"kind" jsonschema:"enum=Cluster"`
+	// Metadata names the cluster.
+	Metadata Metadata `yaml:"metadata" json:"metadata"`
+	// Spec describes the hosts and what to install on them.
+	Spec Spec `yaml:"spec" json:"spec"`
 }
 
 // Metadata names the cluster.
@@ -53,10 +57,14 @@ type Spec struct {
 	SSH SSH `yaml:"ssh,omitempty" json:"ssh,omitempty"`
 	// Hosts lists the machines. A name and address may hold one range each ("gpu-[001:200]",
 	// "10.0.1.[1:200]"), expanded in step.
-	Hosts    []Host   `yaml:"hosts" json:"hosts"`
+	Hosts []Host `yaml:"hosts" json:"hosts" jsonschema:"minItems=1"`
+	// Versions pins the NVIDIA stack, the container runtime and Kubernetes.
 	Versions Versions `yaml:"versions,omitempty" json:"versions,omitempty"`
-	Network  Network  `yaml:"network,omitempty" json:"network,omitempty"`
-	Addons   Addons   `yaml:"addons,omitempty" json:"addons,omitempty"`
+	// Network is the Kubernetes pod and service layout (ignored for swarm).
+	Network Network `yaml:"network,omitempty" json:"network,omitempty"`
+	// Addons are the platform services: ingress, monitoring, storage.
+	Addons Addons `yaml:"addons,omitempty" json:"addons,omitempty"`
+	// Kubeflow is the optional ML platform (kubernetes only).
 	Kubeflow Kubeflow `yaml:"kubeflow,omitempty" json:"kubeflow,omitempty"`
 	// Mirrors replace the public package, chart and image sources (air-gapped sites, the lab).
 	Mirrors Mirrors `yaml:"mirrors,omitempty" json:"mirrors,omitempty"`
@@ -64,8 +72,10 @@ type Spec struct {
 
 // SSH says how to reach and become root on a host. Zero fields inherit from spec.ssh.
 type SSH struct {
+	// User to log in as. Default root; any other user gets sudo.
 	User string `yaml:"user,omitempty" json:"user,omitempty"`
-	Port int    `yaml:"port,omitempty" json:"port,omitempty" jsonschema:"minimum=1,maximum=65535"`
+	// Port of the SSH server. Default 22.
+	Port int `yaml:"port,omitempty" json:"port,omitempty" jsonschema:"minimum=1,maximum=65535"`
 	// KeyFile is a private key; "~" expands to the operator's home directory.
 	KeyFile string `yaml:"keyFile,omitempty" json:"keyFile,omitempty"`
 	// KeyPassphrase unlocks an encrypted KeyFile.
@@ -86,10 +96,15 @@ type SSH struct {
 
 // Bastion is a jump host (ssh -J).
 type Bastion struct {
-	Address  string     `yaml:"address" json:"address"`
-	Port     int        `yaml:"port,omitempty" json:"port,omitempty" jsonschema:"minimum=1,maximum=65535"`
-	User     string     `yaml:"user,omitempty" json:"user,omitempty"`
-	KeyFile  string     `yaml:"keyFile,omitempty" json:"keyFile,omitempty"`
+	// Address of the jump host: an IP address or DNS name.
+	Address string `yaml:"address" json:"address"`
+	// Port of its SSH server. Default 22.
+	Port int `yaml:"port,omitempty" json:"port,omitempty" jsonschema:"minimum=1,maximum=65535"`
+	// User on the jump host. Default: the host's ssh user.
+	User string `yaml:"user,omitempty" json:"user,omitempty"`
+	// KeyFile for the jump host. Default: the host's ssh keyFile.
+	KeyFile string `yaml:"keyFile,omitempty" json:"keyFile,omitempty"`
+	// Password for the jump host (keys are safer).
 	Password *SecretRef `yaml:"password,omitempty" json:"password,omitempty"`
 }
 
@@ -113,10 +128,14 @@ type SecretRef struct {
 
 // Host is one machine, or a range of machines when Name holds "[a:b]".
 type Host struct {
-	Name    string `yaml:"name" json:"name"`
+	// Name is the host name, a lowercase RFC 1123 label, or a range such as gpu-[001:200].
+	Name string `yaml:"name" json:"name"`
+	// Address is an IPv4/IPv6 address or DNS name, or a range such as 10.0.1.[1:200]
+	// expanded in step with Name.
 	Address string `yaml:"address" json:"address"`
 	// Roles: control-plane, worker, ingress (kubernetes); manager, worker (swarm).
-	Roles  []Role            `yaml:"roles" json:"roles"`
+	Roles []Role `yaml:"roles" json:"roles" jsonschema:"minItems=1"`
+	// Labels are Kubernetes node labels.
 	Labels map[string]string `yaml:"labels,omitempty" json:"labels,omitempty"`
 	// Taints in kubectl form: key[=value]:Effect.
 	Taints []string `yaml:"taints,omitempty" json:"taints,omitempty"`
@@ -127,10 +146,14 @@ type Host struct {
 // Versions pins what is installed. The NVIDIA driver may be an exact version
 // ("580.95.05") or a branch ("580").
 type Versions struct {
-	NvidiaDriver     string `yaml:"nvidiaDriver,omitempty" json:"nvidiaDriver,omitempty"`
-	CUDA             string `yaml:"cuda,omitempty" json:"cuda,omitempty"`
+	// NvidiaDriver is an exact release (580.95.05) or a branch (580). Default 580.95.05.
+	NvidiaDriver string `yaml:"nvidiaDriver,omitempty" json:"nvidiaDriver,omitempty"`
+	// CUDA toolkit X.Y; it must not need a newer driver than NvidiaDriver. Default 13.0.
+	CUDA string `yaml:"cuda,omitempty" json:"cuda,omitempty"`
+	// ContainerToolkit is the NVIDIA Container Toolkit X.Y.Z. Default 1.20.0.
 	ContainerToolkit string `yaml:"containerToolkit,omitempty" json:"containerToolkit,omitempty"`
-	Kubernetes       string `yaml:"kubernetes,omitempty" json:"kubernetes,omitempty"`
+	// Kubernetes X.Y.Z, minor 1.33 to 1.36. Default 1.36.2.
+	Kubernetes string `yaml:"kubernetes,omitempty" json:"kubernetes,omitempty"`
 	// ContainerRuntime is the version of Runtime.
 	ContainerRuntime string `yaml:"containerRuntime,omitempty" json:"containerRuntime,omitempty"`
 	// Runtime: containerd (kubernetes default) or docker (swarm, required).
@@ -139,20 +162,27 @@ type Versions struct {
 
 // Network is the Kubernetes network layout.
 type Network struct {
-	PodCIDR     string `yaml:"podCIDR,omitempty" json:"podCIDR,omitempty"`
+	// PodCIDR is the pod network (or an IPv4,IPv6 pair). Default 10.244.0.0/16.
+	PodCIDR string `yaml:"podCIDR,omitempty" json:"podCIDR,omitempty"`
+	// ServiceCIDR is the service network (or an IPv4,IPv6 pair). Default 10.96.0.0/12.
 	ServiceCIDR string `yaml:"serviceCIDR,omitempty" json:"serviceCIDR,omitempty"`
-	CNI         string `yaml:"cni,omitempty" json:"cni,omitempty" jsonschema:"enum=flannel,enum=calico,enum=cilium"`
+	// CNI plugin: flannel, calico or cilium. Default flannel.
+	CNI string `yaml:"cni,omitempty" json:"cni,omitempty" jsonschema:"enum=flannel,enum=calico,enum=cilium"`
 }
 
 // Addons are the platform services deployed on top of the cluster.
 type Addons struct {
-	Ingress    Ingress    `yaml:"ingress,omitempty" json:"ingress,omitempty"`
+	// Ingress is the Traefik ingress controller.
+	Ingress Ingress `yaml:"ingress,omitempty" json:"ingress,omitempty"`
+	// Monitoring is Prometheus, Grafana and the DCGM exporter.
 	Monitoring Monitoring `yaml:"monitoring,omitempty" json:"monitoring,omitempty"`
-	Storage    Storage    `yaml:"storage,omitempty" json:"storage,omitempty"`
+	// Storage is the default StorageClass.
+	Storage Storage `yaml:"storage,omitempty" json:"storage,omitempty"`
 }
 
 // Ingress is the Traefik ingress controller.
 type Ingress struct {
+	// Enabled deploys Traefik. Default true.
 	Enabled *bool `yaml:"enabled,omitempty" json:"enabled,omitempty"`
 	// Domain for ingress hosts; default "<first ingress host address>.nip.io".
 	Domain string `yaml:"domain,omitempty" json:"domain,omitempty"`
@@ -160,6 +190,7 @@ type Ingress struct {
 
 // Monitoring is Prometheus, Grafana and the DCGM exporter.
 type Monitoring struct {
+	// Enabled deploys the monitoring stack. Default true.
 	Enabled *bool `yaml:"enabled,omitempty" json:"enabled,omitempty"`
 }
 
@@ -167,26 +198,37 @@ type Monitoring struct {
 type Storage struct {
 	// Type: local-path (default), nfs or none.
 	Type string `yaml:"type,omitempty" json:"type,omitempty" jsonschema:"enum=local-path,enum=nfs,enum=none"`
-	NFS  *NFS   `yaml:"nfs,omitempty" json:"nfs,omitempty"`
+	// NFS is the export used when Type is nfs.
+	NFS *NFS `yaml:"nfs,omitempty" json:"nfs,omitempty"`
 }
 
 // NFS is an existing NFS export used by the nfs-subdir provisioner.
 type NFS struct {
+	// Server is the NFS server's IP address or DNS name.
 	Server string `yaml:"server" json:"server"`
-	Path   string `yaml:"path" json:"path"`
+	// Path is the exported directory, absolute.
+	Path string `yaml:"path" json:"path"`
 }
 
 // Kubeflow is the optional Kubeflow platform (kubeflow/manifests release).
 type Kubeflow struct {
-	Enabled bool   `yaml:"enabled,omitempty" json:"enabled,omitempty"`
+	// Enabled deploys Kubeflow. Default false.
+	Enabled bool `yaml:"enabled,omitempty" json:"enabled,omitempty"`
+	// Version is a kubeflow/manifests release: v1.9.0, v1.9.1, v1.10.0, v1.10.1,
+	// v1.10.2, v1.11.0 or 26.03. Default 26.03.
 	Version string `yaml:"version,omitempty" json:"version,omitempty"`
 }
 
 // Mirrors replace public sources; each is a base URL (registry: a host[:port][/path]).
 type Mirrors struct {
-	NVIDIA     string `yaml:"nvidia,omitempty" json:"nvidia,omitempty"`
+	// NVIDIA replaces the CUDA and container toolkit package repositories.
+	NVIDIA string `yaml:"nvidia,omitempty" json:"nvidia,omitempty"`
+	// Kubernetes replaces pkgs.k8s.io.
 	Kubernetes string `yaml:"kubernetes,omitempty" json:"kubernetes,omitempty"`
-	Docker     string `yaml:"docker,omitempty" json:"docker,omitempty"`
-	Charts     string `yaml:"charts,omitempty" json:"charts,omitempty"`
-	Registry   string `yaml:"registry,omitempty" json:"registry,omitempty"`
+	// Docker replaces download.docker.com.
+	Docker string `yaml:"docker,omitempty" json:"docker,omitempty"`
+	// Charts replaces the Helm chart repositories.
+	Charts string `yaml:"charts,omitempty" json:"charts,omitempty"`
+	// Registry is a container registry mirror, host[:port][/path] without a scheme.
+	Registry string `yaml:"registry,omitempty" json:"registry,omitempty"`
 }

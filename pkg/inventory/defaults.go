@@ -1,0 +1,277 @@
+package inventory
+
+import (
+	"net/netip"
+	"strconv"
+)
+
+// Defaults for every optional field. They are constants so that
+// `gpukit version` can print what an inventory gets when it says nothing.
+const (
+	DefaultOrchestrator = Kubernetes
+
+	DefaultSSHUser           = "root"
+	DefaultSSHPort           = 22
+	DefaultKnownHostsFile    = "~/.ssh/known_hosts"
+	DefaultSSHConnectTimeout = "10s"
+
+	DefaultNvidiaDriver     = "580.95.05" // CUDA 13.0 U2 driver
+	DefaultCUDA             = "13.0"
+	DefaultContainerToolkit = "1.20.0"
+	DefaultKubernetes       = "1.36.2"
+	// DefaultRuntime is the runtime for kubernetes; swarm always uses docker.
+	DefaultRuntime           = RuntimeContainerd
+	DefaultSwarmRuntime      = RuntimeDocker
+	DefaultContainerdVersion = "2.3.1"
+	DefaultDockerVersion     = "28.2.2"
+
+	DefaultPodCIDR     = "10.244.0.0/16"
+	DefaultServiceCIDR = "10.96.0.0/12"
+	DefaultCNI         = CNIFlannel
+
+	DefaultStorage = StorageLocalPath
+	// DefaultIngressDomainSuffix is appended to the first ingress (else
+	// control-plane or manager) host's IPv4 address: nip.io resolves
+	// 10.0.0.10.nip.io and every name under it to 10.0.0.10, so ingress hosts
+	// work without any DNS setup.
+	DefaultIngressDomainSuffix = ".nip.io"
+
+	DefaultKubeflowVersion = "26.03"
+)
+
+// Values of the enumerated string fields.
+const (
+	RuntimeContainerd = "containerd"
+	RuntimeDocker     = "docker"
+
+	CNIFlannel = "flannel"
+	CNICalico  = "calico"
+	CNICilium  = "cilium"
+
+	StorageLocalPath = "local-path"
+	StorageNFS       = "nfs"
+	StorageNone      = "none"
+)
+
+// Kubernetes minor versions this gpukit installs and upgrades (1.33 to 1.36).
+const (
+	MinKubernetesMinor = 33
+	MaxKubernetesMinor = 36
+)
+
+// KubeflowVersions returns the kubeflow/manifests releases gpukit can deploy,
+// oldest first (a fresh slice on each call).
+func KubeflowVersions() []string {
+	return []string{"v1.9.0", "v1.9.1", "v1.10.0", "v1.10.1", "v1.10.2", "v1.11.0", "26.03"}
+}
+
+// Default is one documented default: the field path and its value.
+type Default struct {
+	Path  string
+	Value string
+}
+
+// Defaults lists every default, for `gpukit version` and documentation.
+// Values that depend on other fields say so.
+func Defaults() []Default {
+	return []Default{
+		{"spec.orchestrator", string(DefaultOrchestrator)},
+		{"spec.ssh.user", DefaultSSHUser},
+		{"spec.ssh.port", strconv.Itoa(DefaultSSHPort)},
+		{"spec.ssh.knownHostsFile", DefaultKnownHostsFile},
+		{"spec.ssh.connectTimeout", DefaultSSHConnectTimeout},
+		{"spec.ssh.sudo.enabled", "true when the user is not root"},
+		{"spec.versions.nvidiaDriver", DefaultNvidiaDriver},
+		{"spec.versions.cuda", DefaultCUDA},
+		{"spec.versions.containerToolkit", DefaultContainerToolkit},
+		{"spec.versions.kubernetes", DefaultKubernetes + " (kubernetes only)"},
+		{"spec.versions.runtime", DefaultRuntime + " (kubernetes), " + DefaultSwarmRuntime + " (swarm)"},
+		{"spec.versions.containerRuntime", DefaultContainerdVersion + " (containerd), " + DefaultDockerVersion + " (docker)"},
+		{"spec.network.podCIDR", DefaultPodCIDR + " (kubernetes only)"},
+		{"spec.network.serviceCIDR", DefaultServiceCIDR + " (kubernetes only)"},
+		{"spec.network.cni", DefaultCNI + " (kubernetes only)"},
+		{"spec.addons.ingress.enabled", "true"},
+		{"spec.addons.ingress.domain", "<IPv4 address of the first ingress host, else first control-plane/manager>" + DefaultIngressDomainSuffix},
+		{"spec.addons.monitoring.enabled", "true"},
+		{"spec.addons.storage.type", DefaultStorage},
+		{"spec.kubeflow.version", DefaultKubeflowVersion},
+	}
+}
+
+// applyDefaults fills every optional field left empty, in the cluster (so
+// that what a command prints is what it does; spec.ssh excepted, see below)
+// and in the machines. It runs
+// before validation so that defaults are checked against what was written
+// (a host address inside the default service CIDR is still an error).
+// sources[i] is the spec.hosts entry machines[i] came from.
+func applyDefaults(c *Cluster, machines []Machine, sources []source) {
+	s := &c.Spec
+	if s.Orchestrator == "" {
+		s.Orchestrator = DefaultOrchestrator
+	}
+	// spec.ssh and the hosts' ssh blocks stay as written: they are layers,
+	// and defaulting the lower one would hide what a host inherits. The
+	// machines carry the merged, defaulted result.
+
+	v := &s.Versions
+	setDefault(&v.NvidiaDriver, DefaultNvidiaDriver)
+	setDefault(&v.CUDA, DefaultCUDA)
+	setDefault(&v.ContainerToolkit, DefaultContainerToolkit)
+	if s.Orchestrator == Swarm {
+		setDefault(&v.Runtime, DefaultSwarmRuntime)
+	} else {
+		setDefault(&v.Kubernetes, DefaultKubernetes)
+		setDefault(&v.Runtime, DefaultRuntime)
+		setDefault(&s.Network.PodCIDR, DefaultPodCIDR)
+		setDefault(&s.Network.ServiceCIDR, DefaultServiceCIDR)
+		setDefault(&s.Network.CNI, DefaultCNI)
+	}
+	switch v.Runtime {
+	case RuntimeContainerd:
+		setDefault(&v.ContainerRuntime, DefaultContainerdVersion)
+	case RuntimeDocker:
+		setDefault(&v.ContainerRuntime, DefaultDockerVersion)
+	}
+
+	a := &s.Addons
+	if a.Ingress.Enabled == nil {
+		a.Ingress.Enabled = ptr(true)
+	}
+	if a.Monitoring.Enabled == nil {
+		a.Monitoring.Enabled = ptr(true)
+	}
+	setDefault(&a.Storage.Type, DefaultStorage)
+	if a.Ingress.Domain == "" {
+		if m := ingressHost(s.Orchestrator, machines); m != nil {
+			// nip.io only maps IPv4 addresses; for a DNS name or IPv6
+			// address the domain stays empty and validation warns.
+			if ip, err := netip.ParseAddr(m.Address); err == nil && ip.Is4() {
+				a.Ingress.Domain = ip.String() + DefaultIngressDomainSuffix
+			}
+		}
+	}
+	setDefault(&s.Kubeflow.Version, DefaultKubeflowVersion)
+
+	for i := range machines {
+		machines[i].SSH = effectiveSSH(s.SSH, s.Hosts[sources[i].entry].SSH)
+	}
+}
+
+// ingressHost is the machine whose address names the default ingress domain:
+// the first ingress host, else the first control-plane (kubernetes) or
+// manager (swarm).
+func ingressHost(o Orchestrator, machines []Machine) *Machine {
+	for i := range machines {
+		if machines[i].HasRole(RoleIngress) {
+			return &machines[i]
+		}
+	}
+	first := RoleControlPlane
+	if o == Swarm {
+		first = RoleManager
+	}
+	for i := range machines {
+		if machines[i].HasRole(first) {
+			return &machines[i]
+		}
+	}
+	return nil
+}
+
+// defaultSSH fills the connection defaults that do not depend on the user.
+func defaultSSH(s *SSH) {
+	setDefault(&s.User, DefaultSSHUser)
+	if s.Port == 0 {
+		s.Port = DefaultSSHPort
+	}
+	setDefault(&s.KnownHostsFile, DefaultKnownHostsFile)
+	setDefault(&s.ConnectTimeout, DefaultSSHConnectTimeout)
+}
+
+// effectiveSSH is spec.ssh, then the host's overrides field by field (a
+// nested block such as bastion or sudo counts as one field and replaces the
+// inherited one whole), then the defaults. Every pointer is copied so that
+// machines never share mutable state with each other or with the Cluster.
+func effectiveSSH(spec SSH, host *SSH) SSH {
+	s := spec
+	if host != nil {
+		h := *host
+		if h.User != "" {
+			s.User = h.User
+		}
+		if h.Port != 0 {
+			s.Port = h.Port
+		}
+		if h.KeyFile != "" {
+			s.KeyFile = h.KeyFile
+		}
+		if h.KeyPassphrase != nil {
+			s.KeyPassphrase = h.KeyPassphrase
+		}
+		if h.Agent != nil {
+			s.Agent = h.Agent
+		}
+		if h.Password != nil {
+			s.Password = h.Password
+		}
+		if h.KnownHostsFile != "" {
+			s.KnownHostsFile = h.KnownHostsFile
+		}
+		if h.Bastion != nil {
+			s.Bastion = h.Bastion
+		}
+		if h.Sudo != nil {
+			s.Sudo = h.Sudo
+		}
+		if h.ConnectTimeout != "" {
+			s.ConnectTimeout = h.ConnectTimeout
+		}
+	}
+	defaultSSH(&s)
+
+	s.KeyPassphrase = cloneSecret(s.KeyPassphrase)
+	s.Password = cloneSecret(s.Password)
+	if s.Agent != nil {
+		s.Agent = ptr(*s.Agent)
+	}
+	sudo := Sudo{}
+	if s.Sudo != nil {
+		sudo = *s.Sudo
+	}
+	if sudo.Enabled == nil {
+		sudo.Enabled = ptr(s.User != "root")
+	} else {
+		sudo.Enabled = ptr(*sudo.Enabled)
+	}
+	sudo.Password = cloneSecret(sudo.Password)
+	s.Sudo = &sudo
+	if s.Bastion != nil {
+		// A jump host is usually reached with the same account and key as
+		// the hosts behind it (ssh -J does the same with ~/.ssh/config).
+		b := *s.Bastion
+		if b.Port == 0 {
+			b.Port = DefaultSSHPort
+		}
+		setDefault(&b.User, s.User)
+		setDefault(&b.KeyFile, s.KeyFile)
+		b.Password = cloneSecret(b.Password)
+		s.Bastion = &b
+	}
+	return s
+}
+
+func cloneSecret(r *SecretRef) *SecretRef {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	return &c
+}
+
+func setDefault(field *string, value string) {
+	if *field == "" {
+		*field = value
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,147 @@
+package inventory
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the .golden files from the current output")
+
+// TestInvalidGolden loads every testdata/invalid/*.yaml and compares the full
+// error output, line for line, with its .golden file.
+func TestInvalidGolden(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("testdata/invalid/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 20 {
+		t.Fatalf("only %d invalid inventories; the suite covers at least 20 defects", len(files))
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) {
+			t.Parallel()
+			inv, err := Load(file)
+			if err == nil {
+				t.Fatalf("Load(%s) succeeded with %d machines, want errors", file, len(inv.Machines))
+			}
+			var verr *ValidationError
+			if !errors.As(err, &verr) {
+				t.Fatalf("Load(%s) error %T is not a *ValidationError: %v", file, err, err)
+			}
+			if inv != nil {
+				t.Error("Load returned an inventory together with an error")
+			}
+			for _, is := range verr.Issues {
+				if !strings.HasPrefix(is.Pos.String(), file) {
+					t.Errorf("issue without the file name: %s", is)
+				}
+			}
+			compareGolden(t, strings.TrimSuffix(file, ".yaml")+".golden", err.Error()+"\n")
+		})
+	}
+}
+
+// TestWarningsGolden loads every testdata/warnings/*.yaml: each is valid and
+// its warnings match the .golden file.
+func TestWarningsGolden(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("testdata/warnings/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) {
+			t.Parallel()
+			inv, err := Load(file)
+			if err != nil {
+				t.Fatalf("Load(%s): %v", file, err)
+			}
+			if len(inv.Warnings) == 0 {
+				t.Fatal("no warnings")
+			}
+			var b strings.Builder
+			for _, w := range inv.Warnings {
+				b.WriteString(w.String() + "\n")
+			}
+			compareGolden(t, strings.TrimSuffix(file, ".yaml")+".golden", b.String())
+		})
+	}
+}
+
+// TestValidFiles loads every testdata/valid/*.yaml without errors or warnings.
+func TestValidFiles(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("testdata/valid/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) {
+			t.Parallel()
+			inv, err := Load(file)
+			if err != nil {
+				t.Fatalf("Load(%s):\n%v", file, err)
+			}
+			for _, w := range inv.Warnings {
+				t.Errorf("unexpected warning: %s", w)
+			}
+		})
+	}
+}
+
+// TestManyDefectsAllReported guards the central promise: one run lists every
+// problem, so an operator fixes the file in one pass.
+func TestManyDefectsAllReported(t *testing.T) {
+	t.Parallel()
+	_, err := Load("testdata/invalid/many-defects.yaml")
+	var verr *ValidationError
+	if !errors.As(err, &verr) {
+		t.Fatalf("error %v is not a *ValidationError", err)
+	}
+	want := []string{
+		"apiVersion", "metadata.name", "spec.sshh", "spec.ssh.user", "spec.ssh.port",
+		"spec.ssh.connectTimeout", "spec.ssh.password", "spec.ssh.password.value",
+		"spec.hosts[0].roles[1]", "spec.hosts[0].taints[0]", "spec.hosts[1].address",
+		"spec.hosts[2].address", `spec.hosts[2].labels["bad key!"]`, "spec.hosts[3].roles",
+		"spec.hosts[3].ssh.port", "spec.versions.cuda", "spec.versions.kubernetes",
+		"spec.versions.containerRuntime", "spec.network.serviceCIDR", "spec.addons.storage.type",
+		"spec.kubeflow.version", "spec.mirrors.nvidia",
+	}
+	got := map[string]bool{}
+	for _, is := range verr.Issues {
+		got[is.Path] = true
+	}
+	for _, p := range want {
+		if !got[p] {
+			t.Errorf("no issue reported for %s", p)
+		}
+	}
+	if len(verr.Issues) < len(want) {
+		t.Errorf("%d issues, want at least %d", len(verr.Issues), len(want))
+	}
+	if n := strings.Count(err.Error(), "\n") + 1; n != len(verr.Issues) {
+		t.Errorf("Error() has %d lines for %d issues", n, len(verr.Issues))
+	}
+}
+
+func compareGolden(t *testing.T, golden, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./pkg/inventory/ -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (run with -update to accept):\n--- got\n%s--- want\n%s", golden, got, want)
+	}
+}

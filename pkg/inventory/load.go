@@ -1,0 +1,117 @@
+package inventory
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Load reads, decodes, expands, defaults and validates the inventory at path.
+// On any error it returns a nil Inventory; for problems in the file the error
+// is a *ValidationError listing all of them at once.
+func Load(path string) (*Inventory, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read inventory: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse is Load for an inventory already in memory; file names it in
+// positions and messages. Secrets are not resolved here: SecretRef.Resolve
+// reads them when a connection needs them, so a plan or validate run never
+// touches them.
+func Parse(file string, data []byte) (*Inventory, error) {
+	root, issue := parseDocument(file, data)
+	if issue != nil {
+		return nil, &ValidationError{File: file, Issues: []Issue{*issue}}
+	}
+
+	d := newDecoder(file)
+	var cluster Cluster
+	d.decode(root, reflect.ValueOf(&cluster).Elem(), "")
+
+	if d.aborted {
+		// The tree was only partly decoded: semantic checks would report
+		// noise about the missing part.
+		return nil, &ValidationError{File: file, Issues: sortIssues(d.issues)}
+	}
+	c := newChecker(file, d.pos, d.failed)
+	c.errs = append(c.errs, d.issues...)
+	machines := c.expandHosts(cluster.Spec.Hosts)
+	applyDefaults(&cluster, machines, c.sources)
+	c.validate(&cluster, machines)
+
+	errs, warns := sortIssues(c.errs), sortIssues(c.warns)
+	if len(errs) > 0 {
+		return nil, &ValidationError{File: file, Issues: errs, Warnings: warns}
+	}
+	return &Inventory{File: file, Cluster: cluster, Machines: machines, Warnings: warns}, nil
+}
+
+// parseDocument parses data into the root mapping node of its single YAML
+// document, or says in one Issue why that is impossible.
+func parseDocument(file string, data []byte) (root *yaml.Node, issue *Issue) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	err := safeDecode(dec, &doc)
+	if errors.Is(err, io.EOF) {
+		return nil, &Issue{Pos: Position{File: file}, Message: "empty inventory; expected a Cluster document (apiVersion, kind, metadata, spec)"}
+	}
+	if err != nil {
+		return nil, syntaxIssue(file, err)
+	}
+	var next yaml.Node
+	switch err := safeDecode(dec, &next); {
+	case err == nil:
+		return nil, &Issue{Pos: Position{File: file, Line: next.Line, Column: next.Column}, Message: "more than one YAML document; an inventory is a single Cluster document (remove the ---)"}
+	case !errors.Is(err, io.EOF):
+		return nil, syntaxIssue(file, err)
+	}
+
+	root = &doc
+	if root.Kind == yaml.DocumentNode {
+		if len(root.Content) == 0 {
+			return nil, &Issue{Pos: Position{File: file}, Message: "empty inventory; expected a Cluster document"}
+		}
+		root = root.Content[0]
+	}
+	if isNull(root) {
+		return nil, &Issue{Pos: Position{File: file, Line: root.Line, Column: root.Column}, Message: "empty inventory; expected a Cluster document (apiVersion, kind, metadata, spec)"}
+	}
+	if resolve(root).Kind != yaml.MappingNode {
+		return nil, &Issue{Pos: Position{File: file, Line: root.Line, Column: root.Column}, Message: "expected a mapping with apiVersion, kind, metadata and spec, got " + describe(root)}
+	}
+	return root, nil
+}
+
+// safeDecode shields Parse from a panic inside the YAML library: the input is
+// operator-written and fuzzed, and a crash must become an error.
+func safeDecode(dec *yaml.Decoder, n *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml: %v", r)
+		}
+	}()
+	return dec.Decode(n)
+}
+
+func syntaxIssue(file string, err error) *Issue {
+	// yaml.v3 syntax errors read "yaml: line 3: did not find ..."; the
+	// line becomes the position so the output matches every other issue.
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		num, text, found := strings.Cut(rest, ": ")
+		if line, err := strconv.Atoi(num); found && err == nil {
+			return &Issue{Pos: Position{File: file, Line: line}, Message: "invalid YAML: " + text}
+		}
+	}
+	return &Issue{Pos: Position{File: file}, Message: "invalid YAML: " + msg}
+}

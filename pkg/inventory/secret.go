@@ -1,0 +1,66 @@
+package inventory
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Resolve returns the secret. Load never calls it: secrets are read only when
+// a connection needs them, through the functions given (os.LookupEnv and
+// os.ReadFile in the binary, fakes in tests). A file path starting with "~/"
+// is taken relative to $HOME as seen by lookupEnv. Errors name the source,
+// never the secret.
+func (r *SecretRef) Resolve(lookupEnv func(string) (string, bool), readFile func(string) ([]byte, error)) (string, error) {
+	if r == nil {
+		return "", errors.New("no secret configured")
+	}
+	set := 0
+	for _, v := range []string{r.Env, r.File, r.Value} {
+		if v != "" {
+			set++
+		}
+	}
+	if set != 1 {
+		return "", errors.New("a secret must set exactly one of env, file or value")
+	}
+	switch {
+	case r.Env != "":
+		v, ok := lookupEnv(r.Env)
+		if !ok {
+			return "", fmt.Errorf("secret from environment variable %s: not set", r.Env)
+		}
+		if v == "" {
+			return "", fmt.Errorf("secret from environment variable %s: empty", r.Env)
+		}
+		return v, nil
+	case r.File != "":
+		path := r.File
+		if path == "~" || strings.HasPrefix(path, "~/") {
+			home, ok := lookupEnv("HOME")
+			if !ok || home == "" {
+				return "", fmt.Errorf("secret file %s: $HOME is not set to expand ~", r.File)
+			}
+			path = home + strings.TrimPrefix(path, "~")
+		}
+		data, err := readFile(path)
+		if err != nil {
+			return "", fmt.Errorf("secret file %s: %w", r.File, err)
+		}
+		// Files written by editors and echo end in a newline that is not
+		// part of the secret; only one is removed so deliberate trailing
+		// whitespace survives.
+		v := string(data)
+		if t, ok := strings.CutSuffix(v, "\r\n"); ok {
+			v = t
+		} else {
+			v = strings.TrimSuffix(v, "\n")
+		}
+		if v == "" {
+			return "", fmt.Errorf("secret file %s: empty", r.File)
+		}
+		return v, nil
+	default:
+		return r.Value, nil
+	}
+}

@@ -1,0 +1,174 @@
+package inventory
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// checkAddons checks ingress, monitoring, storage and Kubeflow.
+func (c *checker) checkAddons(cl *Cluster, ms []Machine) {
+	a := &cl.Spec.Addons
+	const p = "spec.addons"
+
+	if *a.Ingress.Enabled {
+		switch d := a.Ingress.Domain; {
+		case d == "":
+			c.warnNoDomain(cl, ms)
+		case badChar(d, charsDomain) != nil:
+			c.errorf(p+".ingress.domain", "invalid domain: %v", badChar(d, charsDomain))
+		case !isDNSName(d):
+			c.errorf(p+".ingress.domain", "invalid domain %q; expected a lowercase DNS name such as gpu.example.com", truncate(d))
+		}
+	} else {
+		for i, h := range cl.Spec.Hosts {
+			if hasRole(h.Roles, RoleIngress) {
+				c.warnf(fmt.Sprintf("spec.hosts[%d].roles", i), "host has role ingress but addons.ingress.enabled is false")
+				break
+			}
+		}
+	}
+
+	s := &a.Storage
+	switch s.Type {
+	case StorageLocalPath, StorageNone:
+		if s.NFS != nil {
+			c.warnf(p+".storage.nfs", "nfs is ignored: storage type is %s", s.Type)
+		}
+	case StorageNFS:
+		c.checkNFS(p+".storage", s.NFS)
+	default:
+		c.errorf(p+".storage.type", "unknown storage type %q; expected local-path, nfs or none", truncate(s.Type))
+	}
+
+	k := &cl.Spec.Kubeflow
+	if !slices.Contains(KubeflowVersions(), k.Version) {
+		hint := ""
+		if slices.Contains(KubeflowVersions(), "v"+k.Version) {
+			hint = fmt.Sprintf(" (did you mean v%s?)", k.Version)
+		}
+		c.errorf("spec.kubeflow.version", "unknown Kubeflow version %q%s; expected one of %s", truncate(k.Version), hint, strings.Join(KubeflowVersions(), ", "))
+	}
+	if k.Enabled {
+		if cl.Spec.Orchestrator == Swarm {
+			c.errorf("spec.kubeflow.enabled", "Kubeflow needs kubernetes; the orchestrator is swarm")
+		}
+		if s.Type == StorageNone {
+			c.errorf("spec.kubeflow.enabled", "Kubeflow needs a default StorageClass; addons.storage.type is none")
+		}
+	}
+}
+
+// warnNoDomain explains why no default ingress domain exists, pointing at
+// the host whose address would have named it.
+func (c *checker) warnNoDomain(cl *Cluster, ms []Machine) {
+	const path = "spec.addons.ingress.domain"
+	m := ingressHost(cl.Spec.Orchestrator, ms)
+	if m == nil {
+		c.warnf(path, "no ingress domain and no ingress, control-plane or manager host to derive one from; set addons.ingress.domain")
+		return
+	}
+	i := slices.IndexFunc(ms, func(x Machine) bool { return x.Name == m.Name })
+	pos := c.at(fmt.Sprintf("spec.hosts[%d].address", c.sources[i].entry))
+	c.warns = append(c.warns, Issue{Pos: pos, Path: path, Message: fmt.Sprintf(
+		"no default ingress domain: <address>%s needs an IPv4 address, but %s has address %s; set addons.ingress.domain",
+		DefaultIngressDomainSuffix, m.Name, m.Address)})
+}
+
+func (c *checker) checkNFS(path string, n *NFS) {
+	if n == nil {
+		c.errorf(path+".type", "storage type nfs requires nfs.server and nfs.path")
+		return
+	}
+	if n.Server != "" {
+		if err := checkAddress(n.Server); err != nil {
+			c.errorf(path+".nfs.server", "invalid NFS server: %v", err)
+		}
+	}
+	if n.Path != "" {
+		if err := checkPath(n.Path); err != nil {
+			c.errorf(path+".nfs.path", "invalid NFS path: %v", err)
+		} else if !strings.HasPrefix(n.Path, "/") {
+			c.errorf(path+".nfs.path", "NFS path %q must be absolute", n.Path)
+		}
+	}
+}
+
+// checkMirrors checks the package, chart and image sources. They end up in
+// apt/dnf source files and helm/containerd configuration on every host.
+func (c *checker) checkMirrors(m *Mirrors) {
+	const p = "spec.mirrors"
+	for _, f := range []struct{ name, v string }{
+		{"nvidia", m.NVIDIA}, {"kubernetes", m.Kubernetes}, {"docker", m.Docker}, {"charts", m.Charts},
+	} {
+		if f.v == "" {
+			continue
+		}
+		if err := checkMirrorURL(f.v); err != nil {
+			c.errorf(p+"."+f.name, "invalid mirror: %v", err)
+		}
+	}
+	if m.Registry != "" {
+		if err := checkRegistry(m.Registry); err != nil {
+			c.errorf(p+".registry", "invalid registry mirror: %v", err)
+		}
+	}
+}
+
+// checkMirrorURL accepts an http(s) base URL without credentials, query or
+// fragment: credentials would land in logs and files on every host.
+func checkMirrorURL(s string) error {
+	if strings.ContainsRune(s, '@') {
+		return fmt.Errorf("%q contains credentials (user@); configure them on the mirror side or in the package manager", truncate(s))
+	}
+	if err := badChar(s, charsURL); err != nil {
+		return err
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+		return fmt.Errorf("%q is not an http(s) URL such as https://mirror.example.com/nvidia", truncate(s))
+	}
+	if host := u.Hostname(); checkAddress(host) != nil {
+		return fmt.Errorf("%q: host %q is neither an IP address nor a DNS name", truncate(s), truncate(host))
+	}
+	if port := u.Port(); port != "" && !validPortText(port) {
+		return fmt.Errorf("%q: port %s is out of range 1-65535", truncate(s), port)
+	}
+	return nil
+}
+
+// checkRegistry accepts a container registry as host[:port][/path].
+func checkRegistry(s string) error {
+	if strings.Contains(s, "://") {
+		return fmt.Errorf("%q: a registry is host[:port][/path] without a scheme", truncate(s))
+	}
+	if err := badChar(s, charsRegistry); err != nil {
+		return err
+	}
+	hostPort, path, _ := strings.Cut(s, "/")
+	host, port, hasPort := strings.Cut(hostPort, ":")
+	if checkAddress(host) != nil || strings.Contains(host, ":") {
+		return fmt.Errorf("%q: expected host[:port][/path], e.g. registry.example.com:5000/mirror", truncate(s))
+	}
+	if hasPort && !validPortText(port) {
+		return fmt.Errorf("%q: port %q is out of range 1-65535", truncate(s), port)
+	}
+	for _, seg := range strings.Split(path, "/") {
+		if path != "" && (seg == "" || seg != strings.ToLower(seg)) {
+			return fmt.Errorf("%q: path segments must be non-empty and lowercase", truncate(s))
+		}
+	}
+	return nil
+}
+
+func validPortText(s string) bool {
+	if !isDecimal(s) || len(s) > 5 {
+		return false
+	}
+	n := 0
+	for _, r := range s {
+		n = n*10 + int(r-'0')
+	}
+	return n >= 1 && n <= 65535
+}

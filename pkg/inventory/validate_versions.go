@@ -1,0 +1,104 @@
+package inventory
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gpukit/gpukit/pkg/nvidia/compat"
+)
+
+// checkVersions checks the pinned versions and that they fit together.
+func (c *checker) checkVersions(cl *Cluster) {
+	v := &cl.Spec.Versions
+	const p = "spec.versions"
+
+	driver, driverErr := compat.ParseDriver(v.NvidiaDriver)
+	if driverErr != nil {
+		c.errorf(p+".nvidiaDriver", "malformed driver version %q; expected a branch NNN (580) or a release NNN.NN[.NN] (580.95.05)", truncate(v.NvidiaDriver))
+	}
+	cuda, cudaErr := compat.ParseCUDA(v.CUDA)
+	if cudaErr != nil {
+		c.errorf(p+".cuda", "malformed CUDA version %q; expected X.Y (e.g. 13.0)", truncate(v.CUDA))
+	}
+	if driverErr == nil && cudaErr == nil {
+		c.checkDriverForCUDA(cl, driver, cuda)
+	}
+
+	if err := checkSemver(v.ContainerToolkit); err != nil {
+		c.errorf(p+".containerToolkit", "%v", err)
+	}
+	if err := checkSemver(v.ContainerRuntime); err != nil && v.ContainerRuntime != "" {
+		c.errorf(p+".containerRuntime", "%v", err)
+	}
+
+	switch v.Runtime {
+	case RuntimeContainerd, RuntimeDocker:
+	default:
+		c.errorf(p+".runtime", "unknown runtime %q; expected containerd or docker", truncate(v.Runtime))
+	}
+	switch cl.Spec.Orchestrator {
+	case Swarm:
+		if v.Runtime == RuntimeContainerd {
+			c.errorf(p+".runtime", "swarm requires runtime docker, not containerd")
+		}
+		if v.Kubernetes != "" {
+			c.warnf(p+".kubernetes", "kubernetes version %s is ignored: the orchestrator is swarm", truncate(v.Kubernetes))
+		}
+	case Kubernetes:
+		if v.Runtime == RuntimeDocker {
+			c.errorf(p+".runtime", "kubernetes requires runtime containerd (Kubernetes removed dockershim in 1.24)")
+		}
+		c.checkKubernetesVersion(p+".kubernetes", v.Kubernetes)
+	}
+}
+
+// checkDriverForCUDA checks the requested driver can run the requested CUDA
+// (NVIDIA's minimum-driver table); a CUDA newer than the table only warns,
+// because a newer gpukit may know it and the operator may know better.
+func (c *checker) checkDriverForCUDA(cl *Cluster, driver compat.DriverVersion, cuda compat.CUDAVersion) {
+	v := &cl.Spec.Versions
+	ok, err := compat.Satisfies(driver, cuda.String())
+	switch {
+	case errors.Is(err, compat.ErrUnknownCUDA) && cuda.Compare(compat.Newest()) > 0:
+		c.warnf("spec.versions.cuda", "CUDA %s is newer than gpukit's driver compatibility table (up to %s); the driver requirement is not checked", v.CUDA, compat.Newest())
+	case err != nil:
+		c.errorf("spec.versions.cuda", "unsupported CUDA version %s; known releases: %s", v.CUDA, knownCUDA())
+	case !ok:
+		minimum, _ := compat.MinDriver(cuda.String())
+		// Point at whichever of the two the author wrote; blame cuda if both.
+		path := "spec.versions.cuda"
+		if !c.isSet(path) {
+			path = "spec.versions.nvidiaDriver"
+		}
+		need := fmt.Sprintf("driver %s or newer", minimum)
+		if driver.IsBranch() {
+			need = fmt.Sprintf("driver branch %d or newer", minimum.Branch)
+		}
+		c.errorf(path, "CUDA %s%s needs NVIDIA %s, but nvidiaDriver is %s%s", v.CUDA, c.orDefault("spec.versions.cuda"),
+			need, v.NvidiaDriver, c.orDefault("spec.versions.nvidiaDriver"))
+	}
+}
+
+func knownCUDA() string {
+	var s []string
+	for _, r := range compat.Releases() {
+		s = append(s, r.CUDA.String())
+	}
+	return strings.Join(s, ", ")
+}
+
+// checkKubernetesVersion checks X.Y.Z and that the minor is supported.
+func (c *checker) checkKubernetesVersion(path, v string) {
+	if err := checkSemver(v); err != nil {
+		c.errorf(path, "%v", err)
+		return
+	}
+	parts := strings.Split(v, ".")
+	major, _ := strconv.Atoi(parts[0])
+	minor, _ := strconv.Atoi(parts[1])
+	if major != 1 || minor < MinKubernetesMinor || minor > MaxKubernetesMinor {
+		c.errorf(path, "unsupported Kubernetes version %s; gpukit supports 1.%d to 1.%d", v, MinKubernetesMinor, MaxKubernetesMinor)
+	}
+}
