@@ -47,6 +47,7 @@ Kubernetes (kubeadm) or Docker Swarm and the platform on top.`,
 	root.AddCommand(
 		newVersionCmd(),
 		newInventoryCmd(),
+		newPreflightCmd(s),
 		newCompletionCmd(),
 	)
 	return root

@@ -1,0 +1,221 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/gpukit/gpukit/pkg/event"
+	"github.com/gpukit/gpukit/pkg/facts"
+	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/ssh"
+)
+
+// Host is one machine during a run: its inventory spec, what was probed about
+// it, and the one connection every step of the run goes through. Phases act
+// on it only through Run, Apply and Upload, which carry the dry-run gate,
+// events, logging and redaction; calling Exec directly bypasses all four.
+//
+// A Host is used by one goroutine at a time: the runner runs the phases of a
+// host one after another.
+type Host struct {
+	Machine inventory.Machine
+	// Facts is set by the facts phase; nil before it has run.
+	Facts *facts.Facts
+	Exec  Executor
+
+	run   *runState
+	log   *logFile
+	phase string
+}
+
+// HostOptions configure a Host made outside a Runner (phase unit tests, a
+// single-host command).
+type HostOptions struct {
+	DryRun bool
+	// Sink receives the host's events; nil discards them.
+	Sink event.Sink
+	// Redactor removes secrets from events; nil removes none.
+	Redactor *Redactor
+	// Phase is the phase name put on events.
+	Phase string
+}
+
+// NewHost returns a host for m that runs its steps on exec.
+func NewHost(m inventory.Machine, exec Executor, opts HostOptions) *Host {
+	if opts.Sink == nil {
+		opts.Sink = event.Discard
+	}
+	if opts.Redactor == nil {
+		opts.Redactor = NewRedactor()
+	}
+	return &Host{
+		Machine: m,
+		Exec:    exec,
+		phase:   opts.Phase,
+		run: &runState{
+			sink: opts.Sink, redactor: opts.Redactor, logs: &runLogs{redactor: opts.Redactor},
+			dryRun: opts.DryRun, now: time.Now,
+		},
+	}
+}
+
+// Name is the inventory name of the host.
+func (h *Host) Name() string { return h.Machine.Name }
+
+// DryRun reports whether writes are recorded instead of made.
+func (h *Host) DryRun() bool { return h.state().dryRun }
+
+// AddSecret registers values learned during the run (a join token, a
+// certificate key) so that they are redacted from every later log line,
+// event and error of every host.
+func (h *Host) AddSecret(values ...string) { h.state().redactor.Add(values...) }
+
+// Logf writes a line to the host's log only (not to events): details an
+// operator reads after a failure.
+func (h *Host) Logf(format string, args ...any) {
+	h.log.write(h.state().now(), "", fmt.Sprintf(format, args...))
+}
+
+// StepOption changes how one step is run.
+type StepOption func(*stepConfig)
+
+type stepConfig struct {
+	secretOutput bool
+}
+
+// SecretOutput keeps the step's stdout out of events and logs, for commands
+// that print a secret (kubeadm token create). The output is still returned in
+// the Result; register the secret with AddSecret before passing it on.
+func SecretOutput() StepOption { return func(c *stepConfig) { c.secretOutput = true } }
+
+// Run runs a read: a probe that changes nothing on the host. It runs in
+// dry-run too, so that plans are computed from the real state.
+func (h *Host) Run(ctx context.Context, step string, cmd ssh.Command, opts ...StepOption) (ssh.Result, error) {
+	return h.exec(ctx, step, cmd, "read", opts)
+}
+
+// Apply runs a write. In dry-run it records a Planned event with the script
+// instead, and returns an empty Result and no error.
+func (h *Host) Apply(ctx context.Context, step string, cmd ssh.Command, opts ...StepOption) (ssh.Result, error) {
+	if h.DryRun() {
+		h.emit(event.Event{Type: event.Planned, Step: step, Script: planScript(cmd)})
+		return ssh.Result{}, nil
+	}
+	return h.exec(ctx, step, cmd, "apply", opts)
+}
+
+// Upload places f on the host; in dry-run it records a Planned event naming
+// the destination. The content is never logged: uploads carry configuration
+// that may hold secrets.
+func (h *Host) Upload(ctx context.Context, step string, f ssh.File) error {
+	what := fmt.Sprintf("upload %s (mode %04o)", f.Path, f.Mode.Perm())
+	if h.DryRun() {
+		h.emit(event.Event{Type: event.Planned, Step: step, Message: what})
+		return nil
+	}
+	h.emit(event.Event{Type: event.StepStart, Step: step})
+	h.Logf("$ %s: %s", step, what)
+	if h.Exec == nil {
+		return fmt.Errorf("%s: not connected", step)
+	}
+	start := time.Now()
+	err := h.Exec.Upload(ctx, f)
+	return h.finish(ctx, step, start, err)
+}
+
+func (h *Host) exec(ctx context.Context, step string, cmd ssh.Command, kind string, opts []StepOption) (ssh.Result, error) {
+	var cfg stepConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cmd.Name == "" {
+		cmd.Name = step
+	}
+	h.emit(event.Event{Type: event.StepStart, Step: step})
+	h.Logf("$ %s %s:\n%s", kind, step, indent(planScript(cmd)))
+	if h.Exec == nil {
+		return ssh.Result{}, fmt.Errorf("%s: not connected", step)
+	}
+	output := func(s event.Stream) *lineWriter {
+		return &lineWriter{emit: func(line string) {
+			h.emit(event.Event{Type: event.Output, Step: step, Stream: s, Line: line})
+		}}
+	}
+	stderr := output(event.Stderr)
+	cmd.Stderr = tee(cmd.Stderr, stderr)
+	var stdout *lineWriter
+	if cfg.secretOutput {
+		h.Logf("(stdout of %s is secret and not logged)", step)
+	} else {
+		stdout = output(event.Stdout)
+		cmd.Stdout = tee(cmd.Stdout, stdout)
+	}
+	start := time.Now()
+	res, err := h.Exec.Run(ctx, cmd)
+	if stdout != nil {
+		stdout.Flush()
+	}
+	stderr.Flush()
+	return res, h.finish(ctx, step, start, err)
+}
+
+// finish logs the end of a step and names the step in its error once.
+func (h *Host) finish(ctx context.Context, step string, start time.Time, err error) error {
+	took := time.Since(start).Round(time.Millisecond)
+	if err == nil {
+		h.Logf("  %s: ok in %s", step, took)
+		return nil
+	}
+	if !strings.HasPrefix(err.Error(), step+":") {
+		err = fmt.Errorf("%s: %w", step, err)
+	}
+	// Executors report a cancelled command in their own words; make sure the
+	// runner can still tell cancellation from failure.
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		err = fmt.Errorf("%w (%w)", err, cerr)
+	}
+	h.Logf("  %s: FAILED in %s: %v", step, took, err)
+	return err
+}
+
+func (h *Host) emit(e event.Event) {
+	e.Host = h.Name()
+	e.Phase = h.phase
+	e = h.state().emit(e)
+	if e.Type != event.StepStart { // the step header is logged with its script
+		h.log.write(e.Time, "", describe(e))
+	}
+}
+
+// state returns the run the host belongs to; a Host built as a literal (in a
+// test) gets a quiet one.
+func (h *Host) state() *runState {
+	if h.run == nil {
+		r := NewRedactor()
+		h.run = &runState{sink: event.Discard, redactor: r, logs: &runLogs{redactor: r}, now: time.Now}
+	}
+	return h.run
+}
+
+// planScript is the script as the host would receive it, with its arguments.
+func planScript(cmd ssh.Command) string {
+	if len(cmd.Args) == 0 {
+		return cmd.Script
+	}
+	quoted := make([]string, len(cmd.Args))
+	for i, a := range cmd.Args {
+		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return "# args: " + strings.Join(quoted, " ") + "\n" + cmd.Script
+}
+
+func tee(caller io.Writer, ours io.Writer) io.Writer {
+	if caller == nil {
+		return ours
+	}
+	return io.MultiWriter(caller, ours)
+}

@@ -1,0 +1,152 @@
+package ui
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpukit/gpukit/pkg/event"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// recorded reads a recorded event stream (one JSON event per line).
+func recorded(t *testing.T, name string) []event.Event {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []event.Event
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var e event.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (go test ./pkg/ui -run %s -update to accept):\n--- got\n%s\n--- want\n%s", name, t.Name(), got, want)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	for _, tc := range []struct {
+		golden, stream string
+		display        func(*bytes.Buffer) Display
+	}{
+		{"run.plain.golden", "run.jsonl", func(b *bytes.Buffer) Display { return NewPlain(b) }},
+		{"run.plain-verbose.golden", "run.jsonl", func(b *bytes.Buffer) Display { return NewPlain(b, WithVerbose(true)) }},
+		{"run.json.golden", "run.jsonl", func(b *bytes.Buffer) Display { return NewJSON(b) }},
+		{"dryrun.plain.golden", "dryrun.jsonl", func(b *bytes.Buffer) Display { return NewPlain(b) }},
+		{"dryrun.plain-verbose.golden", "dryrun.jsonl", func(b *bytes.Buffer) Display { return NewPlain(b, WithVerbose(true)) }},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			var buf bytes.Buffer
+			d := tc.display(&buf)
+			for _, e := range recorded(t, tc.stream) {
+				d.Emit(e)
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if bytes.ContainsRune(buf.Bytes(), '\x1b') {
+				t.Error("escape codes in non-TTY output")
+			}
+			golden(t, tc.golden, buf.Bytes())
+		})
+	}
+}
+
+// The JSON display writes exactly one decodable event per line, losslessly.
+func TestJSONOneEventPerLine(t *testing.T) {
+	t.Parallel()
+	events := recorded(t, "run.jsonl")
+	var buf bytes.Buffer
+	d := NewJSON(&buf)
+	for _, e := range events {
+		d.Emit(e)
+	}
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != len(events) {
+		t.Fatalf("%d lines for %d events", len(lines), len(events))
+	}
+	for i, l := range lines {
+		var e event.Event
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		if a, b := mustJSON(t, e), mustJSON(t, events[i]); a != b {
+			t.Errorf("line %d changed:\n%s\n%s", i+1, a, b)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A run that ends without RunDone (the CLI failed, or the engine panicked)
+// still gets a summary from Close.
+func TestPlainSummaryWithoutRunDone(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	d := NewPlain(&buf, WithTitle("gpukit init"))
+	for _, e := range recorded(t, "run.jsonl")[:9] {
+		d.Emit(e)
+	}
+	_ = d.Close()
+	if !strings.Contains(buf.String(), "gpukit init failed: 2 ok, 1 failed") {
+		t.Errorf("no summary:\n%s", buf.String())
+	}
+	// And a display that saw nothing prints nothing.
+	var empty bytes.Buffer
+	_ = NewPlain(&empty).Close()
+	if empty.Len() != 0 {
+		t.Errorf("empty run printed %q", empty.String())
+	}
+}
+
+func TestChoose(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, ok := Choose(f, "json").(*JSON); !ok {
+		t.Error("json format is not the JSON display")
+	}
+	if _, ok := Choose(f, "").(*Plain); !ok {
+		t.Error("a file is not shown plain")
+	}
+	if _, ok := Choose(f, "plain").(*Plain); !ok {
+		t.Error("plain format is not plain")
+	}
+}
