@@ -3,6 +3,9 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
+
+	"github.com/gpukit/gpukit/pkg/engine"
 )
 
 // Exit codes, documented in the README.
@@ -26,10 +29,18 @@ func usage(err error) error {
 	return &usageError{err: err}
 }
 
-// hostsFailedError marks a run that finished with some hosts failed.
+// hostsFailedError marks a run that finished with some hosts failed. The
+// display has already named each failed host with its error, so the message
+// is one line.
 type hostsFailedError struct{ err error }
 
-func (e *hostsFailedError) Error() string { return e.err.Error() }
+func (e *hostsFailedError) Error() string {
+	var hf *engine.HostsFailedError
+	if errors.As(e.err, &hf) {
+		return fmt.Sprintf("%d of %d hosts failed (named in the summary above; their logs say why)", hf.Failed, hf.Total)
+	}
+	return e.err.Error()
+}
 func (e *hostsFailedError) Unwrap() error { return e.err }
 
 // exitCode maps an error kind to the process exit status.
