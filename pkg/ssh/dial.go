@@ -1,0 +1,205 @@
+package ssh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	gossh "golang.org/x/crypto/ssh"
+)
+
+// Dial connects and logs in to the host cfg describes, through cfg.Bastion
+// when set, verifying its host key against cfg.KnownHostsFile. Connection
+// failures are retried cfg.ConnectRetries times with a doubling backoff;
+// host key and authentication failures are returned at once as
+// *HostKeyChangedError, *HostKeyRevokedError, *UnknownHostError or
+// *AuthError, other failures as *ConnectError. Cancelling ctx aborts the dial
+// promptly; once Dial returns, ctx no longer affects the connection.
+func Dial(ctx context.Context, cfg Config) (*Client, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	var jump *Client
+	if cfg.Bastion != nil {
+		jump, err = Dial(ctx, cfg.bastionConfig())
+		if err != nil {
+			return nil, fmt.Errorf("ssh: bastion for %s: %w", cfg.Name, err)
+		}
+	}
+	c, err := dial(ctx, cfg, jump)
+	if err != nil {
+		if jump != nil {
+			jump.Close()
+		}
+		return nil, err
+	}
+	c.jump = jump
+	return c, nil
+}
+
+// DialVia is Dial through an existing connection to a jump host, which stays
+// the caller's to close (after this Client): many hosts behind one bastion
+// share its connection instead of opening one each. cfg.Bastion is ignored.
+func DialVia(ctx context.Context, jump *Client, cfg Config) (*Client, error) {
+	cfg.Bastion = nil
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return dial(ctx, cfg, jump)
+}
+
+// dial is the retry loop around connectOnce. cfg has its defaults.
+func dial(ctx context.Context, cfg Config, via *Client) (*Client, error) {
+	creds, err := newCredentials(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer creds.close()
+	hk := hostKeys{name: cfg.Name, file: cfg.KnownHostsFile, acceptNew: cfg.AcceptNewHostKeys}
+	hostport := net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port))
+	backoff := cfg.RetryBackoff
+	for attempt := 1; ; attempt++ {
+		sc, err := connectOnce(ctx, cfg, via, hostport, hk, creds)
+		if err == nil {
+			return newClient(sc, cfg), nil
+		}
+		err = withRedaction(err, cfg.secrets())
+		if !isConnectFailure(err) {
+			return nil, err // typed: names the host already
+		}
+		if ctx.Err() != nil || !IsRetryable(err) || isTCPTimeout(err) || attempt > cfg.ConnectRetries {
+			return nil, &ConnectError{Host: cfg.Name, Address: hostport, Attempts: attempt, Err: err}
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, &ConnectError{Host: cfg.Name, Address: hostport, Attempts: attempt, Err: ctx.Err()}
+		case <-t.C:
+		}
+		backoff = min(2*backoff, maxRetryBackoff)
+	}
+}
+
+// isTCPTimeout is a host that did not answer the TCP connect within the
+// timeout: it is off or filtered, and retrying would multiply the wait a dead
+// host costs the run (3 x 10 s) for no gain. Refused, reset and dropped
+// handshakes (sshd's MaxStartups under a 1000-host fan-out) are retried.
+func isTCPTimeout(err error) bool {
+	var te *timeoutError
+	return errors.As(err, &te) && strings.HasPrefix(te.stage, "TCP connect")
+}
+
+// isConnectFailure tells plain connection failures (wrapped in ConnectError)
+// from the typed host key and authentication errors.
+func isConnectFailure(err error) bool {
+	var (
+		changed *HostKeyChangedError
+		revoked *HostKeyRevokedError
+		unknown *UnknownHostError
+		auth    *AuthError
+	)
+	return !errors.As(err, &changed) && !errors.As(err, &revoked) && !errors.As(err, &unknown) && !errors.As(err, &auth)
+}
+
+// handshakeState records, across the handshake's goroutines, how far host
+// key verification got.
+type handshakeState struct {
+	mu       sync.Mutex
+	verified bool
+	err      error
+}
+
+func (s *handshakeState) set(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.err = err
+	} else {
+		s.verified = true
+	}
+}
+
+func (s *handshakeState) get() (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.verified, s.err
+}
+
+// connectOnce is one attempt: TCP (or a channel through via), handshake with
+// host key verification, authentication; all within cfg.ConnectTimeout.
+func connectOnce(ctx context.Context, cfg Config, via *Client, hostport string, hk hostKeys, creds *credentials) (*gossh.Client, error) {
+	algos, err := hk.algorithms(hostport)
+	if err != nil {
+		return nil, err
+	}
+	var state handshakeState
+	conf := &gossh.ClientConfig{
+		User: cfg.User,
+		Auth: creds.methods,
+		HostKeyCallback: func(hostname string, remote net.Addr, key gossh.PublicKey) error {
+			err := hk.callback(hostname, remote, key)
+			state.set(err)
+			return err
+		},
+		HostKeyAlgorithms: algos,
+		Timeout:           cfg.ConnectTimeout,
+	}
+	actx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	defer cancel()
+
+	var conn net.Conn
+	if via != nil {
+		conn, err = via.DialContext(actx, "tcp", hostport)
+	} else {
+		var d net.Dialer
+		conn, err = d.DialContext(actx, "tcp", hostport)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if actx.Err() != nil {
+			return nil, &timeoutError{stage: fmt.Sprintf("TCP connect (%s)", cfg.ConnectTimeout)}
+		}
+		return nil, err
+	}
+	// The handshake takes no context: closing the connection stops it.
+	stop := context.AfterFunc(actx, func() { conn.Close() })
+	sc, chans, reqs, err := gossh.NewClientConn(conn, hostport, conf)
+	if !stop() {
+		if err == nil {
+			sc.Close()
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &timeoutError{stage: fmt.Sprintf("SSH handshake and login (%s)", cfg.ConnectTimeout)}
+	}
+	if err != nil {
+		verified, hkErr := state.get()
+		if hkErr != nil {
+			return nil, hkErr
+		}
+		if verified && isAuthFailure(err) {
+			return nil, &AuthError{Host: cfg.Name, Address: hostport, User: cfg.User, Methods: creds.names, Err: err}
+		}
+		return nil, err
+	}
+	return gossh.NewClient(sc, chans, reqs), nil
+}
+
+// isAuthFailure recognises the library's (untyped) authentication failures.
+func isAuthFailure(err error) bool {
+	m := err.Error()
+	return strings.Contains(m, "unable to authenticate") ||
+		strings.Contains(m, "no supported methods remain") ||
+		strings.Contains(m, "Too many authentication failures")
+}

@@ -1,0 +1,192 @@
+package ssh
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	gossh "golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// hostKeys verifies the keys of one host against a known_hosts file and,
+// with acceptNew, records the key of a host seen for the first time.
+type hostKeys struct {
+	name      string // inventory name, for errors
+	file      string
+	acceptNew bool
+}
+
+// load parses the known_hosts file afresh, so that a key recorded by a
+// concurrent dial (or an operator's edit) is seen. A missing file is empty.
+func (h hostKeys) load() (gossh.HostKeyCallback, error) {
+	cb, err := knownhosts.New(h.file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return knownhosts.New()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ssh: known_hosts %s: %w", h.file, err)
+	}
+	return cb, nil
+}
+
+// algorithms returns the host key algorithms to ask hostport for: those of
+// the keys on record, so that a host with an ed25519 key on record is not
+// asked for its RSA key and then mistaken for a changed host. Nil (the
+// library's default order) when nothing is on record.
+func (h hostKeys) algorithms(hostport string) ([]string, error) {
+	cb, err := h.load()
+	if err != nil {
+		return nil, err
+	}
+	// A key nobody has: the lookup fails and lists every key on record.
+	probe, err := gossh.NewPublicKey(ed25519.PublicKey(make([]byte, ed25519.PublicKeySize)))
+	if err != nil {
+		return nil, fmt.Errorf("ssh: probe key: %w", err)
+	}
+	var keyErr *knownhosts.KeyError
+	if err := cb(hostport, zeroTCPAddr(), probe); !errors.As(err, &keyErr) {
+		return nil, nil
+	}
+	var algos []string
+	seen := map[string]bool{}
+	add := func(a ...string) {
+		for _, x := range a {
+			if !seen[x] {
+				seen[x] = true
+				algos = append(algos, x)
+			}
+		}
+	}
+	for _, k := range keyErr.Want {
+		switch t := k.Key.Type(); t {
+		case gossh.KeyAlgoRSA:
+			add(gossh.KeyAlgoRSASHA512, gossh.KeyAlgoRSASHA256, gossh.KeyAlgoRSA)
+		default:
+			add(t)
+		}
+	}
+	return algos, nil
+}
+
+// callback is the ssh.HostKeyCallback for one dial.
+func (h hostKeys) callback(hostname string, remote net.Addr, key gossh.PublicKey) error {
+	cb, err := h.load()
+	if err != nil {
+		return err
+	}
+	if err := h.classify(hostname, key, cb(hostname, tcpAddr(remote), key)); !isUnknown(err) || !h.acceptNew {
+		return err
+	}
+	return h.record(hostname, key)
+}
+
+// classify turns a knownhosts result into this package's typed errors.
+func (h hostKeys) classify(hostname string, key gossh.PublicKey, err error) error {
+	if err == nil {
+		return nil
+	}
+	var (
+		keyErr  *knownhosts.KeyError
+		revoked *knownhosts.RevokedError
+	)
+	switch {
+	case errors.As(err, &revoked):
+		return &HostKeyRevokedError{Host: h.name, Address: hostname, Got: gossh.FingerprintSHA256(key),
+			Line: fmt.Sprintf("%s:%d", revoked.Revoked.Filename, revoked.Revoked.Line)}
+	case errors.As(err, &keyErr) && len(keyErr.Want) > 0:
+		e := &HostKeyChangedError{Host: h.name, Address: hostname, Got: gossh.FingerprintSHA256(key),
+			KeyType: key.Type(), File: h.file}
+		for _, w := range keyErr.Want {
+			e.Want = append(e.Want, gossh.FingerprintSHA256(w.Key))
+			e.Lines = append(e.Lines, fmt.Sprintf("%s:%d", w.Filename, w.Line))
+		}
+		return e
+	case errors.As(err, &keyErr):
+		return &UnknownHostError{Host: h.name, Address: hostname, Fingerprint: gossh.FingerprintSHA256(key),
+			KeyType: key.Type(), File: h.file}
+	}
+	return fmt.Errorf("ssh: host key of %s (%s): %w", h.name, hostname, err)
+}
+
+func isUnknown(err error) bool {
+	var u *UnknownHostError
+	return errors.As(err, &u)
+}
+
+// record appends hostname's key to the known_hosts file under an exclusive
+// file lock, after checking again under the lock: a concurrent dial may have
+// recorded the same host meanwhile (fine) or a different key for it (refused,
+// exactly as if it had been on record before).
+func (h hostKeys) record(hostname string, key gossh.PublicKey) error {
+	if err := os.MkdirAll(filepath.Dir(h.file), 0o700); err != nil {
+		return fmt.Errorf("ssh: record host key of %s: %w", h.name, err)
+	}
+	f, err := os.OpenFile(h.file, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("ssh: record host key of %s: %w", h.name, err)
+	}
+	defer f.Close()
+	if err := lockFile(f); err != nil {
+		return fmt.Errorf("ssh: lock %s: %w", h.file, err)
+	}
+	defer unlockFile(f) //nolint:errcheck // closing the file releases it anyway
+
+	cb, err := h.load()
+	if err != nil {
+		return err
+	}
+	if err := h.classify(hostname, key, cb(hostname, zeroTCPAddr(), key)); !isUnknown(err) {
+		return err
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return fmt.Errorf("ssh: read %s: %w", h.file, err)
+	}
+	line := knownhosts.Line([]string{knownhosts.Normalize(hostname)}, key) + "\n"
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		line = "\n" + line
+	}
+	if _, err := f.WriteString(line); err != nil {
+		return fmt.Errorf("ssh: record host key of %s in %s: %w", h.name, h.file, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("ssh: record host key of %s in %s: %w", h.name, h.file, err)
+	}
+	return nil
+}
+
+// zeroTCPAddr stands in for the remote address: knownhosts requires a TCP
+// address but checks the host name given to the handshake.
+func zeroTCPAddr() net.Addr { return &net.TCPAddr{IP: net.IPv4zero} }
+
+func tcpAddr(a net.Addr) net.Addr {
+	if _, ok := a.(*net.TCPAddr); ok {
+		return a
+	}
+	return zeroTCPAddr()
+}
+
+// knownHostsPattern is how ssh-keygen -R names hostport.
+func knownHostsPattern(hostport string) string {
+	n := knownhosts.Normalize(hostport)
+	if strings.HasPrefix(n, "[") {
+		return "'" + n + "'"
+	}
+	return n
+}
+
+func splitHostPort(hostport string) (host, port string) {
+	h, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return hostport, strconv.Itoa(DefaultPort)
+	}
+	return h, p
+}

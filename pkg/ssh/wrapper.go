@@ -1,0 +1,121 @@
+package ssh
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// How a script reaches the host
+//
+// The command line the host sees is fixed text: a small bash program (the
+// runner, below) and a random marker, through sudo when asked. Everything
+// else - the sudo password, the arguments, the script - travels on stdin:
+//
+//	[sudo password "\n"]        only with sudo -S; sudo reads exactly this line
+//	marker "\n"
+//	len(args) "\n"  arg "\0" ...
+//	len(script) "\n"  script  marker "\n"
+//
+// and stdin then stays open until the client is done with the session.
+//
+// The runner skips whatever precedes the marker (the password line when sudo
+// did not need it, e.g. NOPASSWD rules: it is then never executed, echoed or
+// logged), reads the arguments and the script, and runs the script with
+// `bash` from a pipe with stdin /dev/null - so a command in the script that
+// reads stdin (apt, ssh, read) cannot swallow the rest of the script - in a
+// new session (setsid), so that its whole process tree is one process group.
+// A watchdog waits for stdin to end: that happens only when the client closes
+// the session (cancelled Run) or the connection dies, and it then sends TERM,
+// and KILL two seconds later, to that process group. A cancelled or orphaned
+// run therefore leaves no remote process behind - also under sudo, where the
+// login user could not signal root's processes, as the runner itself runs as
+// root.
+//
+// The runner exits with the script's exit status (128+n when the script died
+// of signal n, as bash reports it).
+const runner = `exec 4<&0; m=$1; l=; ` +
+	`while IFS= read -r l; do [ "$l" = "$m" ] && break; done; ` +
+	`[ "$l" = "$m" ] || { echo "gpukit: protocol error: no start marker on stdin" >&2; exit 125; }; ` +
+	`IFS= read -r n || exit 125; a=(); ` +
+	`for ((i = 0; i < n; i++)); do IFS= read -r -d "" x || exit 125; a+=("$x"); done; ` +
+	`IFS= read -r n || exit 125; s=$(head -c "$n"; echo .); s=${s%.}; ` +
+	`IFS= read -r l && [ "$l" = "$m" ] || { echo "gpukit: protocol error: truncated script on stdin" >&2; exit 125; }; ` +
+	`setsid bash /dev/fd/3 "${a[@]}" 3< <(printf %s "$s") </dev/null 4<&- & p=$!; ` +
+	`{ while IFS= read -r -u 4 _; do :; done; kill -TERM -- -$p || kill -TERM $p; ` +
+	`for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do kill -0 -- -$p || exit 0; sleep 0.1; done; ` +
+	`kill -KILL -- -$p; } >/dev/null 2>&1 & w=$!; ` +
+	`wait $p; r=$?; kill $w 2>/dev/null; exit $r`
+
+// sudoMode is how a command gets root.
+type sudoMode int
+
+const (
+	noSudo           sudoMode = iota
+	sudoNoPasswd              // sudo -n: fail rather than prompt
+	sudoWithPassword          // sudo -S: password on the first line of stdin
+)
+
+// invocation is one script run: the command line and what goes on stdin.
+type invocation struct {
+	line  string
+	stdin []byte
+}
+
+func newMarker() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("random marker: %w", err)
+	}
+	return "gpukit-" + hex.EncodeToString(b), nil
+}
+
+// buildInvocation validates the command and lays out the command line and
+// stdin for it.
+func buildInvocation(cmd Command, mode sudoMode, sudoPassword, marker string) (invocation, error) {
+	if strings.IndexByte(cmd.Script, 0) >= 0 {
+		return invocation{}, fmt.Errorf("script contains a NUL byte")
+	}
+	for i, a := range cmd.Args {
+		if strings.IndexByte(a, 0) >= 0 {
+			return invocation{}, fmt.Errorf("argument %d contains a NUL byte", i+1)
+		}
+	}
+	q, err := syntax.Quote(runner, syntax.LangPOSIX)
+	if err != nil {
+		return invocation{}, fmt.Errorf("quote runner: %w", err)
+	}
+	line := "bash -c " + q + " gpukit " + marker
+	var in strings.Builder
+	switch mode {
+	case sudoNoPasswd:
+		line = "sudo -n -H -- " + line
+	case sudoWithPassword:
+		if strings.ContainsAny(sudoPassword, "\n\r") {
+			return invocation{}, fmt.Errorf("sudo password contains a line break")
+		}
+		// -k: ignore cached credentials, so sudo always reads the line
+		// (when the policy wants a password at all); -p '': no prompt.
+		line = "sudo -k -S -p '' -H -- " + line
+		in.WriteString(sudoPassword)
+		in.WriteByte('\n')
+	}
+	in.WriteString(marker)
+	in.WriteByte('\n')
+	in.WriteString(strconv.Itoa(len(cmd.Args)))
+	in.WriteByte('\n')
+	for _, a := range cmd.Args {
+		in.WriteString(a)
+		in.WriteByte(0)
+	}
+	in.WriteString(strconv.Itoa(len(cmd.Script)))
+	in.WriteByte('\n')
+	in.WriteString(cmd.Script)
+	in.WriteString(marker)
+	in.WriteByte('\n')
+	return invocation{line: line, stdin: []byte(in.String())}, nil
+}
