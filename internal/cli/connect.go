@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	cryptossh "golang.org/x/crypto/ssh"
@@ -151,14 +152,73 @@ func expandHome(p, home string) string {
 	return p
 }
 
-// dialer returns the engine's Dialer over pkg/ssh. Each host is dialled once
-// per run; the engine keeps the connection for every step.
-func (c *sshConfigs) dialer() engine.Dialer {
-	return func(ctx context.Context, m inventory.Machine) (engine.Executor, error) {
-		cfg, ok := c.byHost[m.Name]
-		if !ok {
-			return nil, fmt.Errorf("no SSH settings for host %s", m.Name)
-		}
+// dialer connects hosts over pkg/ssh. Hosts behind the same bastion share
+// one connection to it (DialVia), so 1000 hosts cost one bastion login, not
+// 1000; the engine keeps each host's connection for every step.
+type dialer struct {
+	cfgs *sshConfigs
+
+	mu    sync.Mutex
+	jumps map[string]*jump
+}
+
+type jump struct {
+	ready  chan struct{}
+	client *ssh.Client
+	err    error
+}
+
+func (c *sshConfigs) newDialer() *dialer { return &dialer{cfgs: c, jumps: map[string]*jump{}} }
+
+func (d *dialer) dial(ctx context.Context, m inventory.Machine) (engine.Executor, error) {
+	cfg, ok := d.cfgs.byHost[m.Name]
+	if !ok {
+		return nil, fmt.Errorf("no SSH settings for host %s", m.Name)
+	}
+	if cfg.Bastion == nil {
 		return ssh.Dial(ctx, cfg)
+	}
+	j, err := d.jump(ctx, *cfg.Bastion)
+	if err != nil {
+		return nil, err
+	}
+	return ssh.DialVia(ctx, j, cfg)
+}
+
+// jump returns the shared connection to a bastion, dialling it once; a
+// failed bastion fails every host behind it with the same error.
+func (d *dialer) jump(ctx context.Context, b ssh.Config) (*ssh.Client, error) {
+	key := fmt.Sprintf("%s@%s:%d", b.User, b.Address, b.Port)
+	d.mu.Lock()
+	j, found := d.jumps[key]
+	if !found {
+		j = &jump{ready: make(chan struct{})}
+		d.jumps[key] = j
+	}
+	d.mu.Unlock()
+	if !found {
+		j.client, j.err = ssh.Dial(ctx, b)
+		close(j.ready)
+	}
+	select {
+	case <-j.ready:
+		if j.err != nil {
+			return nil, fmt.Errorf("bastion %s: %w", b.Address, j.err)
+		}
+		return j.client, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close closes the bastion connections, after the run closed the hosts.
+func (d *dialer) Close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, j := range d.jumps {
+		<-j.ready
+		if j.client != nil {
+			j.client.Close()
+		}
 	}
 }

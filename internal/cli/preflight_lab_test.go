@@ -199,3 +199,40 @@ func TestLabPreflightPasswordSudo(t *testing.T) {
 		return nil
 	})
 }
+
+// Every host reached through one bastion (the first lab host), whose
+// connection the hosts share.
+func TestLabPreflightThroughBastion(t *testing.T) {
+	lab.Require(t)
+	l := lab.Start(t, lab.Options{Hosts: 3})
+	raw, err := os.ReadFile(l.Inventory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bastion := "  ssh:\n    bastion:\n      address: " + l.Hosts[0].Address + "\n      user: root\n"
+	inv := strings.Replace(string(raw), "  ssh:\n", bastion, 1)
+	path := filepath.Join(t.TempDir(), "bastion.yaml")
+	if err := os.WriteFile(path, []byte(inv), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, rep, out := preflightJSON(t, path)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	for _, h := range rep.Hosts {
+		if h.Facts == nil {
+			t.Errorf("%s not probed through the bastion", h.Host)
+		}
+	}
+	// With the bastion down every host behind it fails, naming the bastion.
+	l.Stop(t, l.Hosts[0].Name)
+	code, rep, out = preflightJSON(t, path)
+	if code != ExitHostsFailed {
+		t.Fatalf("exit %d with the bastion down\n%s", code, out)
+	}
+	for _, h := range rep.Hosts {
+		if h.Status != preflight.Fail || !strings.Contains(h.Error, "bastion "+l.Hosts[0].Address) {
+			t.Errorf("%s: %s %q", h.Host, h.Status, h.Error)
+		}
+	}
+}

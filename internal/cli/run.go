@@ -91,7 +91,9 @@ func runPhases(ctx context.Context, cmd *cobra.Command, s Streams, o *runOptions
 	defer cancel()
 	display := chooseDisplay(s.Out, o, ui.WithTitle(name), ui.WithCancel(cancel), ui.WithVerbose(o.verbose))
 	r.Sink = display
-	sum, runErr := r.Run(ctx, inv, cfgs.dialer())
+	d := cfgs.newDialer()
+	sum, runErr := r.Run(ctx, inv, d.dial)
+	d.Close()
 	if err := display.Close(); err != nil && runErr == nil {
 		runErr = err
 	}
