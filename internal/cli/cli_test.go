@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/test/fixtures"
 )
 
 // run executes the command line in-process.
@@ -29,14 +30,7 @@ func writeFile(t *testing.T, name, content string) string {
 	return p
 }
 
-func sharedFixture(t *testing.T, parts ...string) string {
-	t.Helper()
-	p := filepath.Join(append([]string{"..", "..", "..", "shared", "fixtures"}, parts...)...)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("shared fixture %s not found (the shared/ folder beside the checkout): %v", p, err)
-	}
-	return p
-}
+func sharedFixture(t *testing.T, parts ...string) string { return fixtures.Dir(t, parts...) }
 
 func TestExitCodes(t *testing.T) {
 	example := writeFile(t, "cluster.yaml", string(inventory.Example()))

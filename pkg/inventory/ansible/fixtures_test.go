@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpukit/gpukit/test/fixtures"
+
 	"github.com/gpukit/gpukit/pkg/inventory"
 )
 
@@ -21,30 +23,8 @@ const (
 	deepopsGroupVars = "deepops-26.07__group_vars__k8s_cluster.yml"
 )
 
-// fixturesDir finds shared/fixtures/inventories in the working directory or
-// any parent (it lives beside the project checkout, not inside it), or in
-// $GPUKIT_FIXTURES; it skips the test when there is none.
-func fixturesDir(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("GPUKIT_FIXTURES"); d != "" {
-		return d
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		cand := filepath.Join(dir, "shared", "fixtures", "inventories")
-		if st, err := os.Stat(cand); err == nil && st.IsDir() {
-			return cand
-		}
-		if filepath.Dir(dir) == dir {
-			break
-		}
-	}
-	t.Skipf("inventory fixtures not found: no shared/fixtures/inventories above %s (set GPUKIT_FIXTURES to the directory)", wd)
-	return ""
-}
+// fixturesDir is ../shared/fixtures/inventories; the test skips when absent.
+func fixturesDir(t *testing.T) string { return fixtures.Dir(t, "inventories") }
 
 func readFixture(t *testing.T, name string) []byte {
 	t.Helper()
