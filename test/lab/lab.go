@@ -1,0 +1,339 @@
+// Package lab gives integration tests real hosts to talk to: simulated baremetal machines on
+// this Linux machine, each with its own network namespace on a private bridge, a real OpenSSH
+// server and a Debian 12 userland (full hosts boot systemd with systemd-nspawn; light hosts run
+// sshd as PID 1 in their own namespaces and scale to 100+). It drives test/lab/lab.sh, which
+// is embedded in the test binary, and needs root; see README.md.
+//
+// Every Start gets a lab of its own (an id N with its own hosts and addresses in
+// 10.251.(2N).0/24 and 10.251.(2N+1).0/24), so test packages that `go test ./...` runs in
+// parallel each Start without waiting for one another; only the shared steps (building the
+// base once, the bridge, the repository, choosing the id) are serialised by a flock on
+// $GPUKIT_LAB_DIR/lock. t.Cleanup releases the lab; a lab whose test binary was killed is
+// released by the next Start.
+package lab
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Options says which hosts Start brings up.
+type Options struct {
+	// Hosts is the number of hosts, 1..254: lab-1..lab-N, or lite-1..lite-N when Light.
+	Hosts int
+	// Light hosts run sshd as PID 1 in their own namespaces (no systemd, ~1.5 MB each) instead
+	// of booting systemd in systemd-nspawn (~20 MB each).
+	Light bool
+}
+
+// Host is one lab host.
+type Host struct {
+	Name    string // lab-N or lite-N; also its hostname
+	Address string // IPv4 address on the lab bridge, port 22
+}
+
+// Lab is a running lab. Its methods may be called from several goroutines.
+type Lab struct {
+	Dir        string // this lab's state directory ($GPUKIT_LAB_DIR/run/ID)
+	KeyFile    string // private key accepted by root, deploy and ops on every host
+	KnownHosts string // known_hosts with every host's real keys (as created; Rekey leaves it)
+	Inventory  string // gpukit inventory: first host control-plane, the others worker; user deploy
+	Bridge     string // the bridge's address, 10.251.0.1; the lab repository is http://Bridge:8080/
+	Hosts      []Host
+	// SudoPassword is the password of user "ops": password login over ssh, sudo asks for it.
+	// User "deploy" has passwordless sudo.
+	SudoPassword string
+
+	id     string
+	script string
+}
+
+// Require skips the test unless the lab can run here: Linux, root, and debootstrap,
+// systemd-nspawn and ip installed. GPUKIT_LAB=0 skips always; GPUKIT_LAB=1 makes the lab
+// mandatory: missing tools are installed (lab.sh deps) and anything else missing fails the test.
+func Require(t testing.TB) {
+	t.Helper()
+	mode := os.Getenv("GPUKIT_LAB")
+	if mode == "0" {
+		t.Skip("lab tests disabled (GPUKIT_LAB=0)")
+	}
+	unable := func(format string, args ...any) {
+		t.Helper()
+		if mode == "1" {
+			t.Fatalf("lab required (GPUKIT_LAB=1) but "+format, args...)
+		}
+		t.Skipf("lab: "+format+" (GPUKIT_LAB=1 makes this a failure)", args...)
+	}
+	if runtime.GOOS != "linux" {
+		unable("it runs on Linux only, not %s", runtime.GOOS)
+	}
+	if os.Geteuid() != 0 {
+		unable("it needs root (network namespaces, mounts, a bridge); run the tests as root")
+	}
+	if missing := missingTools(); len(missing) > 0 {
+		if mode != "1" {
+			unable("%s not installed (sudo test/lab/lab.sh deps installs them)", strings.Join(missing, ", "))
+		}
+		script := scriptPath(t)
+		if out, err := run(context.Background(), script, "", "deps"); err != nil {
+			t.Fatalf("lab: installing %s: %v\n%s", strings.Join(missing, ", "), err, tail(out))
+		}
+	}
+}
+
+func missingTools() []string {
+	var missing []string
+	for _, tool := range []string{"debootstrap", "systemd-nspawn", "ip", "ssh"} {
+		if lookPath(tool) == "" {
+			missing = append(missing, tool)
+		}
+	}
+	return missing
+}
+
+// lookPath also looks in the sbin directories, which a test's PATH may lack.
+func lookPath(tool string) string {
+	if p, err := exec.LookPath(tool); err == nil {
+		return p
+	}
+	for _, dir := range []string{"/usr/sbin", "/sbin", "/usr/bin", "/bin"} {
+		if st, err := os.Stat(filepath.Join(dir, tool)); err == nil && st.Mode()&0o111 != 0 {
+			return filepath.Join(dir, tool)
+		}
+	}
+	return ""
+}
+
+// Start brings up a lab of its own with opts.Hosts hosts and waits until every host serves ssh
+// (full hosts: until systemd finished booting). t.Cleanup tears it down; GPUKIT_LAB_KEEP=1
+// keeps the lab of a failed test for a look (lab.sh --lab ID ssh NAME; lab.sh --lab ID release).
+func Start(t testing.TB, opts Options) *Lab {
+	t.Helper()
+	Require(t)
+	if opts.Hosts < 1 || opts.Hosts > 254 {
+		t.Fatalf("lab: Options.Hosts must be 1..254, got %d", opts.Hosts)
+	}
+	script := scriptPath(t)
+	args := []string{"up", strconv.Itoa(opts.Hosts)}
+	if opts.Light {
+		args = []string{"up", "--light", strconv.Itoa(opts.Hosts)}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout(t))
+	defer cancel()
+	began := time.Now()
+	out, err := run(ctx, script, "auto", args...)
+	if err != nil {
+		t.Fatalf("lab: %s: %v\n%s", strings.Join(args, " "), err, tail(out))
+	}
+	inventory := lastLine(out)     // $GPUKIT_LAB_DIR/run/ID/inventory*.yaml
+	if filepath.IsAbs(inventory) { // released even when reading the lab fails below
+		id := filepath.Base(filepath.Dir(inventory))
+		t.Cleanup(func() {
+			if t.Failed() && os.Getenv("GPUKIT_LAB_KEEP") == "1" {
+				t.Logf("lab %s kept (GPUKIT_LAB_KEEP=1): %s --lab %s ssh NAME; %s --lab %s release", id, script, id, script, id)
+				return
+			}
+			if out, err := run(context.Background(), script, id, "release"); err != nil {
+				t.Errorf("lab %s: release: %v\n%s", id, err, tail(out))
+			}
+		})
+	}
+	l, err := load(script, inventory, opts.Light)
+	if err != nil {
+		t.Fatalf("lab: %v\n%s", err, tail(out))
+	}
+	t.Logf("lab %s: %d hosts up in %.1fs (%s)", l.id, len(l.Hosts), time.Since(began).Seconds(), l.Inventory)
+	return l
+}
+
+// startTimeout leaves room for a first run's base build (~1 min) within the test's deadline.
+func startTimeout(t testing.TB) time.Duration {
+	limit := 15 * time.Minute
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if deadline, ok := d.Deadline(); ok {
+			if left := time.Until(deadline) - 30*time.Second; left < limit {
+				limit = max(left, time.Minute)
+			}
+		}
+	}
+	return limit
+}
+
+// load reads the lab that `up` reported: inventory path -> its directory, id, hosts, secrets.
+func load(script, inventory string, light bool) (*Lab, error) {
+	if !filepath.IsAbs(inventory) || !strings.HasSuffix(inventory, ".yaml") {
+		return nil, fmt.Errorf("up did not end with an inventory path (got %q)", inventory)
+	}
+	dir := filepath.Dir(inventory)
+	labDir := filepath.Dir(filepath.Dir(dir)) // $GPUKIT_LAB_DIR: dir is $GPUKIT_LAB_DIR/run/ID
+	l := &Lab{
+		Dir:        dir,
+		KeyFile:    filepath.Join(labDir, "keys", "id_ed25519"),
+		KnownHosts: filepath.Join(dir, "known_hosts"),
+		Inventory:  inventory,
+		Bridge:     "10.251.0.1",
+		id:         filepath.Base(dir),
+		script:     script,
+	}
+	tsv, err := os.ReadFile(filepath.Join(dir, "hosts.tsv"))
+	if err != nil {
+		return nil, err
+	}
+	kind := "full"
+	if light {
+		kind = "light"
+	}
+	for line := range strings.Lines(string(tsv)) {
+		f := strings.Split(strings.TrimRight(line, "\n"), "\t")
+		if len(f) == 3 && f[2] == kind {
+			l.Hosts = append(l.Hosts, Host{Name: f[0], Address: f[1]})
+		}
+	}
+	if len(l.Hosts) == 0 {
+		return nil, fmt.Errorf("no %s hosts in %s", kind, filepath.Join(dir, "hosts.tsv"))
+	}
+	pw, err := os.ReadFile(filepath.Join(labDir, "secrets", "ops-password"))
+	if err != nil {
+		return nil, err
+	}
+	l.SudoPassword = strings.TrimRight(string(pw), "\n")
+	return l, nil
+}
+
+// Stop powers host name off: sshd and every process go away, and its link goes down, so
+// connections time out as they would for a machine that is off. The host keeps its disk and keys.
+func (l *Lab) Stop(t testing.TB, name string) {
+	t.Helper()
+	l.hostCommand(t, "stop", name)
+}
+
+// StartHost boots a stopped host again, with the same host keys, and waits until it serves ssh.
+func (l *Lab) StartHost(t testing.TB, name string) {
+	t.Helper()
+	l.hostCommand(t, "start", name)
+}
+
+// Rekey gives host name a new ssh host key and reloads its sshd; KnownHosts keeps the old key,
+// so strict host key checking now fails for that host (the "host key changed" case).
+func (l *Lab) Rekey(t testing.TB, name string) {
+	t.Helper()
+	l.hostCommand(t, "rekey", name)
+}
+
+func (l *Lab) hostCommand(t testing.TB, command, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if out, err := run(ctx, l.script, l.id, command, name); err != nil {
+		t.Fatalf("lab %s: %s %s: %v\n%s", l.id, command, name, err, tail(out))
+	}
+}
+
+// SSH runs cmd on host name ("lab-1", or "user@lab-1"; default user root) with the system ssh
+// client, the lab key and StrictHostKeyChecking=yes against KnownHosts, and returns its standard
+// output without surrounding white space. A failure of ssh or of cmd fails the test.
+func (l *Lab) SSH(t testing.TB, name, cmd string) string {
+	t.Helper()
+	user, host := "root", name
+	if i := strings.LastIndex(name, "@"); i >= 0 {
+		user, host = name[:i], name[i+1:]
+	}
+	addr := l.address(host)
+	if addr == "" {
+		t.Fatalf("lab %s: no host %q (hosts: %v)", l.id, host, l.Hosts)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, "ssh", append(l.sshOptions(), user+"@"+addr, cmd)...)
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	if err := c.Run(); err != nil {
+		t.Fatalf("lab %s: ssh %s@%s %q: %v\nstdout: %s\nstderr: %s", l.id, user, host, cmd, err, tail(stdout.Bytes()), tail(stderr.Bytes()))
+	}
+	return strings.TrimSpace(stdout.String())
+}
+
+// sshOptions are the system ssh client's options for lab hosts: nothing from ~/.ssh or
+// /etc/ssh, the lab key only, strict host key checking against the lab's known_hosts.
+func (l *Lab) sshOptions() []string {
+	return []string{
+		"-F", "/dev/null", "-i", l.KeyFile, "-o", "IdentitiesOnly=yes",
+		"-o", "UserKnownHostsFile=" + l.KnownHosts, "-o", "GlobalKnownHostsFile=/dev/null",
+		"-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
+		"-o", "LogLevel=ERROR",
+	}
+}
+
+func (l *Lab) address(name string) string {
+	for _, h := range l.Hosts {
+		if h.Name == name {
+			return h.Address
+		}
+	}
+	return ""
+}
+
+// scriptPath writes the embedded lab.sh to $GPUKIT_LAB_DIR/bin/lab-<hash>.sh (once per
+// version, atomically: running labs keep reading the file they started with) and returns it.
+func scriptPath(t testing.TB) string {
+	t.Helper()
+	p, err := installScript(labDir())
+	if err != nil {
+		t.Fatalf("lab: %v", err)
+	}
+	return p
+}
+
+func labDir() string {
+	if d := os.Getenv("GPUKIT_LAB_DIR"); d != "" {
+		return d
+	}
+	return "/var/tmp/gpukit-lab"
+}
+
+// run runs lab.sh with GPUKIT_LAB_ID=id ("" keeps the default) and returns stdout and stderr
+// together. Cancelling ctx sends SIGTERM to lab.sh's process group, so that its traps remove
+// what it was creating, and SIGKILL a minute later.
+func run(ctx context.Context, script, id string, args ...string) ([]byte, error) {
+	c := exec.CommandContext(ctx, script, args...)
+	c.Env = append(os.Environ(), "GPUKIT_LAB_OWNER="+strconv.Itoa(os.Getpid()))
+	if id != "" {
+		c.Env = append(c.Env, "GPUKIT_LAB_ID="+id)
+	}
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	setProcessGroup(c)
+	c.WaitDelay = time.Minute
+	err := c.Run()
+	return out.Bytes(), err
+}
+
+func lastLine(out []byte) string {
+	var last string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if s := strings.TrimSpace(sc.Text()); s != "" {
+			last = s
+		}
+	}
+	return last
+}
+
+// tail keeps the end of a long output for an error message.
+func tail(out []byte) string {
+	const max = 4000
+	if len(out) > max {
+		return "..." + string(out[len(out)-max:])
+	}
+	return string(out)
+}
