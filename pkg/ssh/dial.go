@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	gossh "golang.org/x/crypto/ssh"
@@ -74,7 +75,7 @@ func dial(ctx context.Context, cfg Config, via *Client) (*Client, error) {
 		if !isConnectFailure(err) {
 			return nil, err // typed: names the host already
 		}
-		if ctx.Err() != nil || !IsRetryable(err) || isTCPTimeout(err) || attempt > cfg.ConnectRetries {
+		if ctx.Err() != nil || !IsRetryable(err) || hostAbsent(err) || attempt > cfg.ConnectRetries {
 			return nil, &ConnectError{Host: cfg.Name, Address: hostport, Attempts: attempt, Err: err}
 		}
 		t := time.NewTimer(backoff)
@@ -88,13 +89,17 @@ func dial(ctx context.Context, cfg Config, via *Client) (*Client, error) {
 	}
 }
 
-// isTCPTimeout is a host that did not answer the TCP connect within the
-// timeout: it is off or filtered, and retrying would multiply the wait a dead
-// host costs the run (3 x 10 s) for no gain. Refused, reset and dropped
-// handshakes (sshd's MaxStartups under a 1000-host fan-out) are retried.
-func isTCPTimeout(err error) bool {
+// hostAbsent is a host that is not there: the TCP connect timed out, or the
+// network said no route (no ARP answer on a LAN). It is off or filtered, and
+// retrying would multiply what a dead host costs the run (3 x 10 s) for
+// nothing. Refused, reset and dropped handshakes (sshd starting, or its
+// MaxStartups under a 1000-host fan-out) are retried.
+func hostAbsent(err error) bool {
 	var te *timeoutError
-	return errors.As(err, &te) && strings.HasPrefix(te.stage, "TCP connect")
+	if errors.As(err, &te) && strings.HasPrefix(te.stage, "TCP connect") {
+		return true
+	}
+	return errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
 }
 
 // isConnectFailure tells plain connection failures (wrapped in ConnectError)

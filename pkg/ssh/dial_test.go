@@ -7,11 +7,13 @@ import (
 	"crypto/rsa"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -568,6 +570,24 @@ func TestIsRetryable(t *testing.T) {
 	} {
 		if got := IsRetryable(tc.err); got != tc.want {
 			t.Errorf("IsRetryable(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestHostAbsentIsNotRetried(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		absent bool
+	}{
+		{&timeoutError{stage: "TCP connect (10s)"}, true},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}, true},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ENETUNREACH)}, true},
+		{&timeoutError{stage: "SSH handshake and login (10s)"}, false},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, false},
+		{io.EOF, false},
+	} {
+		if got := hostAbsent(tc.err); got != tc.absent {
+			t.Errorf("hostAbsent(%v) = %v, want %v", tc.err, got, tc.absent)
 		}
 	}
 }
