@@ -171,7 +171,10 @@ func connectOnce(ctx context.Context, cfg Config, via *Client, hostport string, 
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if actx.Err() != nil {
+		// The dialer enforces the context's deadline itself and may report
+		// "i/o timeout" a moment before actx.Err() is set: both are the timeout.
+		var ne net.Error
+		if actx.Err() != nil || (errors.As(err, &ne) && ne.Timeout()) {
 			return nil, &timeoutError{stage: fmt.Sprintf("TCP connect (%s)", cfg.ConnectTimeout)}
 		}
 		return nil, err
