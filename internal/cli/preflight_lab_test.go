@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -233,6 +234,41 @@ func TestLabPreflightThroughBastion(t *testing.T) {
 	for _, h := range rep.Hosts {
 		if h.Status != preflight.Fail || !strings.Contains(h.Error, "bastion "+l.Hosts[0].Address) {
 			t.Errorf("%s: %s %q", h.Host, h.Status, h.Error)
+		}
+	}
+}
+
+// The real binary on a real terminal (tmux) against real hosts: the live
+// view draws its phase bars, then the report table follows.
+func TestLabPreflightTTY(t *testing.T) {
+	lab.Require(t)
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed (hack/install-deps.sh installs it)")
+	}
+	l := lab.Start(t, lab.Options{Hosts: 3})
+	bin := filepath.Join(t.TempDir(), "gpukit")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/gpukit/gpukit/cmd/gpukit").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	session := fmt.Sprintf("gpukit-tty-%d", os.Getpid())
+	cmd := fmt.Sprintf("%s preflight -i %s --log-dir %s; echo EXIT=$?; sleep 60", bin, l.Inventory, t.TempDir())
+	if out, err := exec.Command("tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "40", cmd).CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("tmux", "kill-session", "-t", session).Run() })
+	var screen string
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		out, err := exec.Command("tmux", "capture-pane", "-p", "-t", session).Output()
+		if err != nil {
+			t.Fatalf("capture-pane: %v", err)
+		}
+		if screen = string(out); strings.Contains(screen, "EXIT=") {
+			break
+		}
+	}
+	for _, want := range []string{"gpukit preflight", "✓ preflight/facts", "3/3", "HOST", "lab-1", "Debian GNU/Linux 12", "3 host(s):", "EXIT=0"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("screen lacks %q:\n%s", want, screen)
 		}
 	}
 }
