@@ -41,10 +41,12 @@ lint:
 e2e: deps
 	$(GO_TEST) -run 'Lab' ./...
 
-## demo: a 3-host local lab and `gpukit preflight` against it, with the terminal UI.
+## demo: a 3-host local lab and `gpukit preflight` against it, with the terminal UI. The
+## workers get the GPU simulator (test/gpusim: nvidia-smi replaying a real H100 capture).
 demo: deps build
 	@inv=$$($(LAB) up $(HOSTS) | tail -n 1) && \
 	  echo "lab inventory: $$inv" && \
+	  if [ -d ../shared/fixtures/nvidia-smi ]; then go run ./test/gpusim/cmd/gpusim-install -i "$$inv"; fi && \
 	  $(BIN) inventory validate -i "$$inv" && \
 	  $(BIN) preflight -i "$$inv"; rc=$$?; \
 	  echo "(the lab stays up for you to explore: 'make lab-down' removes it)"; exit $$rc

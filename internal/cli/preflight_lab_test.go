@@ -55,40 +55,21 @@ func hostReport(t *testing.T, rep preflight.Report, name string) preflight.HostR
 // capture on a lab host, through gpukit's own transport (SFTP + install).
 func installGPUSimulator(t *testing.T, l *lab.Lab, host lab.Host, capture gpusim.Capture) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "nvidia-smi")
-	build := exec.Command("go", "build", "-o", bin, "github.com/gpukit/gpukit/test/gpusim/cmd/nvidia-smi")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build simulator: %v\n%s", err, out)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := ssh.Dial(ctx, ssh.Config{Name: host.Name, Address: host.Address, User: "root",
+	bin, err := gpusim.BuildNvidiaSMI(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ssh.Dial(ctx, ssh.Config{Name: host.Name, Address: host.Address, User: "deploy",
 		KeyFile: l.KeyFile, KnownHostsFile: l.KnownHosts})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	upload := func(path string, mode os.FileMode, content []byte) {
-		if err := c.Upload(ctx, ssh.File{Path: path, Mode: mode, Content: bytes.NewReader(content)}); err != nil {
-			t.Fatalf("upload %s: %v", path, err)
-		}
-	}
-	b, err := os.ReadFile(bin)
-	if err != nil {
+	if err := gpusim.Install(ctx, c, capture, bin); err != nil {
 		t.Fatal(err)
 	}
-	upload("/usr/bin/nvidia-smi", 0o755, b)
-	files, _ := filepath.Glob(capture.Prefix + "__*")
-	remote := "/usr/share/gpusim/" + filepath.Base(capture.Prefix)
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		upload("/usr/share/gpusim/"+filepath.Base(f), 0o644, b)
-	}
-	upload("/etc/gpusim/capture", 0o644, []byte(remote+"\n"))
 }
 
 func TestLabPreflight(t *testing.T) {

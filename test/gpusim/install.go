@@ -1,0 +1,59 @@
+package gpusim
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/gpukit/gpukit/pkg/ssh"
+)
+
+// Uploader places files on a host (pkg/ssh.Client does).
+type Uploader interface {
+	Upload(ctx context.Context, f ssh.File) error
+}
+
+// BuildNvidiaSMI builds the nvidia-smi stand-in (static, for any lab host)
+// into dir and returns its path.
+func BuildNvidiaSMI(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "nvidia-smi")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/gpukit/gpukit/test/gpusim/cmd/nvidia-smi")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the nvidia-smi stand-in: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// Install puts the stand-in nvidia-smi and capture's recordings on a host, as
+// root (sudo when the login user is not root): /usr/bin/nvidia-smi,
+// /usr/share/gpusim/<capture files> and /etc/gpusim/capture.
+func Install(ctx context.Context, host Uploader, capture Capture, nvidiaSMI string) error {
+	put := func(path string, mode os.FileMode, content []byte) error {
+		return host.Upload(ctx, ssh.File{Path: path, Mode: mode, Content: bytes.NewReader(content), Sudo: true})
+	}
+	b, err := os.ReadFile(nvidiaSMI)
+	if err != nil {
+		return err
+	}
+	if err := put("/usr/bin/nvidia-smi", 0o755, b); err != nil {
+		return err
+	}
+	files, err := filepath.Glob(capture.Prefix + "__*")
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("capture %s: no recordings found", capture.Prefix)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if err := put("/usr/share/gpusim/"+filepath.Base(f), 0o644, b); err != nil {
+			return err
+		}
+	}
+	return put("/etc/gpusim/capture", 0o644, []byte("/usr/share/gpusim/"+filepath.Base(capture.Prefix)+"\n"))
+}
