@@ -35,6 +35,10 @@ func sharedFixture(t *testing.T, parts ...string) string { return fixtures.Dir(t
 func TestExitCodes(t *testing.T) {
 	example := writeFile(t, "cluster.yaml", string(inventory.Example()))
 	bad := writeFile(t, "bad.yaml", "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: lab}\nspec:\n  hosts:\n  - name: cp-1\n    address: 10.0.0.1\n    roles: [control-plane]\n    colour: blue\n")
+	// Loopback addresses: should a check ever let a run start, nothing
+	// outside this machine is contacted.
+	loopback := writeFile(t, "loopback.yaml", "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: lab}\nspec:\n  ssh: {knownHostsFile: /dev/null}\n  hosts:\n  - name: cp-1\n    address: 127.0.0.2\n    roles: [control-plane]\n")
+	needsSecret := writeFile(t, "secret.yaml", "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: lab}\nspec:\n  ssh:\n    user: ops\n    password: {env: GPUKIT_TEST_UNSET_PASSWORD}\n  hosts:\n  - name: cp-1\n    address: 127.0.0.2\n    roles: [control-plane]\n")
 	tests := []struct {
 		name       string
 		args       []string
@@ -52,6 +56,10 @@ func TestExitCodes(t *testing.T) {
 		{"completion", []string{"completion", "bash"}, ExitOK, "bash completion", ""},
 		{"completion unknown shell", []string{"completion", "tcsh"}, ExitUsage, "", "tcsh"},
 		{"version", []string{"version"}, ExitOK, "spec.versions.nvidiaDriver", ""},
+		{"unknown phase names the valid ones", []string{"preflight", "-i", loopback, "--only-phases", "nvidia"}, ExitUsage, "", "preflight/facts"},
+		{"bad output format", []string{"preflight", "-i", loopback, "-o", "yaml"}, ExitUsage, "", "want auto, plain or json"},
+		{"missing secret is bad input", []string{"preflight", "-i", needsSecret}, ExitUsage, "", "GPUKIT_TEST_UNSET_PASSWORD"},
+		{"preflight of an invalid inventory", []string{"preflight", "-i", bad}, ExitUsage, "", "unknown field"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
