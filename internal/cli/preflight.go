@@ -28,7 +28,7 @@ cannot be reached, 2 on bad input.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var pf *preflight.Preflight
-			_, sum, err := runPhases(cmd.Context(), cmd, s, o, "gpukit preflight", func(inv *inventory.Inventory) []engine.Phase {
+			_, sum, err := runPhases(cmd.Context(), s, o, "gpukit preflight", func(inv *inventory.Inventory) []engine.Phase {
 				pf = preflight.New(inv)
 				return pf.Phases()
 			})

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/gpukit/gpukit/pkg/engine"
@@ -66,7 +65,7 @@ func (o *runOptions) validate() error {
 // runPhases loads the inventory, resolves secrets, runs phases (built from
 // the inventory) with the chosen display, and returns the summary. Only a
 // run that could start returns a non-nil summary.
-func runPhases(ctx context.Context, cmd *cobra.Command, s Streams, o *runOptions, name string,
+func runPhases(ctx context.Context, s Streams, o *runOptions, name string,
 	phases func(*inventory.Inventory) []engine.Phase) (*inventory.Inventory, *engine.Summary, error) {
 	if err := o.validate(); err != nil {
 		return nil, nil, err
