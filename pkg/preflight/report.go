@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
 )
 
 // TextOptions change how a report is written.
@@ -26,10 +27,14 @@ type TextOptions struct {
 func WriteText(w io.Writer, rep Report, o TextOptions) error {
 	paint := func(s Status) string { return string(s) }
 	if o.Color {
+		// The caller decided on colour (a terminal, no NO_COLOR): render it
+		// whatever lipgloss would guess from the process's stdout.
+		r := lipgloss.NewRenderer(w)
+		r.SetColorProfile(termenv.ANSI)
 		styles := map[Status]lipgloss.Style{
-			Pass: lipgloss.NewStyle().Foreground(lipgloss.Color("2")),
-			Warn: lipgloss.NewStyle().Foreground(lipgloss.Color("3")),
-			Fail: lipgloss.NewStyle().Foreground(lipgloss.Color("1")).Bold(true),
+			Pass: r.NewStyle().Foreground(lipgloss.Color("2")),
+			Warn: r.NewStyle().Foreground(lipgloss.Color("3")),
+			Fail: r.NewStyle().Foreground(lipgloss.Color("1")).Bold(true),
 		}
 		paint = func(s Status) string { return styles[s].Render(string(s)) }
 	}

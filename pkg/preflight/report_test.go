@@ -96,7 +96,7 @@ func TestWriteTextColourKeepsColumns(t *testing.T) {
 			t.Errorf("row %q: %q under STATUS", l, st)
 		}
 	}
-	if !strings.Contains(b.String(), "\x1b[") {
-		t.Skip("lipgloss rendered no colour in this environment")
+	if !strings.Contains(b.String(), "\x1b[31;1mfail") && !strings.Contains(b.String(), "\x1b[1;31mfail") {
+		t.Errorf("no red fail in %q", b.String())
 	}
 }
