@@ -165,3 +165,16 @@ func TestImportDeepOps(t *testing.T) {
 		t.Fatalf("validate converted: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// An import without a control plane still writes the file, and says once
+// (from the converter's own load of it) that it needs editing.
+func TestImportNeedsEditing(t *testing.T) {
+	ini := writeFile(t, "hosts.ini", "[kube_node]\ngpu01 ansible_host=10.0.1.1\n")
+	code, out, errOut := run(t, "inventory", "import", "--from", "ansible", ini)
+	if code != ExitOK || !strings.Contains(out, "apiVersion: gpukit.dev/v1alpha1") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if strings.Count(errOut, "needs editing") != 1 || !strings.Contains(errOut, "gpukit validation fails until this is fixed") {
+		t.Errorf("stderr:\n%s", errOut)
+	}
+}

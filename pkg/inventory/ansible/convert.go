@@ -103,6 +103,9 @@ type Result struct {
 	// Sources are the file names that were read, inventory first; Render
 	// names them in its header.
 	Sources []string
+	// Valid is true when the converted inventory loads through gpukit's
+	// loader without error; when false, the notes say what to fix.
+	Valid bool
 }
 
 // Note is one thing the conversion dropped, changed or wants checked.
@@ -210,8 +213,8 @@ func Convert(in Input) (*Result, error) {
 		cluster.Metadata.Name = DefaultClusterName
 		notes.add("", 0, "metadata.name", fmt.Sprintf("Ansible inventories have no cluster name; set to %q, change it to name your cluster", DefaultClusterName))
 	}
-	c.settle(&cluster, name)
-	return &Result{Cluster: cluster, Notes: notes.sorted(sources), Sources: sources}, nil
+	valid := c.settle(&cluster, name)
+	return &Result{Cluster: cluster, Notes: notes.sorted(sources), Sources: sources, Valid: valid}, nil
 }
 
 // noHostsError explains an empty inventory; a template with every host line

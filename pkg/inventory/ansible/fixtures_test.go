@@ -133,6 +133,9 @@ func TestDeepOpsUncommented(t *testing.T) {
 				t.Errorf("machines = %q, want %q", names, want)
 			}
 			requireNotes(t, res, "host login01: not converted: in Slurm groups", "group etcd: gpukit runs etcd stacked")
+			if !res.Valid {
+				t.Error("Result.Valid is false for an inventory that loads")
+			}
 			if tt.vars {
 				m := inv.Machines[0]
 				if m.SSH.User != "ubuntu" || m.SSH.KeyFile != "~/.ssh/id_rsa" || m.SSH.Bastion == nil || m.SSH.Bastion.Address != "10.0.0.1" {

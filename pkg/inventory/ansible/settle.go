@@ -16,18 +16,19 @@ const maxSettleRounds = 10
 // Kubernetes release it does not install, a CUDA the driver cannot run) is
 // dropped back to gpukit's default with a note naming the variable; what the
 // loader still reports afterwards (a missing control plane, a bad key path)
-// becomes notes too, so one conversion shows everything left to fix.
-func (c *converter) settle(cl *inventory.Cluster, file string) {
+// becomes notes too, so one conversion shows everything left to fix. It
+// reports whether the final cluster loads without error.
+func (c *converter) settle(cl *inventory.Cluster, file string) bool {
 	for range maxSettleRounds {
 		inv, err := inventory.Parse(file, marshal(*cl))
 		if err == nil {
 			c.loaderNotes(nil, inv.Warnings)
-			return
+			return true
 		}
 		var ve *inventory.ValidationError
 		if !errors.As(err, &ve) {
 			c.notes.add("", 0, "cluster", "gpukit cannot load the converted inventory: "+err.Error())
-			return
+			return false
 		}
 		dropped := false
 		for _, is := range ve.Issues {
@@ -42,9 +43,10 @@ func (c *converter) settle(cl *inventory.Cluster, file string) {
 		}
 		if !dropped {
 			c.loaderNotes(ve.Issues, ve.Warnings)
-			return
+			return false
 		}
 	}
+	return false
 }
 
 // loaderNotes turns what gpukit's loader reports into notes.
