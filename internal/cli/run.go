@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/gpukit/gpukit/internal/connect"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/ui"
@@ -24,7 +25,7 @@ type runOptions struct {
 	skipPhases  []string
 	onlyPhases  []string
 	verbose     bool
-	connect     connectOptions
+	connect     connect.Options
 }
 
 func (o *runOptions) addFlags(f *pflag.FlagSet) {
@@ -35,7 +36,7 @@ func (o *runOptions) addFlags(f *pflag.FlagSet) {
 	f.StringSliceVar(&o.skipPhases, "skip-phases", nil, "phases to skip (name or group prefix, comma-separated)")
 	f.StringSliceVar(&o.onlyPhases, "only-phases", nil, "run only these phases (name or group prefix, comma-separated)")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "plain output: print every step and output line")
-	f.BoolVar(&o.connect.acceptNewHostKeys, "accept-new-host-keys", false,
+	f.BoolVar(&o.connect.AcceptNewHostKeys, "accept-new-host-keys", false,
 		"trust hosts missing from known_hosts and record their keys (a changed key is still refused)")
 }
 
@@ -75,13 +76,13 @@ func runPhases(ctx context.Context, s Streams, o *runOptions, name string,
 		return nil, nil, err
 	}
 	printWarnings(s.Err, inv)
-	cfgs, err := buildSSHConfigs(inv, o.connect, osSecrets(s))
+	cfgs, err := connect.Configs(inv, o.connect, osSecrets(s))
 	if err != nil {
-		return inv, nil, err
+		return inv, nil, usage(err)
 	}
 	r := &engine.Runner{
 		Name: name, Phases: phases(inv), Concurrency: o.concurrency,
-		Only: o.onlyPhases, Skip: o.skipPhases, LogDir: o.logDir, Redact: cfgs.secrets,
+		Only: o.onlyPhases, Skip: o.skipPhases, LogDir: o.logDir, Redact: cfgs.Secrets,
 	}
 	if _, err := r.Selected(); err != nil {
 		return inv, nil, usage(err)
@@ -90,8 +91,8 @@ func runPhases(ctx context.Context, s Streams, o *runOptions, name string,
 	defer cancel()
 	display := chooseDisplay(s.Out, o, ui.WithTitle(name), ui.WithCancel(cancel), ui.WithVerbose(o.verbose))
 	r.Sink = display
-	d := cfgs.newDialer()
-	sum, runErr := r.Run(ctx, inv, d.dial)
+	d := cfgs.NewDialer()
+	sum, runErr := r.Run(ctx, inv, d.Dial)
 	d.Close()
 	if err := display.Close(); err != nil && runErr == nil {
 		runErr = err

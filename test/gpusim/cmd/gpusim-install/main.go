@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpukit/gpukit/internal/connect"
 	"github.com/gpukit/gpukit/pkg/inventory"
-	"github.com/gpukit/gpukit/pkg/ssh"
 	"github.com/gpukit/gpukit/test/gpusim"
 )
 
@@ -47,15 +47,20 @@ func run(invPath, prefix string, role inventory.Role) error {
 	if err != nil {
 		return err
 	}
-	home, _ := os.UserHomeDir()
+	// The same transport settings as gpukit itself: known_hosts, keys,
+	// secrets from the environment, bastion, sudo.
+	cfgs, err := connect.Configs(inv, connect.Options{}, connect.OSSecrets())
+	if err != nil {
+		return err
+	}
+	dialer := cfgs.NewDialer()
+	defer dialer.Close()
 	var done []string
 	for _, m := range inv.Machines {
 		if !m.HasRole(role) {
 			continue
 		}
-		s := m.SSH
-		c, err := ssh.Dial(ctx, ssh.Config{Name: m.Name, Address: m.Address, Port: s.Port, User: s.User,
-			KeyFile: expand(s.KeyFile, home), KnownHostsFile: expand(s.KnownHostsFile, home)})
+		c, err := dialer.Dial(ctx, m)
 		if err != nil {
 			return err
 		}
@@ -69,11 +74,4 @@ func run(invPath, prefix string, role inventory.Role) error {
 	fmt.Printf("GPU SIMULATOR (test only): nvidia-smi on %s replays the real capture %s\n",
 		strings.Join(done, ", "), filepath.Base(prefix))
 	return nil
-}
-
-func expand(p, home string) string {
-	if strings.HasPrefix(p, "~/") {
-		return filepath.Join(home, p[2:])
-	}
-	return p
 }

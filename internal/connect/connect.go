@@ -1,4 +1,7 @@
-package cli
+// Package connect turns an inventory's effective SSH settings into pkg/ssh
+// configs and dials hosts for the engine. Every command that reaches hosts,
+// and the lab tooling, connects through it.
+package connect
 
 import (
 	"context"
@@ -11,53 +14,51 @@ import (
 	"time"
 
 	cryptossh "golang.org/x/crypto/ssh"
-	"golang.org/x/term"
 
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/ssh"
 )
 
-// connectOptions are the transport flags shared by every command that
-// reaches hosts.
-type connectOptions struct {
-	acceptNewHostKeys bool
+// Options are the transport choices of a run.
+type Options struct {
+	// AcceptNewHostKeys trusts hosts missing from known_hosts (TOFU).
+	AcceptNewHostKeys bool
 }
 
-// sshConfigs turns every machine's effective SSH settings into transport
-// configs, reading each secret once. It runs before any connection so that a
-// missing secret is bad input (exit 2) and no host is touched. The returned
-// secrets are for the redactor.
-type sshConfigs struct {
-	byHost  map[string]ssh.Config
-	secrets []string
+// Secrets says where secrets are read from.
+type Secrets struct {
+	LookupEnv func(string) (string, bool)
+	ReadFile  func(string) ([]byte, error)
+	// Prompt asks for a key passphrase on a terminal; nil when there is none.
+	Prompt func(keyFile string) (string, error)
 }
 
-type secretSource struct {
-	lookupEnv func(string) (string, bool)
-	readFile  func(string) ([]byte, error)
-	// prompt asks for a key passphrase on the terminal; nil when there is none.
-	prompt func(keyFile string) (string, error)
+// OSSecrets reads the process environment and files, and never prompts.
+func OSSecrets() Secrets { return Secrets{LookupEnv: os.LookupEnv, ReadFile: os.ReadFile} }
+
+// Set is the transport config of every machine of an inventory, each secret
+// read once. It is built before any connection, so that a missing secret is
+// bad input and no host is touched.
+type Set struct {
+	byHost map[string]ssh.Config
+	// Secrets are the values read, for the run's redactor.
+	Secrets []string
 }
 
-func osSecrets(s Streams) secretSource {
-	src := secretSource{lookupEnv: os.LookupEnv, readFile: os.ReadFile}
-	if f, ok := s.In.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		src.prompt = func(keyFile string) (string, error) {
-			fmt.Fprintf(s.Err, "Passphrase for %s: ", keyFile)
-			b, err := term.ReadPassword(int(f.Fd()))
-			fmt.Fprintln(s.Err)
-			return string(b), err
-		}
-	}
-	return src
+// Config returns the config of the named machine.
+func (s *Set) Config(host string) (ssh.Config, bool) {
+	c, ok := s.byHost[host]
+	return c, ok
 }
 
-func buildSSHConfigs(inv *inventory.Inventory, o connectOptions, src secretSource) (*sshConfigs, error) {
-	out := &sshConfigs{byHost: map[string]ssh.Config{}}
+// Configs builds the Set of inv. Its error lists every secret that could not
+// be read, each with the host and inventory position.
+func Configs(inv *inventory.Inventory, o Options, src Secrets) (*Set, error) {
+	out := &Set{byHost: map[string]ssh.Config{}}
 	cache := map[inventory.SecretRef]string{}
 	passphrases := map[string]string{} // key file -> prompted passphrase
-	home, _ := src.lookupEnv("HOME")
+	home, _ := src.LookupEnv("HOME")
 	var errs []error
 	resolve := func(m inventory.Machine, field string, ref *inventory.SecretRef) string {
 		if ref == nil {
@@ -66,13 +67,13 @@ func buildSSHConfigs(inv *inventory.Inventory, o connectOptions, src secretSourc
 		if v, ok := cache[*ref]; ok {
 			return v
 		}
-		v, err := ref.Resolve(src.lookupEnv, src.readFile)
+		v, err := ref.Resolve(src.LookupEnv, src.ReadFile)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: host %s: %s: %w", m.Pos, m.Name, field, err))
 			return ""
 		}
 		cache[*ref] = v
-		out.secrets = append(out.secrets, v)
+		out.Secrets = append(out.Secrets, v)
 		return v
 	}
 	for _, m := range inv.Machines {
@@ -84,7 +85,7 @@ func buildSSHConfigs(inv *inventory.Inventory, o connectOptions, src secretSourc
 			Password:          resolve(m, "ssh.password", s.Password),
 			UseAgent:          s.Agent != nil && *s.Agent,
 			KnownHostsFile:    expandHome(s.KnownHostsFile, home),
-			AcceptNewHostKeys: o.acceptNewHostKeys,
+			AcceptNewHostKeys: o.AcceptNewHostKeys,
 			ConnectRetries:    2,
 		}
 		if s.ConnectTimeout != "" {
@@ -97,16 +98,16 @@ func buildSSHConfigs(inv *inventory.Inventory, o connectOptions, src secretSourc
 		if s.Sudo != nil && s.Sudo.Password != nil {
 			cfg.SudoPassword = resolve(m, "ssh.sudo.password", s.Sudo.Password)
 		}
-		if cfg.KeyFile != "" && cfg.KeyPassphrase == "" && src.prompt != nil {
+		if cfg.KeyFile != "" && cfg.KeyPassphrase == "" && src.Prompt != nil {
 			if p, ok := passphrases[cfg.KeyFile]; ok {
 				cfg.KeyPassphrase = p
 			} else if encryptedKey(cfg.KeyFile) {
-				p, err := src.prompt(cfg.KeyFile)
+				p, err := src.Prompt(cfg.KeyFile)
 				if err != nil {
 					errs = append(errs, fmt.Errorf("passphrase for %s: %w", cfg.KeyFile, err))
 				}
 				passphrases[cfg.KeyFile] = p
-				out.secrets = append(out.secrets, p)
+				out.Secrets = append(out.Secrets, p)
 				cfg.KeyPassphrase = p
 			}
 		}
@@ -114,7 +115,7 @@ func buildSSHConfigs(inv *inventory.Inventory, o connectOptions, src secretSourc
 			cfg.Bastion = &ssh.Config{
 				Name: "bastion " + b.Address, Address: b.Address, Port: b.Port, User: b.User,
 				KeyFile: expandHome(b.KeyFile, home), Password: resolve(m, "ssh.bastion.password", b.Password),
-				UseAgent: cfg.UseAgent, KnownHostsFile: cfg.KnownHostsFile, AcceptNewHostKeys: o.acceptNewHostKeys,
+				UseAgent: cfg.UseAgent, KnownHostsFile: cfg.KnownHostsFile, AcceptNewHostKeys: o.AcceptNewHostKeys,
 				ConnectTimeout: cfg.ConnectTimeout, ConnectRetries: cfg.ConnectRetries,
 			}
 			if cfg.Bastion.User == "" {
@@ -128,7 +129,7 @@ func buildSSHConfigs(inv *inventory.Inventory, o connectOptions, src secretSourc
 		out.byHost[m.Name] = cfg
 	}
 	if len(errs) > 0 {
-		return nil, usage(errors.Join(errs...))
+		return nil, errors.Join(errs...)
 	}
 	return out, nil
 }
@@ -152,11 +153,11 @@ func expandHome(p, home string) string {
 	return p
 }
 
-// dialer connects hosts over pkg/ssh. Hosts behind the same bastion share
+// Dialer connects hosts over pkg/ssh. Hosts behind the same bastion share
 // one connection to it (DialVia), so 1000 hosts cost one bastion login, not
 // 1000; the engine keeps each host's connection for every step.
-type dialer struct {
-	cfgs *sshConfigs
+type Dialer struct {
+	cfgs *Set
 
 	mu    sync.Mutex
 	jumps map[string]*jump
@@ -168,9 +169,11 @@ type jump struct {
 	err    error
 }
 
-func (c *sshConfigs) newDialer() *dialer { return &dialer{cfgs: c, jumps: map[string]*jump{}} }
+// NewDialer returns a Dialer for the machines of s; Close it after the run.
+func (s *Set) NewDialer() *Dialer { return &Dialer{cfgs: s, jumps: map[string]*jump{}} }
 
-func (d *dialer) dial(ctx context.Context, m inventory.Machine) (engine.Executor, error) {
+// Dial is an engine.Dialer.
+func (d *Dialer) Dial(ctx context.Context, m inventory.Machine) (engine.Executor, error) {
 	cfg, ok := d.cfgs.byHost[m.Name]
 	if !ok {
 		return nil, fmt.Errorf("no SSH settings for host %s", m.Name)
@@ -187,7 +190,7 @@ func (d *dialer) dial(ctx context.Context, m inventory.Machine) (engine.Executor
 
 // jump returns the shared connection to a bastion, dialling it once; a
 // failed bastion fails every host behind it with the same error.
-func (d *dialer) jump(ctx context.Context, b ssh.Config) (*ssh.Client, error) {
+func (d *Dialer) jump(ctx context.Context, b ssh.Config) (*ssh.Client, error) {
 	key := fmt.Sprintf("%s@%s:%d", b.User, b.Address, b.Port)
 	d.mu.Lock()
 	j, found := d.jumps[key]
@@ -212,7 +215,7 @@ func (d *dialer) jump(ctx context.Context, b ssh.Config) (*ssh.Client, error) {
 }
 
 // Close closes the bastion connections, after the run closed the hosts.
-func (d *dialer) Close() {
+func (d *Dialer) Close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, j := range d.jumps {
