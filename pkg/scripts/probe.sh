@@ -71,9 +71,13 @@ done
 if [ -d /run/systemd/system ]; then
   kv init systemd
   kv timesync "$(timedatectl show -p NTPSynchronized --value 2>/dev/null)"
-  for svc in chrony chronyd systemd-timesyncd ntp ntpd; do
-    if [ "$(systemctl is-active "$svc" 2>/dev/null)" = active ]; then kv timesync.service "$svc"; fi
-  done
+  # One systemctl call for all candidates: it prints one state per unit, in order.
+  svcs=(chrony chronyd systemd-timesyncd ntp ntpd)
+  i=0
+  while read -r state; do
+    if [ "$state" = active ]; then kv timesync.service "${svcs[$i]}"; fi
+    i=$((i + 1))
+  done < <(systemctl is-active "${svcs[@]}" 2>/dev/null || true)
 else
   kv init "$(cat /proc/1/comm 2>/dev/null)"
 fi
