@@ -10,6 +10,7 @@ require (
 	github.com/melbahja/goph v1.5.2
 	github.com/muesli/termenv v0.16.0
 	github.com/pkg/sftp v1.13.12
+	github.com/pmezard/go-difflib v1.0.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9

@@ -56,7 +56,11 @@ func TestExitCodes(t *testing.T) {
 		{"completion", []string{"completion", "bash"}, ExitOK, "bash completion", ""},
 		{"completion unknown shell", []string{"completion", "tcsh"}, ExitUsage, "", "tcsh"},
 		{"version", []string{"version"}, ExitOK, "spec.versions.nvidiaDriver", ""},
-		{"unknown phase names the valid ones", []string{"preflight", "-i", loopback, "--only-phases", "nvidia"}, ExitUsage, "", "preflight/facts"},
+		{"unknown phase names its flag and the valid ones", []string{"preflight", "-i", loopback, "--only-phases", "nvidia"}, ExitUsage, "",
+			"--only-phases nvidia: unknown phase; valid phases: preflight, preflight/facts, preflight/checks, preflight/cluster"},
+		{"unknown phase to skip", []string{"preflight", "-i", loopback, "--skip-phases", "preflight/fact"}, ExitUsage, "", "--skip-phases preflight/fact: unknown phase"},
+		{"version output format", []string{"version", "-o", "yaml"}, ExitUsage, "", "want auto, plain or json"},
+		{"import has no -o", []string{"inventory", "import", "--from", "ansible", "-o", "x.yaml", example}, ExitUsage, "", "unknown shorthand flag: 'o'"},
 		{"bad output format", []string{"preflight", "-i", loopback, "-o", "yaml"}, ExitUsage, "", "want auto, plain or json"},
 		{"missing secret is bad input", []string{"preflight", "-i", needsSecret}, ExitUsage, "", "GPUKIT_TEST_UNSET_PASSWORD"},
 		{"preflight of an invalid inventory", []string{"preflight", "-i", bad}, ExitUsage, "", "unknown field"},
@@ -150,7 +154,7 @@ func TestImportDeepOps(t *testing.T) {
 	}
 	ini := writeFile(t, "inventory.ini", strings.Join(lines, "\n"))
 	outFile := filepath.Join(t.TempDir(), "cluster.yaml")
-	code, _, errOut = run(t, "inventory", "import", "--from", "ansible", "--group-vars", "k8s_cluster="+vars, "-o", outFile, ini)
+	code, _, errOut = run(t, "inventory", "import", "--from", "ansible", "--group-vars", "k8s_cluster="+vars, "--output-file", outFile, ini)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}

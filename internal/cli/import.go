@@ -42,7 +42,7 @@ Passwords are never copied: they become environment variable references.`,
 	f.StringVar(&o.from, "from", "", "source format: ansible")
 	f.StringVar(&o.format, "format", "auto", "Ansible inventory syntax: ini, yaml or auto")
 	f.StringVar(&o.name, "name", "", "cluster name (metadata.name)")
-	f.StringVarP(&o.output, "output-file", "o", "", "write the inventory here instead of stdout")
+	f.StringVar(&o.output, "output-file", "", "write the inventory here instead of stdout")
 	f.StringArrayVar(&o.groupVars, "group-vars", nil, "extra group_vars file (GROUP.yml, or GROUP=FILE); repeatable")
 	f.StringArrayVar(&o.hostVars, "host-vars", nil, "extra host_vars file (HOST.yml, or HOST=FILE); repeatable")
 	_ = cmd.MarkFlagRequired("from")

@@ -2,12 +2,10 @@ package cli
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpukit/gpukit/pkg/engine"
-	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/internal/flow"
 	"github.com/gpukit/gpukit/pkg/preflight"
 	"github.com/gpukit/gpukit/pkg/ui"
 )
@@ -27,32 +25,31 @@ Exit code 0 when every host passes (warnings allowed), 3 when some hosts fail a 
 cannot be reached, 2 on bad input.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var pf *preflight.Preflight
-			_, sum, err := runPhases(cmd.Context(), s, o, "gpukit preflight", func(inv *inventory.Inventory) []engine.Phase {
-				pf = preflight.New(inv)
-				return pf.Phases()
-			})
+			l, err := o.load(s)
+			if err != nil {
+				return err
+			}
+			f := flow.NewPreflight(l.inv)
+			sum, err := o.execute(cmd.Context(), s, l, f.Flow)
 			if sum == nil {
 				return err
 			}
-			rep := pf.Report(sum)
-			if o.output == "json" {
-				if werr := preflight.WriteJSON(s.Out, rep); werr != nil {
-					return werr
-				}
-			} else {
-				color := false
-				if f, ok := s.Out.(*os.File); ok {
-					color = ui.IsTerminal(f) && os.Getenv("NO_COLOR") == ""
-				}
-				fmt.Fprintln(s.Out)
-				if werr := preflight.WriteText(s.Out, rep, preflight.TextOptions{Color: color, Verbose: o.verbose}); werr != nil {
-					return werr
-				}
+			if werr := writePreflightReport(l.out, f.Report(sum), o.verbose); werr != nil {
+				return werr
 			}
 			return runError(err)
 		},
 	}
 	o.addFlags(cmd.Flags())
 	return cmd
+}
+
+// writePreflightReport writes the report after the run's own output: one
+// JSON object after the events, or the table and findings.
+func writePreflightReport(out ui.Output, rep preflight.Report, verbose bool) error {
+	if out.Format == ui.FormatJSON {
+		return preflight.WriteJSON(out.W, rep)
+	}
+	fmt.Fprintln(out.W)
+	return preflight.WriteText(out.W, rep, preflight.TextOptions{Color: out.Color, Verbose: verbose})
 }

@@ -7,10 +7,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/gpukit/gpukit/internal/connect"
+	"github.com/gpukit/gpukit/internal/flow"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/ui"
@@ -28,16 +30,37 @@ type runOptions struct {
 	connect     connect.Options
 }
 
+// The flags that select phases, as the user typed them.
+const (
+	flagOnlyPhases = "--only-phases"
+	flagSkipPhases = "--skip-phases"
+)
+
 func (o *runOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVarP(&o.inventory, "inventory", "i", "", "inventory file")
-	f.StringVarP(&o.output, "output", "o", "auto", "auto (live view on a terminal, plain lines otherwise), plain or json (one event per line)")
+	addOutputFlag(f, &o.output)
 	f.IntVar(&o.concurrency, "concurrency", engine.DefaultConcurrency, "hosts worked on at once")
 	f.StringVar(&o.logDir, "log-dir", defaultLogDir(), "directory for per-run, per-host logs (secrets redacted)")
-	f.StringSliceVar(&o.skipPhases, "skip-phases", nil, "phases to skip (name or group prefix, comma-separated)")
-	f.StringSliceVar(&o.onlyPhases, "only-phases", nil, "run only these phases (name or group prefix, comma-separated)")
+	f.StringSliceVar(&o.skipPhases, strings.TrimPrefix(flagSkipPhases, "--"), nil, "phases to skip (name or group prefix, comma-separated)")
+	f.StringSliceVar(&o.onlyPhases, strings.TrimPrefix(flagOnlyPhases, "--"), nil, "run only these phases (name or group prefix, comma-separated)")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "plain output: print every step and output line")
 	f.BoolVar(&o.connect.AcceptNewHostKeys, "accept-new-host-keys", false,
 		"trust hosts missing from known_hosts and record their keys (a changed key is still refused)")
+}
+
+// addOutputFlag is -o/--output, the same on every command.
+func addOutputFlag(f *pflag.FlagSet, p *string) {
+	f.StringVarP(p, "output", "o", string(ui.FormatAuto), "auto (live view on a terminal, plain otherwise), plain, or json (one object per line)")
+}
+
+// decideOutput parses an --output value and decides, once, how the
+// command's output is written.
+func decideOutput(w io.Writer, value string) (ui.Output, error) {
+	f, err := ui.ParseFormat(value)
+	if err != nil {
+		return ui.Output{}, usage(err)
+	}
+	return ui.Decide(w, f, os.Getenv), nil
 }
 
 func defaultLogDir() string {
@@ -51,67 +74,74 @@ func defaultLogDir() string {
 	return filepath.Join(home, ".gpukit", "logs")
 }
 
-func (o *runOptions) validate() error {
-	switch o.output {
-	case "auto", "plain", "json":
-	default:
-		return usage(fmt.Errorf("--output %q: want auto, plain or json", o.output))
-	}
-	if o.concurrency < 1 {
-		return usage(fmt.Errorf("--concurrency %d: want 1 or more", o.concurrency))
-	}
-	return nil
+// loaded is what a command has before it builds its flow: the inventory and
+// the output decision.
+type loaded struct {
+	inv *inventory.Inventory
+	out ui.Output
 }
 
-// runPhases loads the inventory, resolves secrets, runs phases (built from
-// the inventory) with the chosen display, and returns the summary. Only a
-// run that could start returns a non-nil summary.
-func runPhases(ctx context.Context, s Streams, o *runOptions, name string,
-	phases func(*inventory.Inventory) []engine.Phase) (*inventory.Inventory, *engine.Summary, error) {
-	if err := o.validate(); err != nil {
-		return nil, nil, err
+// load checks the flags and loads the inventory. Every problem is a usage
+// error (exit 2), found before any host is contacted.
+func (o *runOptions) load(s Streams) (*loaded, error) {
+	out, err := decideOutput(s.Out, o.output)
+	if err != nil {
+		return nil, err
+	}
+	if o.concurrency < 1 {
+		return nil, usage(fmt.Errorf("--concurrency %d: want 1 or more", o.concurrency))
 	}
 	inv, err := loadInventory(o.inventory)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	printWarnings(s.Err, inv)
-	cfgs, err := connect.Configs(inv, o.connect, osSecrets(s))
+	return &loaded{inv: inv, out: out}, nil
+}
+
+// execute runs f: it selects the phases, reads the secrets, then connects and
+// runs with the display decided in l. Bad phase names and missing secrets are
+// usage errors and nothing runs; a run that started returns its summary.
+func (o *runOptions) execute(ctx context.Context, s Streams, l *loaded, f flow.Flow) (*engine.Summary, error) {
+	if _, err := engine.SelectPhases(f.Phases, o.onlyPhases, o.skipPhases); err != nil {
+		return nil, phaseSelectionError(err)
+	}
+	cfgs, err := connect.Configs(l.inv, o.connect, osSecrets(s))
 	if err != nil {
-		return inv, nil, usage(err)
+		return nil, usage(err)
 	}
 	r := &engine.Runner{
-		Name: name, Phases: phases(inv), Concurrency: o.concurrency,
+		Name: f.Name, Phases: f.Phases, Concurrency: o.concurrency,
 		Only: o.onlyPhases, Skip: o.skipPhases, LogDir: o.logDir, Redact: cfgs.Secrets,
-	}
-	if _, err := r.Selected(); err != nil {
-		return inv, nil, usage(err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	display := chooseDisplay(s.Out, o, ui.WithTitle(name), ui.WithCancel(cancel), ui.WithVerbose(o.verbose))
+	display := ui.New(l.out, ui.WithTitle(f.Name), ui.WithCancel(cancel), ui.WithVerbose(o.verbose))
 	r.Sink = display
 	d := cfgs.NewDialer()
-	sum, runErr := r.Run(ctx, inv, d.Dial)
+	sum, runErr := r.Run(ctx, f.Machines, d.Dial)
 	d.Close()
 	if err := display.Close(); err != nil && runErr == nil {
 		runErr = err
 	}
 	if sum == nil && runErr != nil && !errors.Is(runErr, context.Canceled) {
-		// Nothing ran: the runner refused its setup (phases, log directory).
-		return inv, nil, usage(runErr)
+		// Nothing ran: the runner refused its setup (the log directory).
+		return nil, usage(runErr)
 	}
-	return inv, sum, runErr
+	return sum, runErr
 }
 
-func chooseDisplay(out io.Writer, o *runOptions, opts ...ui.Option) ui.Display {
-	if f, ok := out.(*os.File); ok {
-		return ui.Choose(f, o.output, opts...)
+// phaseSelectionError names the flag an unknown phase came from.
+func phaseSelectionError(err error) error {
+	var upe *engine.UnknownPhaseError
+	if !errors.As(err, &upe) {
+		return err // a defect in the flow's phase list, not bad input
 	}
-	if o.output == "json" {
-		return ui.NewJSON(out)
+	flag := flagOnlyPhases
+	if upe.Skip {
+		flag = flagSkipPhases
 	}
-	return ui.NewPlain(out, opts...)
+	return usage(fmt.Errorf("%s %s: unknown phase; valid phases: %s", flag, upe.Name, strings.Join(upe.Valid, ", ")))
 }
 
 // runError maps a finished run's error to the exit code kinds.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpukit/gpukit/internal/version"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/ui"
 )
 
 func newVersionCmd() *cobra.Command {
@@ -17,11 +18,14 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print gpukit's version and the component versions it installs by default",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, err := decideOutput(cmd.OutOrStdout(), output)
+			if err != nil {
+				return err
+			}
 			info := version.Get()
 			defaults := inventory.Defaults()
-			out := cmd.OutOrStdout()
-			switch output {
-			case "json":
+			out := o.W
+			if o.Format == ui.FormatJSON {
 				m := map[string]string{}
 				for _, d := range defaults {
 					m[d.Path] = d.Value
@@ -32,21 +36,18 @@ func newVersionCmd() *cobra.Command {
 					version.Info
 					Defaults map[string]string `json:"defaults"`
 				}{info, m})
-			case "", "text":
-				fmt.Fprintf(out, "gpukit %s\ncommit: %s\n", info.Version, info.Commit)
-				if info.Date != "" {
-					fmt.Fprintf(out, "built: %s\n", info.Date)
-				}
-				fmt.Fprintf(out, "go: %s %s\n\ndefaults:\n", info.GoVersion, info.Platform)
-				for _, d := range defaults {
-					fmt.Fprintf(out, "  %-32s %s\n", d.Path, d.Value)
-				}
-				return nil
-			default:
-				return usage(fmt.Errorf("--output %q: want text or json", output))
 			}
+			fmt.Fprintf(out, "gpukit %s\ncommit: %s\n", info.Version, info.Commit)
+			if info.Date != "" {
+				fmt.Fprintf(out, "built: %s\n", info.Date)
+			}
+			fmt.Fprintf(out, "go: %s %s\n\ndefaults:\n", info.GoVersion, info.Platform)
+			for _, d := range defaults {
+				fmt.Fprintf(out, "  %-32s %s\n", d.Path, d.Value)
+			}
+			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	addOutputFlag(cmd.Flags(), &output)
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpukit/gpukit/pkg/event"
+	"github.com/gpukit/gpukit/pkg/redact"
 )
 
 // runState is what every host of a run shares: where events go, the secrets
@@ -13,7 +14,7 @@ import (
 // anything leaves the engine, so redaction cannot be bypassed.
 type runState struct {
 	sink     event.Sink
-	redactor *Redactor
+	redactor *redact.Redactor
 	logs     *runLogs
 	dryRun   bool
 	now      func() time.Time
@@ -33,7 +34,7 @@ func (s *runState) emit(e event.Event) event.Event {
 	return e
 }
 
-func redactEvent(r *Redactor, e event.Event) event.Event {
+func redactEvent(r *redact.Redactor, e event.Event) event.Event {
 	e.Title = r.String(e.Title)
 	e.Step = r.String(e.Step)
 	e.Message = r.String(e.Message)

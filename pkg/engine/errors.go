@@ -10,8 +10,8 @@ import (
 // host failed; the CLI maps it to its own exit code.
 var ErrSomeHostsFailed = errors.New("some hosts failed")
 
-// ErrUnknownPhase is wrapped by the usage error for a --skip-phases/--only
-// name that matches no phase.
+// ErrUnknownPhase is what an *UnknownPhaseError is (errors.Is): a name to
+// select phases by that matches no phase.
 var ErrUnknownPhase = errors.New("unknown phase")
 
 // HostError is a failure of one host in one phase. The runner adds it exactly
@@ -67,14 +67,3 @@ func (e *HostsFailedError) Error() string {
 func (e *HostsFailedError) Unwrap() []error {
 	return append([]error{ErrSomeHostsFailed}, e.Errs...)
 }
-
-// redactedError carries a message with secrets removed while keeping the
-// original chain for errors.Is/As. Code that unwraps to a concrete type (an
-// *ssh.ExitError) sees its raw fields and must not print them.
-type redactedError struct {
-	msg string
-	err error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-func (e *redactedError) Unwrap() error { return e.err }

@@ -100,3 +100,13 @@ func hostEvents(rec *event.Recorder, host string) []string {
 	}
 	return out
 }
+
+// preparePhase adds Prepare to a funcPhase.
+type preparePhase struct {
+	funcPhase
+	prepare func(ctx context.Context, all, targets []*engine.Host) error
+}
+
+func (p *preparePhase) Prepare(ctx context.Context, all, targets []*engine.Host) error {
+	return p.prepare(ctx, all, targets)
+}

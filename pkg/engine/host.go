@@ -11,13 +11,15 @@ import (
 	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/redact"
 	"github.com/gpukit/gpukit/pkg/ssh"
 )
 
 // Host is one machine during a run: its inventory spec, what was probed about
 // it, and the one connection every step of the run goes through. Phases act
 // on it only through Run, Apply and Upload, which carry the dry-run gate,
-// events, logging and redaction; calling Exec directly bypasses all four.
+// events, logging and redaction; the connection itself is not exported, so
+// no write can bypass them.
 //
 // A Host is used by one goroutine at a time: the runner runs the phases of a
 // host one after another.
@@ -25,8 +27,8 @@ type Host struct {
 	Machine inventory.Machine
 	// Facts is set by the facts phase; nil before it has run.
 	Facts *facts.Facts
-	Exec  Executor
 
+	conn  Executor
 	run   *runState
 	log   *logFile
 	phase string
@@ -39,7 +41,7 @@ type HostOptions struct {
 	// Sink receives the host's events; nil discards them.
 	Sink event.Sink
 	// Redactor removes secrets from events; nil removes none.
-	Redactor *Redactor
+	Redactor *redact.Redactor
 	// Phase is the phase name put on events.
 	Phase string
 }
@@ -50,11 +52,11 @@ func NewHost(m inventory.Machine, exec Executor, opts HostOptions) *Host {
 		opts.Sink = event.Discard
 	}
 	if opts.Redactor == nil {
-		opts.Redactor = NewRedactor()
+		opts.Redactor = redact.New()
 	}
 	return &Host{
 		Machine: m,
-		Exec:    exec,
+		conn:    exec,
 		phase:   opts.Phase,
 		run: &runState{
 			sink: opts.Sink, redactor: opts.Redactor, logs: &runLogs{redactor: opts.Redactor},
@@ -95,7 +97,7 @@ func SecretOutput() StepOption { return func(c *stepConfig) { c.secretOutput = t
 // Run runs a read: a probe that changes nothing on the host. It runs in
 // dry-run too, so that plans are computed from the real state.
 func (h *Host) Run(ctx context.Context, step string, cmd ssh.Command, opts ...StepOption) (ssh.Result, error) {
-	return h.exec(ctx, step, cmd, "read", opts)
+	return h.step(ctx, step, cmd, "read", opts)
 }
 
 // Apply runs a write. In dry-run it records a Planned event with the script
@@ -105,7 +107,7 @@ func (h *Host) Apply(ctx context.Context, step string, cmd ssh.Command, opts ...
 		h.emit(event.Event{Type: event.Planned, Step: step, Script: planScript(cmd)})
 		return ssh.Result{}, nil
 	}
-	return h.exec(ctx, step, cmd, "apply", opts)
+	return h.step(ctx, step, cmd, "apply", opts)
 }
 
 // Upload places f on the host; in dry-run it records a Planned event naming
@@ -119,15 +121,15 @@ func (h *Host) Upload(ctx context.Context, step string, f ssh.File) error {
 	}
 	h.emit(event.Event{Type: event.StepStart, Step: step})
 	h.Logf("$ %s: %s", step, what)
-	if h.Exec == nil {
+	if h.conn == nil {
 		return fmt.Errorf("%s: not connected", step)
 	}
 	start := time.Now()
-	err := h.Exec.Upload(ctx, f)
+	err := h.conn.Upload(ctx, f)
 	return h.finish(ctx, step, start, err)
 }
 
-func (h *Host) exec(ctx context.Context, step string, cmd ssh.Command, kind string, opts []StepOption) (ssh.Result, error) {
+func (h *Host) step(ctx context.Context, step string, cmd ssh.Command, kind string, opts []StepOption) (ssh.Result, error) {
 	var cfg stepConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -137,7 +139,7 @@ func (h *Host) exec(ctx context.Context, step string, cmd ssh.Command, kind stri
 	}
 	h.emit(event.Event{Type: event.StepStart, Step: step})
 	h.Logf("$ %s %s:\n%s", kind, step, indent(planScript(cmd)))
-	if h.Exec == nil {
+	if h.conn == nil {
 		return ssh.Result{}, fmt.Errorf("%s: not connected", step)
 	}
 	output := func(s event.Stream) *lineWriter {
@@ -155,7 +157,7 @@ func (h *Host) exec(ctx context.Context, step string, cmd ssh.Command, kind stri
 		cmd.Stdout = tee(cmd.Stdout, stdout)
 	}
 	start := time.Now()
-	res, err := h.Exec.Run(ctx, cmd)
+	res, err := h.conn.Run(ctx, cmd)
 	if stdout != nil {
 		stdout.Flush()
 	}
@@ -195,7 +197,7 @@ func (h *Host) emit(e event.Event) {
 // test) gets a quiet one.
 func (h *Host) state() *runState {
 	if h.run == nil {
-		r := NewRedactor()
+		r := redact.New()
 		h.run = &runState{sink: event.Discard, redactor: r, logs: &runLogs{redactor: r}, now: time.Now}
 	}
 	return h.run

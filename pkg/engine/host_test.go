@@ -15,11 +15,12 @@ import (
 	"github.com/gpukit/gpukit/pkg/ssh"
 )
 
-// A Host literal works in phase unit tests: steps run, nothing is emitted.
-func TestHostLiteral(t *testing.T) {
+// A host made with NewHost and no options works in phase unit tests: steps
+// run, nothing is emitted; a Host literal has no connection at all.
+func TestNewHostDefaults(t *testing.T) {
 	t.Parallel()
 	e := enginetest.NewExecutor("h", nil)
-	h := &engine.Host{Machine: inventory.Machine{Name: "h"}, Exec: e}
+	h := engine.NewHost(inventory.Machine{Name: "h"}, e, engine.HostOptions{})
 	if _, err := h.Apply(context.Background(), "w", ssh.Command{Script: "true"}); err != nil || h.DryRun() {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestStepErrorsNameTheStepOnce(t *testing.T) {
 		}
 		return ssh.Result{}, errors.New("connection reset")
 	})
-	h := &engine.Host{Exec: e}
+	h := engine.NewHost(inventory.Machine{}, e, engine.HostOptions{})
 	_, err := h.Run(context.Background(), "exit", ssh.Command{})
 	if err.Error() != "exit: exit status 2: nope" {
 		t.Errorf("got %q", err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gpukit/gpukit/pkg/redact"
 )
 
 // runLogs is one run's log directory: LogDir/<timestamp>/run.log for the run
@@ -16,14 +18,14 @@ import (
 // written. A zero runLogs (no LogDir) writes nothing.
 type runLogs struct {
 	dir      string
-	redactor *Redactor
+	redactor *redact.Redactor
 	run      *logFile
 }
 
 // logTimeLayout names run directories so that they sort by start time.
 const logTimeLayout = "20060102-150405"
 
-func openRunLogs(base string, start time.Time, r *Redactor) (*runLogs, error) {
+func openRunLogs(base string, start time.Time, r *redact.Redactor) (*runLogs, error) {
 	if base == "" {
 		return &runLogs{redactor: r}, nil
 	}
@@ -96,7 +98,7 @@ func safeFileName(name string) string {
 // rather than one per host beside one SSH connection per host.
 type logFile struct {
 	path     string
-	redactor *Redactor
+	redactor *redact.Redactor
 
 	mu sync.Mutex
 	f  *os.File

@@ -4,8 +4,8 @@ import "context"
 
 // Phase is one named stage of a command, run on each of its target hosts.
 type Phase interface {
-	// Name is a stable path ("preflight/facts", "nvidia/driver") used by
-	// --skip-phases, --only, `init phase <name>`, events and logs.
+	// Name is a stable path ("preflight/facts", "nvidia/driver") used to
+	// select phases (SelectPhases), and in events and logs.
 	Name() string
 	// Title is a short human description ("Install the NVIDIA driver").
 	Title() string
@@ -26,6 +26,18 @@ type Targeter interface {
 // the host with reason; an error fails it. ShouldRun runs in dry-run too.
 type ShouldRunner interface {
 	ShouldRun(ctx context.Context, h *Host) (run bool, reason string, err error)
+}
+
+// Preparer is a Phase with cluster-scoped work to do once per run before it
+// runs on any host: comparing the facts of every host, creating the join
+// token that the workers of the next phase use. all are the run's healthy
+// hosts and targets the ones the phase will run on, both in inventory order.
+// Prepare may run steps on any of them (they are reported under this phase)
+// and keep what it learns in the phase's struct for Run, which reads it
+// without locking: every Run starts after Prepare returned. An error fails
+// every target with it.
+type Preparer interface {
+	Prepare(ctx context.Context, all, targets []*Host) error
 }
 
 // PlannedAction is one write a Planner would make.

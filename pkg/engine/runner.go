@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/redact"
 )
 
 // Dialer opens the connection to one machine. The CLI passes one built on
@@ -66,25 +67,27 @@ type hostRun struct {
 	ran    []Phase // phases whose Run or Plan was called, for CleanUp
 }
 
-// Run connects to every machine of inv, runs the selected phases in order
-// and returns the per-host summary.
+// Run connects to machines (the whole inventory, or the subset a command
+// works on), runs the selected phases in order and returns the per-host
+// summary.
 //
 // The error is nil when every host succeeded; Summary.Err() (wrapping
 // ErrSomeHostsFailed) when some failed; ctx.Err() when the run was cancelled
-// (the summary says how far it got); and a setup error (ErrUnknownPhase, an
-// unusable log directory) with a nil summary when nothing ran.
-func (r *Runner) Run(ctx context.Context, inv *inventory.Inventory, dial Dialer) (*Summary, error) {
+// (the summary says how far it got); and a setup error (an
+// *UnknownPhaseError, an unusable log directory) with a nil summary when
+// nothing ran.
+func (r *Runner) Run(ctx context.Context, machines []inventory.Machine, dial Dialer) (*Summary, error) {
 	phases, err := r.Selected()
 	if err != nil {
 		return nil, err
 	}
-	if inv == nil || dial == nil {
-		return nil, errors.New("engine: Run needs an inventory and a dialer")
+	if len(machines) == 0 || dial == nil {
+		return nil, errors.New("engine: Run needs machines and a dialer")
 	}
-	if err := uniqueNames(inv.Machines); err != nil {
+	if err := uniqueNames(machines); err != nil {
 		return nil, err
 	}
-	redactor := NewRedactor(r.Redact...)
+	redactor := redact.New(r.Redact...)
 	start := time.Now()
 	logs, err := openRunLogs(r.LogDir, start, redactor)
 	if err != nil {
@@ -101,8 +104,8 @@ func (r *Runner) Run(ctx context.Context, inv *inventory.Inventory, dial Dialer)
 		limit = DefaultConcurrency
 	}
 
-	hosts := make([]*hostRun, len(inv.Machines))
-	for i, m := range inv.Machines {
+	hosts := make([]*hostRun, len(machines))
+	for i, m := range machines {
 		hosts[i] = &hostRun{h: &Host{Machine: m, run: st, log: logs.host(m.Name)}}
 	}
 	names := make([]string, 0, len(phases)+1)
@@ -198,7 +201,7 @@ func (r *Runner) connect(ctx context.Context, st *runState, limit int, hosts []*
 	for i, hr := range hosts {
 		index[hr] = i
 	}
-	r.fanOut(ctx, st, limit, ConnectPhase, "Connect to the hosts", hosts, func(hr *hostRun) (string, error) {
+	r.fanOut(ctx, st, limit, ConnectPhase, "Connect to the hosts", hosts, nil, func(hr *hostRun) (string, error) {
 		ex, err := dial(ctx, hr.h.Machine)
 		if err == nil && ex == nil {
 			err = errors.New("dialer returned no connection")
@@ -210,20 +213,63 @@ func (r *Runner) connect(ctx context.Context, st *runState, limit int, hosts []*
 			_ = ex.Close()
 			return "", context.Cause(ctx)
 		}
-		hr.h.Exec = ex
+		hr.h.conn = ex
+		if d, ok := ex.(describer); ok {
+			hr.h.Logf("connected: %s", d.Describe())
+		}
 		return "", nil
 	})
 }
 
+// describer is an Executor that can say what it negotiated (pkg/ssh: user,
+// address, key exchange), for the host's log.
+type describer interface{ Describe() string }
+
 // runPhase runs p on its targets among healthy and returns how many failed.
+// A Preparer's Prepare runs first, once; when it fails, every target fails
+// with its error.
 func (r *Runner) runPhase(ctx context.Context, st *runState, limit int, p Phase, healthy []*hostRun) int {
 	targets := healthy
 	if t, ok := p.(Targeter); ok {
 		targets = pickTargets(healthy, t)
 	}
-	return r.fanOut(ctx, st, limit, p.Name(), p.Title(), targets, func(hr *hostRun) (string, error) {
+	var prepErr error
+	before := func() {
+		pr, ok := p.(Preparer)
+		if !ok || len(targets) == 0 {
+			return
+		}
+		prepErr = prepare(ctx, p.Name(), pr, healthy, targets)
+	}
+	return r.fanOut(ctx, st, limit, p.Name(), p.Title(), targets, before, func(hr *hostRun) (string, error) {
+		if prepErr != nil {
+			return "", prepErr
+		}
 		return invoke(ctx, p, hr)
 	})
+}
+
+// prepare calls pr.Prepare with the hosts of the run. Steps it runs on a
+// host are reported under the phase, like the phase's own.
+func prepare(ctx context.Context, phase string, pr Preparer, healthy, targets []*hostRun) (err error) {
+	all := make([]*Host, len(healthy))
+	for i, hr := range healthy {
+		hr.h.phase = phase
+		all[i] = hr.h
+	}
+	ts := make([]*Host, len(targets))
+	for i, hr := range targets {
+		ts[i] = hr.h
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("panic: %v\n%s", v, debug.Stack())
+		}
+	}()
+	if err := pr.Prepare(ctx, all, ts); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	return nil
 }
 
 // hostWork does one phase on one host and returns why it was skipped, if it
@@ -233,9 +279,12 @@ type hostWork func(hr *hostRun) (skipped string, err error)
 // fanOut runs work on hosts with bounded concurrency, records each host's
 // outcome, and brackets it all in PhaseStart/PhaseDone. It returns the
 // number of hosts that failed.
-func (r *Runner) fanOut(ctx context.Context, st *runState, limit int, phase, title string, hosts []*hostRun, work hostWork) int {
+func (r *Runner) fanOut(ctx context.Context, st *runState, limit int, phase, title string, hosts []*hostRun, before func(), work hostWork) int {
 	start := st.now()
 	st.emit(event.Event{Type: event.PhaseStart, Phase: phase, Title: title, Total: len(hosts)})
+	if before != nil {
+		before()
+	}
 	n := forEach(ctx, limit, len(hosts), func(i int) {
 		hr := hosts[i]
 		hr.h.phase = phase
@@ -339,7 +388,7 @@ func (r *Runner) record(ctx context.Context, st *runState, hr *hostRun, phase st
 
 // hostError adds host and phase to err exactly once, and redacts it: the
 // error travels to the terminal through the summary.
-func hostError(r *Redactor, host, phase string, err error) *HostError {
+func hostError(r *redact.Redactor, host, phase string, err error) *HostError {
 	var he *HostError
 	if errors.As(err, &he) && he.Host == host {
 		return &HostError{Host: he.Host, Phase: he.Phase, Err: r.Error(he.Err)}
@@ -352,7 +401,7 @@ func hostError(r *Redactor, host, phase string, err error) *HostError {
 func (r *Runner) cleanUp(ctx context.Context, limit int, hosts []*hostRun) {
 	forEach(ctx, limit, len(hosts), func(i int) {
 		hr := hosts[i]
-		if hr.h.Exec == nil {
+		if hr.h.conn == nil {
 			return
 		}
 		defer hr.h.log.close()
@@ -382,8 +431,8 @@ func (r *Runner) summary(ctx context.Context, start time.Time, phases []string, 
 			status = StatusOK
 		}
 		sum.Hosts[i] = HostResult{
-			Host: hr.h.Name(), Status: status, Phase: hr.phase, Err: hr.err, Reason: hr.reason,
-			Duration: hr.took, Phases: hr.phases, LogFile: logs.hostPath(hr.h.Name()),
+			Host: hr.h.Name(), Address: hr.h.Machine.Address, Status: status, Phase: hr.phase, Err: hr.err, Reason: hr.reason,
+			Duration: hr.took, Phases: hr.phases, LogFile: logs.hostPath(hr.h.Name()), Facts: hr.h.Facts,
 		}
 	}
 	return sum

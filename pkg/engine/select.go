@@ -5,23 +5,40 @@ import (
 	"strings"
 )
 
-// SelectPhases returns the phases that run with the given --only and
-// --skip-phases names, in their original order. A name matches a phase with
-// that exact name or any phase below it ("nvidia" matches "nvidia/driver").
-// only empty means all phases. A name that matches nothing is an error
-// wrapping ErrUnknownPhase that lists the valid names.
+// UnknownPhaseError is a phase name given to select phases that matches
+// none. The engine does not know where the name came from: the caller (the
+// CLI, with its flag names) says that.
+type UnknownPhaseError struct {
+	Name string
+	// Skip is true when the name was among the phases to skip, false when
+	// among the only ones to run.
+	Skip bool
+	// Valid are the names that would have matched (PhaseNames).
+	Valid []string
+}
+
+func (e *UnknownPhaseError) Error() string {
+	return fmt.Sprintf("unknown phase %q; valid phases: %s", e.Name, strings.Join(e.Valid, ", "))
+}
+
+// Is makes errors.Is(err, ErrUnknownPhase) hold.
+func (e *UnknownPhaseError) Is(target error) bool { return target == ErrUnknownPhase }
+
+// SelectPhases returns the phases left by only (run just these) and skip,
+// in their original order. A name matches a phase with that exact name or
+// any phase below it ("nvidia" matches "nvidia/driver"). only empty means
+// all phases. A name that matches nothing is an *UnknownPhaseError.
 func SelectPhases(phases []Phase, only, skip []string) ([]Phase, error) {
 	if err := checkPhases(phases); err != nil {
 		return nil, err
 	}
 	for _, list := range []struct {
-		flag  string
+		skip  bool
 		names []string
-	}{{"--only", only}, {"--skip-phases", skip}} {
+	}{{false, only}, {true, skip}} {
 		for _, n := range list.names {
 			if !matchesAny(phases, n) {
-				return nil, fmt.Errorf("%w %q in %s; valid phases: %s",
-					ErrUnknownPhase, n, list.flag, strings.Join(PhaseNames(phases), ", "))
+				return nil, &UnknownPhaseError{Name: n, Skip: list.skip, Valid: PhaseNames(phases)}
 			}
 		}
 	}

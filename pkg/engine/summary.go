@@ -2,6 +2,8 @@ package engine
 
 import (
 	"time"
+
+	"github.com/gpukit/gpukit/pkg/facts"
 )
 
 // Status is the outcome of a host, or of one phase on a host.
@@ -36,8 +38,9 @@ type Summary struct {
 
 // HostResult is what happened on one host.
 type HostResult struct {
-	Host   string
-	Status Status
+	Host    string
+	Address string
+	Status  Status
 	// Phase is the phase that failed (StatusFailed) or during or before
 	// which the host stopped (StatusSkipped).
 	Phase string
@@ -50,6 +53,8 @@ type HostResult struct {
 	Phases []PhaseResult
 	// LogFile is the host's log, empty without Runner.LogDir.
 	LogFile string
+	// Facts are what the run probed on the host; nil if it got no facts.
+	Facts *facts.Facts
 }
 
 // PhaseResult is one phase on one host.

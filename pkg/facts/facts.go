@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gpukit/gpukit/pkg/osfamily"
 )
 
 // Facts about one host. Zero values mean "not found" (e.g. no nvidia-smi).
@@ -53,6 +55,9 @@ type OS struct {
 	Like    string `json:"like,omitempty"`
 	Pretty  string `json:"pretty,omitempty"`
 }
+
+// Family is the supported OS family this is, or an *osfamily.UnsupportedError.
+func (o OS) Family() (osfamily.Info, error) { return osfamily.Detect(o.ID, o.Version) }
 
 // Disk is a whole block device.
 type Disk struct {
@@ -193,12 +198,15 @@ func parseDisk(v string) (Disk, error) {
 	return Disk{Name: name, Bytes: n}, err
 }
 
-// GPUQueryFields are the --query-gpu fields the probe asks nvidia-smi for,
-// in the order ParseGPU reads them.
-const GPUQueryFields = "index,uuid,name,memory.total,driver_version,mig.mode.current"
+// GPUQueryFields returns the --query-gpu fields the probe asks nvidia-smi
+// for, in the order ParseGPU reads them: the one list, which the probe
+// template receives as a parameter.
+func GPUQueryFields() []string {
+	return []string{"index", "uuid", "name", "memory.total", "driver_version", "mig.mode.current"}
+}
 
 // ParseGPU reads one line of
-// nvidia-smi --query-gpu=GPUQueryFields --format=csv,noheader,nounits.
+// nvidia-smi --query-gpu=<GPUQueryFields> --format=csv,noheader,nounits.
 func ParseGPU(line string) (GPU, error) {
 	fields := strings.Split(line, ",")
 	if len(fields) < 5 {

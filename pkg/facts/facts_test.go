@@ -16,8 +16,12 @@ func TestParseRealProbeOutput(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the probe script targets Linux hosts")
 	}
+	probe, err := scripts.Probe(scripts.ProbeParams{GPUFields: GPUQueryFields()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command("bash", "-s")
-	cmd.Stdin = strings.NewReader(scripts.Probe())
+	cmd.Stdin = strings.NewReader(probe.Script)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("probe: %v", err)
@@ -51,7 +55,7 @@ func TestParseGPURowsFromRealCaptures(t *testing.T) {
 	}
 	for _, c := range caps {
 		t.Run(filepath.Base(c.Prefix), func(t *testing.T) {
-			row, err := c.QueryGPU(strings.Split(GPUQueryFields, ","), "csv,noheader,nounits")
+			row, err := c.QueryGPU(GPUQueryFields(), "csv,noheader,nounits")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,12 +4,14 @@
 package preflight
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/osfamily"
 )
 
 // Status of one check.
@@ -27,15 +29,6 @@ type Result struct {
 	Check  string `json:"check"`
 	Status Status `json:"status"`
 	Reason string `json:"reason"`
-}
-
-// supportedOS are the OS families gpukit installs on (DESIGN.md).
-var supportedOS = map[string][]string{
-	"ubuntu":    {"22.04", "24.04"},
-	"debian":    {"12"},
-	"rhel":      {"8", "9"},
-	"rocky":     {"8", "9"},
-	"almalinux": {"8", "9"},
 }
 
 const (
@@ -83,23 +76,16 @@ func (c *checker) leader() bool {
 }
 
 func (c *checker) os() {
-	id := c.f.OS.ID
-	versions, ok := supportedOS[id]
-	if !ok {
-		c.add("os", Fail, "%s is not supported: gpukit installs on Ubuntu 22.04/24.04, Debian 12, RHEL/Rocky/Alma 8/9", describeOS(c.f))
-		return
+	_, err := c.f.OS.Family()
+	var ue *osfamily.UnsupportedError
+	switch {
+	case err == nil:
+		c.add("os", Pass, "%s", describeOS(c.f))
+	case errors.As(err, &ue) && len(ue.Versions) > 0:
+		c.add("os", Fail, "%s is not supported: %s versions supported: %s", describeOS(c.f), ue.ID, strings.Join(ue.Versions, ", "))
+	default:
+		c.add("os", Fail, "%s is not supported: gpukit installs on %s", describeOS(c.f), osfamily.Supported())
 	}
-	major := c.f.OS.Version
-	if id != "ubuntu" {
-		major, _, _ = strings.Cut(major, ".")
-	}
-	for _, v := range versions {
-		if v == major {
-			c.add("os", Pass, "%s", describeOS(c.f))
-			return
-		}
-	}
-	c.add("os", Fail, "%s is not supported: %s versions supported: %s", describeOS(c.f), id, strings.Join(versions, ", "))
 }
 
 func describeOS(f *facts.Facts) string {

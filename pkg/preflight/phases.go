@@ -11,7 +11,6 @@ import (
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/scripts"
-	"github.com/gpukit/gpukit/pkg/ssh"
 )
 
 // Phase names, stable for --skip-phases / --only-phases and `init phase`.
@@ -21,41 +20,45 @@ const (
 	PhaseCluster = "preflight/cluster"
 )
 
-// Preflight gathers facts on every host and judges them. Its phases share
-// this struct: the cluster-wide checks need every host's facts, and phase
-// order is the barrier between gathering and comparing.
+// Preflight gathers facts on every host and judges them, in three phases
+// (Facts, HostChecks, ClusterChecks) that a command lists in that order. The
+// facts travel on the hosts (engine.Host.Facts) and come back in the run's
+// summary; Preflight itself only keeps the check results for the report.
 type Preflight struct {
 	inv *inventory.Inventory
 
 	mu      sync.Mutex
-	facts   map[string]*facts.Facts
 	results map[string][]Result
-
-	clusterOnce sync.Once
-	cluster     map[string][]Result
 }
 
 // New returns the preflight of inv.
 func New(inv *inventory.Inventory) *Preflight {
-	return &Preflight{inv: inv, facts: map[string]*facts.Facts{}, results: map[string][]Result{}}
+	return &Preflight{inv: inv, results: map[string][]Result{}}
 }
 
-// Phases are probe, per-host checks and cluster checks, in that order. A
-// failed check fails its host, and stops any run these phases start (init
-// must not build on a host that failed preflight).
-func (p *Preflight) Phases() []engine.Phase {
-	return []engine.Phase{&factsPhase{p}, &checksPhase{p}, &clusterPhase{p}}
-}
+// Facts is the phase that probes each host in one round trip.
+func (p *Preflight) Facts() engine.Phase { return factsPhase{} }
 
-type factsPhase struct{ p *Preflight }
+// HostChecks is the phase that judges each host's facts against the
+// inventory. A failed check fails its host and stops the run (init must not
+// build on a host that failed preflight).
+func (p *Preflight) HostChecks() engine.Phase { return &checksPhase{p} }
 
-func (*factsPhase) Name() string  { return PhaseFacts }
-func (*factsPhase) Title() string { return "Gather host facts" }
+// ClusterChecks is the phase that compares the hosts (unique hostnames,
+// product_uuid, machine-id); like HostChecks, a failure stops the run.
+func (p *Preflight) ClusterChecks() engine.Phase { return &clusterPhase{p: p} }
 
-// Run probes the host in one round trip. It runs as root because
-// product_uuid and some /sys entries are root-only.
-func (ph *factsPhase) Run(ctx context.Context, h *engine.Host) error {
-	res, err := h.Run(ctx, "probe", ssh.Command{Name: "probe facts", Script: scripts.Probe(), Sudo: true})
+type factsPhase struct{}
+
+func (factsPhase) Name() string  { return PhaseFacts }
+func (factsPhase) Title() string { return "Gather host facts" }
+
+func (factsPhase) Run(ctx context.Context, h *engine.Host) error {
+	cmd, err := scripts.Probe(scripts.ProbeParams{GPUFields: facts.GPUQueryFields()})
+	if err != nil {
+		return err
+	}
+	res, err := h.Run(ctx, "probe", cmd)
 	if err != nil {
 		return err
 	}
@@ -64,9 +67,6 @@ func (ph *factsPhase) Run(ctx context.Context, h *engine.Host) error {
 		return err
 	}
 	h.Facts = f
-	ph.p.mu.Lock()
-	ph.p.facts[h.Name()] = f
-	ph.p.mu.Unlock()
 	return nil
 }
 
@@ -85,26 +85,33 @@ func (ph *checksPhase) Run(_ context.Context, h *engine.Host) error {
 	return failures(rs)
 }
 
-type clusterPhase struct{ p *Preflight }
+// clusterPhase compares every host's facts once (Prepare), then reports
+// each host's share of the findings.
+type clusterPhase struct {
+	p      *Preflight
+	byHost map[string][]Result // written by Prepare, read by Run
+}
 
 func (*clusterPhase) Name() string           { return PhaseCluster }
 func (*clusterPhase) Title() string          { return "Compare hosts" }
 func (*clusterPhase) StopRunOnFailure() bool { return true }
 
+func (ph *clusterPhase) Prepare(_ context.Context, all, _ []*engine.Host) error {
+	byHost := make(map[string]*facts.Facts, len(all))
+	for _, h := range all {
+		if h.Facts != nil {
+			byHost[h.Name()] = h.Facts
+		}
+	}
+	ph.byHost = map[string][]Result{}
+	for _, r := range CheckCluster(byHost) {
+		ph.byHost[r.Host] = append(ph.byHost[r.Host], r)
+	}
+	return nil
+}
+
 func (ph *clusterPhase) Run(_ context.Context, h *engine.Host) error {
-	ph.p.clusterOnce.Do(func() {
-		ph.p.mu.Lock()
-		byHost := make(map[string]*facts.Facts, len(ph.p.facts))
-		for k, v := range ph.p.facts {
-			byHost[k] = v
-		}
-		ph.p.mu.Unlock()
-		ph.p.cluster = map[string][]Result{}
-		for _, r := range CheckCluster(byHost) {
-			ph.p.cluster[r.Host] = append(ph.p.cluster[r.Host], r)
-		}
-	})
-	rs := ph.p.cluster[h.Name()]
+	rs := ph.byHost[h.Name()]
 	ph.p.record(h, rs)
 	return failures(rs)
 }
@@ -151,23 +158,23 @@ type Report struct {
 	Hosts []HostReport `json:"hosts"`
 }
 
-// Report assembles the results. A host the run failed without any failed
-// check (unreachable, probe error) is reported failed with that error.
+// Report assembles the results of the run sum describes, host by host in
+// the run's order: facts from the summary, checks from the phases. A host the
+// run failed without any failed check (unreachable, probe error) is reported
+// failed with that error.
 func (p *Preflight) Report(sum *engine.Summary) Report {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var rep Report
-	for _, m := range p.inv.Machines {
-		hr := HostReport{Host: m.Name, Address: m.Address, Facts: p.facts[m.Name], Checks: p.results[m.Name], Status: Pass}
+	for _, res := range sum.Hosts {
+		hr := HostReport{Host: res.Host, Address: res.Address, Facts: res.Facts, Checks: p.results[res.Host], Status: Pass}
 		for _, r := range hr.Checks {
 			hr.Status = worse(hr.Status, r.Status)
 		}
-		if sum != nil {
-			if res, ok := sum.Host(m.Name); ok && res.Status == engine.StatusFailed && hr.Status != Fail {
-				hr.Status = Fail
-				if res.Err != nil {
-					hr.Error = res.Err.Error()
-				}
+		if res.Status == engine.StatusFailed && hr.Status != Fail {
+			hr.Status = Fail
+			if res.Err != nil {
+				hr.Error = res.Err.Error()
 			}
 		}
 		sort.SliceStable(hr.Checks, func(i, j int) bool { return rank(hr.Checks[i].Status) > rank(hr.Checks[j].Status) })

@@ -47,6 +47,11 @@ func labInventory(names ...string) *inventory.Inventory {
 	return inv
 }
 
+// phases is preflight's part of a command's phase list (internal/flow).
+func phases(p *Preflight) []engine.Phase {
+	return []engine.Phase{p.Facts(), p.HostChecks(), p.ClusterChecks()}
+}
+
 func TestPreflightRun(t *testing.T) {
 	inv := labInventory("cp-1", "gpu-001", "gpu-002", "gpu-003")
 	fleet := &enginetest.Fleet{
@@ -63,8 +68,8 @@ func TestPreflightRun(t *testing.T) {
 		},
 	}
 	p := New(inv)
-	r := &engine.Runner{Name: "gpukit preflight", Phases: p.Phases()}
-	sum, err := r.Run(context.Background(), inv, fleet.Dial)
+	r := &engine.Runner{Name: "gpukit preflight", Phases: phases(p)}
+	sum, err := r.Run(context.Background(), inv.Machines, fleet.Dial)
 	if !errors.Is(err, engine.ErrSomeHostsFailed) {
 		t.Fatalf("err = %v, want some hosts failed", err)
 	}
@@ -97,11 +102,12 @@ func TestPreflightDryRunStillProbes(t *testing.T) {
 		return ssh.Result{Stdout: []byte(probeOutput(e.Host, "x"))}, nil
 	}}
 	p := New(inv)
-	r := &engine.Runner{Phases: p.Phases(), DryRun: true}
-	if _, err := r.Run(context.Background(), inv, fleet.Dial); err != nil {
+	r := &engine.Runner{Phases: phases(p), DryRun: true}
+	sum, err := r.Run(context.Background(), inv.Machines, fleet.Dial)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if rep := p.Report(nil); rep.Hosts[0].Facts == nil || rep.Hosts[0].Facts.OS.ID != "debian" {
+	if rep := p.Report(sum); rep.Hosts[0].Facts == nil || rep.Hosts[0].Facts.OS.ID != "debian" {
 		t.Fatalf("dry-run did not probe: %+v", rep.Hosts[0])
 	}
 }

@@ -1,17 +1,95 @@
-// Package scripts holds the shell scripts gpukit runs on hosts, embedded in
-// the binary. Each is piped to `bash -s` after a strict-mode prelude.
+// Package scripts holds the shell scripts gpukit runs on hosts: embedded
+// text/template files under templates/, each rendered from a typed parameter
+// struct that is validated first, with every interpolated value quoted
+// (mvdan.cc/sh/v3 syntax.Quote), after a strict-mode prelude. Each script has
+// a constructor returning the ssh.Command to run; phases never build script
+// text themselves. Golden files: testdata/<script>/<os family>.sh.
 package scripts
 
 import (
-	_ "embed"
+	"embed"
+	"fmt"
+	"strings"
+	"text/template"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // Prelude starts every script: fail on errors, unset variables and broken
 // pipes, and never wait for a prompt.
 const Prelude = "set -euo pipefail\nexport LC_ALL=C DEBIAN_FRONTEND=noninteractive\n"
 
-//go:embed probe.sh
-var probe string
+//go:embed templates/*.sh
+var templates embed.FS
 
-// Probe returns the read-only fact-gathering script (one round trip per host).
-func Probe() string { return Prelude + probe }
+// Params are a script's typed parameters. Validate refuses values that do
+// not belong in the script before anything is rendered: quoting is the
+// second line of defence, not the first.
+type Params interface {
+	Validate() error
+}
+
+// Template is one embedded script taking parameters P.
+type Template[P Params] struct {
+	name string
+	t    *template.Template
+}
+
+// funcs are the only functions templates may call.
+var funcs = template.FuncMap{
+	// quote makes s one shell word, whatever it holds.
+	"quote": Quote,
+	// quoteEach quotes every element, separated by spaces: a list of words.
+	"quoteEach": func(list []string) (string, error) {
+		words := make([]string, len(list))
+		for i, s := range list {
+			q, err := Quote(s)
+			if err != nil {
+				return "", err
+			}
+			words[i] = q
+		}
+		return strings.Join(words, " "), nil
+	},
+	"join": func(list []string, sep string) string { return strings.Join(list, sep) },
+}
+
+// Quote returns s as one bash word (unchanged when it needs no quoting).
+func Quote(s string) (string, error) {
+	q, err := syntax.Quote(s, syntax.LangBash)
+	if err != nil {
+		return "", fmt.Errorf("cannot quote %q: %w", s, err)
+	}
+	return q, nil
+}
+
+// parse loads templates/name. A missing or malformed template is a defect of
+// the build, not of the input: it panics at start-up, and every test of the
+// package catches it.
+func parse[P Params](name string) *Template[P] {
+	b, err := templates.ReadFile("templates/" + name)
+	if err != nil {
+		panic(fmt.Sprintf("scripts: %v", err))
+	}
+	t, err := template.New(name).Option("missingkey=error").Funcs(funcs).Parse(string(b))
+	if err != nil {
+		panic(fmt.Sprintf("scripts: %v", err))
+	}
+	return &Template[P]{name: name, t: t}
+}
+
+// Name is the template's file name ("probe.sh").
+func (t *Template[P]) Name() string { return t.name }
+
+// Render validates p and renders the script, prelude first.
+func (t *Template[P]) Render(p P) (string, error) {
+	if err := p.Validate(); err != nil {
+		return "", fmt.Errorf("script %s: %w", t.name, err)
+	}
+	var b strings.Builder
+	b.WriteString(Prelude)
+	if err := t.t.Execute(&b, p); err != nil {
+		return "", fmt.Errorf("script %s: %w", t.name, err)
+	}
+	return b.String(), nil
+}

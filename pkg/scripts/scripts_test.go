@@ -1,60 +1,132 @@
 package scripts
 
 import (
-	"flag"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"io/fs"
+	"path"
 	"strings"
 	"testing"
+
+	"github.com/gpukit/gpukit/pkg/facts"
+	"github.com/gpukit/gpukit/pkg/osfamily"
+	"github.com/gpukit/gpukit/pkg/ssh"
+	"github.com/gpukit/gpukit/test/golden"
+	"github.com/gpukit/gpukit/test/shellcheck"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files")
+// anyFamily names the golden file of a script that is the same on every
+// OS family (it renders nothing family-specific).
+const anyFamily = "any"
 
-// rendered lists every script as it is sent to hosts.
-func rendered() map[string]string {
-	return map[string]string{"probe": Probe()}
+// golden is one rendered script: its template, the family it was rendered
+// for, and how.
+type goldenCase struct {
+	template string
+	family   string
+	render   func() (ssh.Command, error)
 }
 
+// cases lists every script with the parameters of its golden files: one per
+// OS family for scripts that differ per family.
+func cases() []goldenCase {
+	return []goldenCase{
+		{probeTemplate.Name(), anyFamily, func() (ssh.Command, error) {
+			return Probe(ProbeParams{GPUFields: facts.GPUQueryFields()})
+		}},
+	}
+}
+
+func (c goldenCase) path() string {
+	return path.Join("testdata", strings.TrimSuffix(c.template, ".sh"), c.family+".sh")
+}
+
+// TestGolden compares every rendered script with its golden file
+// (go test ./pkg/scripts -update rewrites them), and runs bash -n and
+// shellcheck on it.
 func TestGolden(t *testing.T) {
-	for name, got := range rendered() {
-		t.Run(name, func(t *testing.T) {
-			path := filepath.Join("testdata", name+".golden.sh")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
+	t.Parallel()
+	for _, c := range cases() {
+		t.Run(c.path(), func(t *testing.T) {
+			t.Parallel()
+			cmd, err := c.render()
 			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
+				t.Fatal(err)
 			}
-			if got != string(want) {
-				t.Errorf("%s differs from %s; review and run go test -update", name, path)
+			if !strings.HasPrefix(cmd.Script, Prelude) {
+				t.Error("script does not start with the strict prelude")
 			}
+			golden.AssertString(t, c.path(), cmd.Script)
+			shellcheck.Check(t, c.path(), cmd.Script)
 		})
 	}
 }
 
-func TestShellcheck(t *testing.T) {
-	if _, err := exec.LookPath("shellcheck"); err != nil {
-		t.Skip("shellcheck not installed (hack/install-deps.sh installs it)")
+// Every template has golden cases, for one family or for each: a script
+// added without them fails here.
+func TestEveryTemplateHasGoldenFiles(t *testing.T) {
+	t.Parallel()
+	families := map[string][]string{}
+	for _, c := range cases() {
+		families[c.template] = append(families[c.template], c.family)
 	}
-	for name, script := range rendered() {
-		t.Run(name, func(t *testing.T) {
-			cmd := exec.Command("shellcheck", "-s", "bash", "-")
-			cmd.Stdin = strings.NewReader(script)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Errorf("shellcheck %s: %v\n%s", name, err, out)
-			}
-		})
-	}
-}
-
-func TestPreludeIsStrict(t *testing.T) {
-	for name, script := range rendered() {
-		if !strings.HasPrefix(script, "set -euo pipefail\n") {
-			t.Errorf("%s does not start with the strict prelude", name)
+	all := len(osfamily.All())
+	err := fs.WalkDir(templates, "templates", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
 		}
+		fams := families[path.Base(p)]
+		switch {
+		case len(fams) == 0:
+			t.Errorf("%s has no golden case", p)
+		case len(fams) > 1 && len(fams) != all:
+			t.Errorf("%s is rendered for %d of %d OS families: %v", p, len(fams), all, fams)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The probe asks nvidia-smi for exactly the fields the parser reads.
+func TestProbeUsesTheParsersFields(t *testing.T) {
+	t.Parallel()
+	cmd, err := Probe(ProbeParams{GPUFields: facts.GPUQueryFields()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "--query-gpu=" + strings.Join(facts.GPUQueryFields(), ","); !strings.Contains(cmd.Script, want) {
+		t.Errorf("probe lacks %q", want)
+	}
+	if !cmd.Sudo {
+		t.Error("the probe must run as root")
+	}
+}
+
+func TestParamsAreValidatedBeforeRendering(t *testing.T) {
+	t.Parallel()
+	for _, bad := range [][]string{nil, {"index; rm -rf /"}, {"uuid", "$(id)"}, {"Name"}} {
+		if _, err := Probe(ProbeParams{GPUFields: bad}); err == nil {
+			t.Errorf("fields %q accepted", bad)
+		}
+	}
+}
+
+func TestQuote(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"plain":     "plain",
+		"two words": "'two words'",
+		"it's":      `"it's"`,
+		"$(reboot)": "'$(reboot)'",
+		"a\nb":      "$'a\\nb'",
+		"tab\there": "$'tab\\there'",
+		"":          "''",
+	} {
+		if got, err := Quote(in); err != nil || got != want {
+			t.Errorf("Quote(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := Quote("nul\x00"); err == nil {
+		t.Error("a NUL byte cannot be quoted and must be refused")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpukit/gpukit/pkg/redact"
 	"github.com/melbahja/goph"
 	gossh "golang.org/x/crypto/ssh"
 )
@@ -19,7 +20,8 @@ import (
 type Client struct {
 	conn *goph.Client
 	cfg  Config
-	jump *Client // bastion connection this Client owns, closed with it
+	red  *redact.Redactor // cfg's secrets
+	jump *Client          // bastion connection this Client owns, closed with it
 
 	sessions chan struct{} // semaphore of open sessions
 	done     chan struct{} // closed by Close
@@ -38,6 +40,7 @@ func newClient(sc *gossh.Client, cfg Config) *Client {
 			User: cfg.User, Addr: cfg.Address, Port: uint(cfg.Port), Timeout: cfg.ConnectTimeout,
 		}},
 		cfg:      cfg,
+		red:      cfg.redactor(),
 		sessions: make(chan struct{}, cfg.MaxSessions),
 		done:     make(chan struct{}),
 	}
@@ -57,6 +60,22 @@ func (c *Client) User() string { return c.cfg.User }
 // Address is the host:port connected to.
 func (c *Client) Address() string {
 	return net.JoinHostPort(c.cfg.Address, strconv.Itoa(c.cfg.Port))
+}
+
+// Describe says what was negotiated, for the host's log: login, address,
+// key exchange, host key type and cipher ("deploy@10.0.0.7:22 kex
+// curve25519-sha256 hostkey ssh-ed25519 cipher aes128-gcm@openssh.com").
+// Benchmarks read it to compare like with like.
+func (c *Client) Describe() string {
+	d := fmt.Sprintf("%s@%s", c.cfg.User, c.Address())
+	if m, ok := c.conn.Client.Conn.(gossh.AlgorithmsConnMetadata); ok {
+		a := m.Algorithms()
+		d += fmt.Sprintf(" kex %s hostkey %s cipher %s", a.KeyExchange, a.HostKey, a.Read.Cipher)
+	}
+	if c.jump != nil {
+		d += " via " + c.jump.Describe()
+	}
+	return d
 }
 
 // DialContext opens a TCP connection from the host to addr, tunnelled over

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/gpukit/gpukit/pkg/redact"
 )
 
 // Defaults applied by Dial to zero fields of a Config.
@@ -145,6 +147,9 @@ func (c Config) secrets() []string {
 	}
 	return s
 }
+
+// redactor removes c's secrets from what the transport reports.
+func (c Config) redactor() *redact.Redactor { return redact.New(c.secrets()...) }
 
 // isRoot reports whether the login user is root, who needs no sudo.
 func (c Config) isRoot() bool { return c.User == "root" }

@@ -71,7 +71,7 @@ func dial(ctx context.Context, cfg Config, via *Client) (*Client, error) {
 		if err == nil {
 			return newClient(sc, cfg), nil
 		}
-		err = withRedaction(err, cfg.secrets())
+		err = cfg.redactor().Error(err)
 		if !isConnectFailure(err) {
 			return nil, err // typed: names the host already
 		}

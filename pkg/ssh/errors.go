@@ -161,35 +161,3 @@ func IsRetryable(err error) bool {
 
 // errConnectionLost marks a Run or Upload whose connection went away under it.
 var errConnectionLost = errors.New("connection lost")
-
-// redact replaces every secret (of at least 4 bytes, so that a one-letter
-// password does not blank out a whole message) in s.
-func redact(s string, secrets []string) string {
-	for _, sec := range secrets {
-		if len(sec) >= 4 {
-			s = strings.ReplaceAll(s, sec, "[redacted]")
-		}
-	}
-	return s
-}
-
-// redactedError keeps a secret out of an error message it could otherwise
-// reach (an underlying library echoing input), while keeping errors.As/Is.
-type redactedError struct {
-	err     error
-	secrets []string
-}
-
-func (e *redactedError) Error() string { return redact(e.err.Error(), e.secrets) }
-func (e *redactedError) Unwrap() error { return e.err }
-
-func withRedaction(err error, secrets []string) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	if redact(msg, secrets) == msg {
-		return err
-	}
-	return &redactedError{err: err, secrets: secrets}
-}

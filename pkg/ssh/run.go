@@ -115,7 +115,7 @@ func (c *Client) Run(ctx context.Context, cmd Command) (Result, error) {
 		Command:    name,
 		Code:       xe.ExitStatus(),
 		Signal:     xe.Signal(),
-		StderrTail: redact(stderr.lastLines(), c.cfg.secrets()),
+		StderrTail: c.red.String(stderr.lastLines()),
 	}
 	if ee.Signal != "" {
 		ee.Code = 128 + signalNumber(ee.Signal)

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gpukit/gpukit/pkg/redact"
 )
 
 func TestArgsArriveIntact(t *testing.T) {
@@ -310,7 +312,7 @@ func TestSudo(t *testing.T) {
 		c := dialT(t, env.cfg)
 		_, err := c.Run(context.Background(), Command{Script: `echo "$1 $2" >&2; exit 1`, Args: []string{canaryPassword, canarySudo}})
 		var ee *ExitError
-		if !errors.As(err, &ee) || ee.StderrTail != "[redacted] [redacted]" {
+		if !errors.As(err, &ee) || ee.StderrTail != redact.Marker+" "+redact.Marker {
 			t.Fatalf("got %v", err)
 		}
 		noSecret(t, err)

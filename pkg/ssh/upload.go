@@ -3,6 +3,7 @@ package ssh
 import (
 	"context"
 	"crypto/rand"
+	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,21 +15,10 @@ import (
 	"github.com/pkg/sftp"
 )
 
-// installScript moves an uploaded file into place: into a temporary file in
-// the destination's directory first (created if missing), then renamed over
-// the destination, so that readers see the old file or the new one, never a
-// partial one. The upload directory is removed in any case.
-const installScript = `set -eu
-src=$1 dst=$2 mode=$3 tmp=
-trap 'rm -rf "${src%/*}"; [ -z "$tmp" ] || rm -f "$tmp"' EXIT
-if [ -d "$dst" ]; then echo "$dst is a directory" >&2; exit 1; fi
-dir=$(dirname "$dst")
-mkdir -p "$dir"
-tmp=$(mktemp "$dir/.gpukit-upload.XXXXXXXX")
-install -m "$mode" "$src" "$tmp"
-mv -f "$tmp" "$dst"
-tmp=
-`
+// installScript moves an uploaded file into place atomically (install.sh).
+//
+//go:embed install.sh
+var installScript string
 
 // Upload places f on the host: SFTP (as the login user) into a fresh
 // private directory under /tmp, then `install -m` and a rename into f.Path

@@ -2,6 +2,7 @@ package ssh
 
 import (
 	"crypto/rand"
+	_ "embed"
 	"encoding/hex"
 	"fmt"
 	"strconv"
@@ -38,18 +39,26 @@ import (
 //
 // The runner exits with the script's exit status (128+n when the script died
 // of signal n, as bash reports it).
-const runner = `exec 4<&0; m=$1; l=; ` +
-	`while IFS= read -r l; do [ "$l" = "$m" ] && break; done; ` +
-	`[ "$l" = "$m" ] || { echo "gpukit: protocol error: no start marker on stdin" >&2; exit 125; }; ` +
-	`IFS= read -r n || exit 125; a=(); ` +
-	`for ((i = 0; i < n; i++)); do IFS= read -r -d "" x || exit 125; a+=("$x"); done; ` +
-	`IFS= read -r n || exit 125; s=$(head -c "$n"; echo .); s=${s%.}; ` +
-	`IFS= read -r l && [ "$l" = "$m" ] || { echo "gpukit: protocol error: truncated script on stdin" >&2; exit 125; }; ` +
-	`setsid bash /dev/fd/3 "${a[@]}" 3< <(printf %s "$s") </dev/null 4<&- & p=$!; ` +
-	`{ while IFS= read -r -u 4 _; do :; done; kill -TERM -- -$p || kill -TERM $p; ` +
-	`for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do kill -0 -- -$p || exit 0; sleep 0.1; done; ` +
-	`kill -KILL -- -$p; } >/dev/null 2>&1 & w=$!; ` +
-	`wait $p; r=$?; kill $w 2>/dev/null; exit $r`
+// The runner is runner.sh printed on one line without its comments (mvdan.cc/sh
+// parses and prints it): it travels on the command line, which the login
+// shell, whatever it is, must read as one word, and which sshd and ps show.
+//
+//go:embed runner.sh
+var runnerFile string
+
+var runner = mustOneLine(runnerFile)
+
+func mustOneLine(script string) string {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "runner.sh")
+	if err != nil {
+		panic(fmt.Sprintf("ssh: embedded runner.sh: %v", err)) // a build defect, caught by every test
+	}
+	var b strings.Builder
+	if err := syntax.NewPrinter(syntax.SingleLine(true)).Print(&b, f); err != nil {
+		panic(fmt.Sprintf("ssh: embedded runner.sh: %v", err))
+	}
+	return strings.TrimSpace(b.String())
+}
 
 // sudoMode is how a command gets root.
 type sudoMode int

@@ -6,11 +6,8 @@ package ui
 
 import (
 	"context"
-	"io"
-	"os"
 
 	"github.com/gpukit/gpukit/pkg/event"
-	"golang.org/x/term"
 )
 
 // Display consumes a run's events. Emit is safe for concurrent use and never
@@ -29,7 +26,6 @@ type options struct {
 	title   string
 	cancel  context.CancelFunc
 	verbose bool
-	input   io.Reader
 }
 
 // WithTitle names the command in the header ("gpukit init"); the RunStart
@@ -45,9 +41,6 @@ func WithCancel(cancel context.CancelFunc) Option { return func(o *options) { o.
 // and the scripts of planned writes.
 func WithVerbose(v bool) Option { return func(o *options) { o.verbose = v } }
 
-// WithInput sets where the TTY display reads keys (default: the terminal).
-func WithInput(r io.Reader) Option { return func(o *options) { o.input = r } }
-
 func collect(opts []Option) options {
 	var o options
 	for _, f := range opts {
@@ -56,23 +49,14 @@ func collect(opts []Option) options {
 	return o
 }
 
-// Choose picks the display for --output format: "json" gives JSON lines;
-// "plain" plain lines; anything else the TTY view when out is a terminal
-// (and TERM is not "dumb"), plain lines otherwise.
-func Choose(out *os.File, format string, opts ...Option) Display {
-	switch format {
-	case "json":
-		return NewJSON(out)
-	case "plain":
-		return NewPlain(out, opts...)
+// New returns the display o was decided for: JSON lines, the live view on
+// a terminal, or plain lines.
+func New(o Output, opts ...Option) Display {
+	switch {
+	case o.Format == FormatJSON:
+		return NewJSON(o.W)
+	case o.Live:
+		return NewTTY(o.W, o.Profile, opts...)
 	}
-	if IsTerminal(out) && os.Getenv("TERM") != "dumb" {
-		return NewTTY(out, opts...)
-	}
-	return NewPlain(out, opts...)
-}
-
-// IsTerminal reports whether f is a terminal.
-func IsTerminal(f *os.File) bool {
-	return f != nil && term.IsTerminal(int(f.Fd()))
+	return NewPlain(o.W, opts...)
 }

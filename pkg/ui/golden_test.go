@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,19 +135,39 @@ func TestPlainSummaryWithoutRunDone(t *testing.T) {
 	}
 }
 
-func TestChoose(t *testing.T) {
+// The output is decided once: JSON stays JSON, a file gets plain lines and
+// no colour, whatever TERM and NO_COLOR say; New builds what was decided.
+func TestDecide(t *testing.T) {
 	f, err := os.CreateTemp(t.TempDir(), "out")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, ok := Choose(f, "json").(*JSON); !ok {
+	env := func(k string) string { return map[string]string{"TERM": "xterm-256color"}[k] }
+	for _, tc := range []struct {
+		w      io.Writer
+		format Format
+		want   Format
+	}{
+		{f, FormatJSON, FormatJSON}, {f, FormatAuto, FormatPlain}, {f, FormatPlain, FormatPlain}, {&bytes.Buffer{}, FormatAuto, FormatPlain},
+	} {
+		o := Decide(tc.w, tc.format, env)
+		if o.Format != tc.want || o.Live || o.Color {
+			t.Errorf("%s to %T: %+v", tc.format, tc.w, o)
+		}
+	}
+	if _, ok := New(Decide(f, FormatJSON, env)).(*JSON); !ok {
 		t.Error("json format is not the JSON display")
 	}
-	if _, ok := Choose(f, "").(*Plain); !ok {
+	if _, ok := New(Decide(f, FormatAuto, env)).(*Plain); !ok {
 		t.Error("a file is not shown plain")
 	}
-	if _, ok := Choose(f, "plain").(*Plain); !ok {
-		t.Error("plain format is not plain")
+	for _, bad := range []string{"yaml", "text", "JSON"} {
+		if _, err := ParseFormat(bad); err == nil || !strings.Contains(err.Error(), "want auto, plain or json") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	if f, err := ParseFormat(""); err != nil || f != FormatAuto {
+		t.Errorf("empty format: %v %v", f, err)
 	}
 }

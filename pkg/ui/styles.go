@@ -15,8 +15,8 @@ func plainStyles() styles {
 	return styles{ok: id, fail: id, warn: id, dim: id, bold: id, accent: id}
 }
 
-// ttyStyles binds colours to the output's own colour profile, so that a
-// 16-colour terminal or NO_COLOR gets what it can show.
+// ttyStyles binds colours to the renderer's colour profile (the one Decide
+// chose), so that a 16-colour terminal or NO_COLOR gets what it can show.
 func ttyStyles(r *lipgloss.Renderer) styles {
 	style := func(s lipgloss.Style) paint { return func(x string) string { return s.Render(x) } }
 	return styles{

@@ -29,7 +29,7 @@ func TestTUIHelperProcess(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d := NewTTY(os.Stdout, WithTitle("gpukit demo"), WithCancel(cancel))
+	d := New(Decide(os.Stdout, FormatAuto, os.Getenv), WithTitle("gpukit demo"), WithCancel(cancel))
 	err := synth.Play(ctx, d, synth.Events(cfg), 1)
 	if cerr := d.Close(); cerr != nil {
 		fmt.Println("HELPER: display error:", cerr)

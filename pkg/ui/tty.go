@@ -8,6 +8,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
 
 	"github.com/gpukit/gpukit/pkg/event"
 )
@@ -39,18 +40,18 @@ type TTY struct {
 	err       error
 }
 
-// NewTTY starts the live display on out, which should be a terminal.
-func NewTTY(out *os.File, opts ...Option) *TTY {
+// NewTTY starts the live display on out, which should be a terminal whose
+// colours are profile (Decide says which; termenv.Ascii for none).
+func NewTTY(out io.Writer, profile termenv.Profile, opts ...Option) *TTY {
 	o := collect(opts)
-	m := newModel(o.title, ttyStyles(lipgloss.NewRenderer(out)), o.cancel)
+	r := lipgloss.NewRenderer(out)
+	r.SetColorProfile(profile)
+	m := newModel(o.title, ttyStyles(r), o.cancel)
 	popts := []tea.ProgramOption{
 		tea.WithOutput(out),
 		// The CLI owns signals (its context); Ctrl-C arrives here as a key
 		// because the terminal is in raw mode, and is passed on via cancel.
 		tea.WithoutSignalHandler(),
-	}
-	if o.input != nil {
-		popts = append(popts, tea.WithInput(o.input))
 	}
 	d := &TTY{
 		out:  out,

@@ -147,25 +147,25 @@ func (g *Gauge) WaitFor(ctx context.Context, n int) bool {
 	}
 }
 
-// Inventory returns an inventory of the named machines, with addresses from
-// 10.0.0.1 on and the worker role.
-func Inventory(names ...string) *inventory.Inventory {
-	inv := &inventory.Inventory{File: "enginetest"}
+// Machines returns the named machines, with addresses from 10.0.0.1 on and
+// the worker role.
+func Machines(names ...string) []inventory.Machine {
+	out := make([]inventory.Machine, len(names))
 	for i, n := range names {
-		inv.Machines = append(inv.Machines, inventory.Machine{
+		out[i] = inventory.Machine{
 			Name:    n,
 			Address: fmt.Sprintf("10.0.%d.%d", (i+1)/250, (i+1)%250),
 			Roles:   []inventory.Role{inventory.RoleWorker},
-		})
+		}
 	}
-	return inv
+	return out
 }
 
-// Hosts returns an inventory of n machines named gpu-001, gpu-002, ...
-func Hosts(n int) *inventory.Inventory {
+// Hosts returns n machines named gpu-001, gpu-002, ...
+func Hosts(n int) []inventory.Machine {
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("gpu-%03d", i+1)
 	}
-	return Inventory(names...)
+	return Machines(names...)
 }

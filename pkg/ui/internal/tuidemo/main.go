@@ -26,15 +26,20 @@ func main() {
 	flag.DurationVar(&cfg.Wave, "wave", time.Second, "simulated time per wave")
 	flag.BoolVar(&cfg.Hang, "hang", false, "never finish the last phase (try ctrl+c)")
 	speed := flag.Float64("speed", 1, "replay speed")
-	format := flag.String("output", "", "display: json, plain, or empty for auto")
+	output := flag.String("output", "auto", "display: auto, plain or json")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	d := ui.Choose(os.Stdout, *format, ui.WithTitle("gpukit demo"), ui.WithCancel(cancel))
-	err := synth.Play(ctx, d, synth.Events(cfg), *speed)
+	format, err := ui.ParseFormat(*output)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tuidemo:", err)
+		os.Exit(2)
+	}
+	d := ui.New(ui.Decide(os.Stdout, format, os.Getenv), ui.WithTitle("gpukit demo"), ui.WithCancel(cancel))
+	err = synth.Play(ctx, d, synth.Events(cfg), *speed)
 	if cerr := d.Close(); cerr != nil {
 		fmt.Fprintln(os.Stderr, "display:", cerr)
 	}

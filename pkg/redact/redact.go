@@ -1,4 +1,7 @@
-package engine
+// Package redact removes secrets (passwords, join tokens, certificate keys)
+// from everything gpukit writes: log lines, events, error messages. The
+// transport and the engine share it, so there is one marker and one rule.
+package redact
 
 import (
 	"encoding/base64"
@@ -10,11 +13,11 @@ import (
 	"sync"
 )
 
-// Redacted replaces every secret in logs, events and error messages.
-const Redacted = "[REDACTED]"
+// Marker replaces every secret in logs, events and error messages.
+const Marker = "[REDACTED]"
 
 // Redactor replaces known secrets, and the encodings under which they commonly
-// reappear in scripts and output, with Redacted. Secrets learned during a run
+// reappear in scripts and output, with Marker. Secrets learned during a run
 // (a join token) are added with Add. It is safe for concurrent use.
 //
 // It cannot find a secret that was transformed in other ways (hashed, split
@@ -27,8 +30,9 @@ type Redactor struct {
 	replacer *strings.Replacer
 }
 
-// NewRedactor returns a redactor for secrets; empty strings are ignored.
-func NewRedactor(secrets ...string) *Redactor {
+// New returns a redactor for secrets; empty strings are ignored. Every
+// secret counts, however short: a short password is still a password.
+func New(secrets ...string) *Redactor {
 	r := &Redactor{secrets: map[string]bool{}}
 	r.Add(secrets...)
 	return r
@@ -36,6 +40,9 @@ func NewRedactor(secrets ...string) *Redactor {
 
 // Add registers more secrets.
 func (r *Redactor) Add(secrets ...string) {
+	if r == nil {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	changed := false
@@ -52,7 +59,7 @@ func (r *Redactor) Add(secrets ...string) {
 	var forms []string
 	for s := range r.secrets {
 		for _, f := range encodings(s) {
-			if f != "" && !seen[f] {
+			if f != "" && (f == s || len(f) >= minEncoded) && !seen[f] {
 				seen[f] = true
 				forms = append(forms, f)
 			}
@@ -69,7 +76,7 @@ func (r *Redactor) Add(secrets ...string) {
 	})
 	args := make([]string, 0, 2*len(forms))
 	for _, f := range forms {
-		args = append(args, f, Redacted)
+		args = append(args, f, Marker)
 	}
 	r.replacer = strings.NewReplacer(args...)
 }
@@ -100,6 +107,22 @@ func (r *Redactor) Error(err error) error {
 	}
 	return err
 }
+
+// redactedError carries a message with secrets removed while keeping the
+// original chain for errors.Is/As. Code that unwraps to a concrete type (an
+// *ssh.ExitError) sees its raw fields and must not print them.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// minEncoded is the shortest encoded form (hex, base64, ...) that is
+// redacted: shorter ones ("61" for "a") match ordinary text everywhere. The
+// secret itself is always redacted, whatever its length.
+const minEncoded = 4
 
 // minEmbeddedBase64 is the shortest run of base64 characters, taken from the
 // middle of a longer encoding, that is still specific enough to redact.

@@ -1,0 +1,35 @@
+package flow
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/preflight"
+)
+
+func phaseNames(ps []engine.Phase) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.Name()
+	}
+	return out
+}
+
+// The phase list is the contract of --only-phases / --skip-phases and of
+// the logs: a change to it shows here.
+func TestPreflightFlow(t *testing.T) {
+	inv := &inventory.Inventory{Machines: []inventory.Machine{{Name: "a"}, {Name: "b"}}}
+	f := NewPreflight(inv)
+	want := []string{preflight.PhaseFacts, preflight.PhaseChecks, preflight.PhaseCluster}
+	if got := phaseNames(f.Phases); !reflect.DeepEqual(got, want) {
+		t.Errorf("phases %v, want %v", got, want)
+	}
+	if f.Name != "gpukit preflight" || len(f.Machines) != 2 {
+		t.Errorf("%+v", f.Flow)
+	}
+	if _, err := engine.SelectPhases(f.Phases, nil, nil); err != nil {
+		t.Errorf("the engine refuses the list: %v", err)
+	}
+}

@@ -1,0 +1,41 @@
+package flow
+
+import (
+	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/preflight"
+)
+
+// Preflight is `gpukit preflight`: it checks that every host is ready and
+// changes nothing. Connecting comes first in every flow (the engine's
+// "connect" phase).
+type Preflight struct {
+	Flow
+	checks *preflight.Preflight
+}
+
+// NewPreflight builds the flow for every host of inv.
+func NewPreflight(inv *inventory.Inventory) *Preflight {
+	checks := preflight.New(inv)
+	return &Preflight{
+		checks: checks,
+		Flow: Flow{
+			Name:     "gpukit preflight",
+			Machines: inv.Machines,
+			Phases:   preflightPhases(checks),
+		},
+	}
+}
+
+// preflightPhases is preflight's part of any flow that builds on hosts: a
+// failed check stops the run before anything is installed.
+func preflightPhases(checks *preflight.Preflight) []engine.Phase {
+	return []engine.Phase{
+		checks.Facts(),         // preflight/facts    probe each host in one round trip
+		checks.HostChecks(),    // preflight/checks   OS, hardware, GPUs, Secure Boot, runtimes, ports
+		checks.ClusterChecks(), // preflight/cluster  unique hostnames, product_uuid, machine-id
+	}
+}
+
+// Report is the preflight report of a finished run.
+func (p *Preflight) Report(sum *engine.Summary) preflight.Report { return p.checks.Report(sum) }

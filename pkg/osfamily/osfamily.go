@@ -1,0 +1,131 @@
+// Package osfamily is the one table of the operating systems gpukit installs
+// on: which os-release identities belong to which family, and what differs
+// between families (package manager, release codename, NVIDIA's repository
+// name). Preflight's OS check and every script template read it, so adding a
+// family is one row here plus its golden scripts.
+package osfamily
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Family names one supported OS release line; it is also the name of the
+// golden files of every script rendered for it.
+type Family string
+
+const (
+	Debian12   Family = "debian-12"
+	Ubuntu2204 Family = "ubuntu-22.04"
+	Ubuntu2404 Family = "ubuntu-24.04"
+	// RHEL8 and RHEL9 cover Red Hat Enterprise Linux, Rocky Linux and
+	// AlmaLinux of that major version: they share packages and NVIDIA's
+	// repository.
+	RHEL8 Family = "rhel-8"
+	RHEL9 Family = "rhel-9"
+)
+
+// PackageManager is how a family installs packages.
+type PackageManager string
+
+const (
+	Apt PackageManager = "apt"
+	Dnf PackageManager = "dnf"
+)
+
+// Info is one row of the table.
+type Info struct {
+	Family Family
+	// Name is how people call it ("Ubuntu 24.04", "RHEL/Rocky/Alma 9").
+	Name string
+	// IDs are the os-release ID values of the family.
+	IDs []string
+	// Version is the VERSION_ID it matches: the whole value for Ubuntu, the
+	// major version for the others (Rocky's "9.4" is 9).
+	Version        string
+	PackageManager PackageManager
+	// Codename is the Debian/Ubuntu release name (apt sources); empty for RHEL.
+	Codename string
+	// CUDARepo is the distro directory of NVIDIA's CUDA repository
+	// (developer.download.nvidia.com/compute/cuda/repos/<CUDARepo>/<arch>/).
+	CUDARepo string
+}
+
+// table is in the order documentation lists the families.
+var table = []Info{
+	{Family: Ubuntu2204, Name: "Ubuntu 22.04", IDs: []string{"ubuntu"}, Version: "22.04", PackageManager: Apt, Codename: "jammy", CUDARepo: "ubuntu2204"},
+	{Family: Ubuntu2404, Name: "Ubuntu 24.04", IDs: []string{"ubuntu"}, Version: "24.04", PackageManager: Apt, Codename: "noble", CUDARepo: "ubuntu2404"},
+	{Family: Debian12, Name: "Debian 12", IDs: []string{"debian"}, Version: "12", PackageManager: Apt, Codename: "bookworm", CUDARepo: "debian12"},
+	{Family: RHEL8, Name: "RHEL/Rocky/Alma 8", IDs: []string{"rhel", "rocky", "almalinux"}, Version: "8", PackageManager: Dnf, CUDARepo: "rhel8"},
+	{Family: RHEL9, Name: "RHEL/Rocky/Alma 9", IDs: []string{"rhel", "rocky", "almalinux"}, Version: "9", PackageManager: Dnf, CUDARepo: "rhel9"},
+}
+
+// All returns every supported family, in documentation order (a copy).
+func All() []Info {
+	out := make([]Info, len(table))
+	copy(out, table)
+	return out
+}
+
+// Lookup returns the row of f.
+func Lookup(f Family) (Info, bool) {
+	for _, i := range table {
+		if i.Family == f {
+			return i, true
+		}
+	}
+	return Info{}, false
+}
+
+// UnsupportedError is an OS that no family covers. It says what is
+// supported, for the OS or for all.
+type UnsupportedError struct {
+	ID, Version string
+	// Versions are the supported versions of ID; empty when no version of
+	// ID is supported.
+	Versions []string
+}
+
+func (e *UnsupportedError) Error() string {
+	if len(e.Versions) > 0 {
+		return fmt.Sprintf("%s %s is not supported: %s versions supported: %s", e.ID, e.Version, e.ID, strings.Join(e.Versions, ", "))
+	}
+	return fmt.Sprintf("%s %s is not supported: gpukit installs on %s", e.ID, e.Version, Supported())
+}
+
+// Detect maps os-release's ID and VERSION_ID to a family.
+func Detect(id, versionID string) (Info, error) {
+	var versions []string
+	for _, i := range table {
+		if !contains(i.IDs, id) {
+			continue
+		}
+		v := versionID
+		if i.PackageManager != Apt || id != "ubuntu" {
+			v, _, _ = strings.Cut(versionID, ".")
+		}
+		if v == i.Version {
+			return i, nil
+		}
+		versions = append(versions, i.Version)
+	}
+	return Info{}, &UnsupportedError{ID: id, Version: versionID, Versions: versions}
+}
+
+// Supported is the human list of families ("Ubuntu 22.04, Ubuntu 24.04, ...").
+func Supported() string {
+	names := make([]string, len(table))
+	for i, row := range table {
+		names[i] = row.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,59 @@
+package osfamily
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestDetect(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		id, version string
+		want        Family
+		err         string
+	}{
+		{"ubuntu", "22.04", Ubuntu2204, ""},
+		{"ubuntu", "24.04", Ubuntu2404, ""},
+		{"debian", "12", Debian12, ""},
+		{"rhel", "8.10", RHEL8, ""},
+		{"rocky", "9.4", RHEL9, ""},
+		{"almalinux", "9", RHEL9, ""},
+		{"ubuntu", "20.04", "", "ubuntu versions supported: 22.04, 24.04"},
+		{"ubuntu", "24.10", "", "ubuntu versions supported: 22.04, 24.04"},
+		{"debian", "11", "", "debian versions supported: 12"},
+		{"rocky", "10.0", "", "rocky versions supported: 8, 9"},
+		{"arch", "", "", "gpukit installs on Ubuntu 22.04, Ubuntu 24.04, Debian 12, RHEL/Rocky/Alma 8, RHEL/Rocky/Alma 9"},
+	} {
+		got, err := Detect(tc.id, tc.version)
+		if tc.err == "" {
+			if err != nil || got.Family != tc.want {
+				t.Errorf("%s %s: %v, %v; want %s", tc.id, tc.version, got.Family, err, tc.want)
+			}
+			continue
+		}
+		var ue *UnsupportedError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s %s: %v; want %q", tc.id, tc.version, err, tc.err)
+		}
+	}
+}
+
+// Every row is complete and reachable by Detect and Lookup.
+func TestTable(t *testing.T) {
+	t.Parallel()
+	for _, i := range All() {
+		if i.Name == "" || len(i.IDs) == 0 || i.Version == "" || i.CUDARepo == "" ||
+			(i.PackageManager == Apt) != (i.Codename != "") {
+			t.Errorf("incomplete row %+v", i)
+		}
+		for _, id := range i.IDs {
+			if got, err := Detect(id, i.Version); err != nil || got.Family != i.Family {
+				t.Errorf("Detect(%s, %s) = %v, %v", id, i.Version, got.Family, err)
+			}
+		}
+		if got, ok := Lookup(i.Family); !ok || got.Family != i.Family {
+			t.Errorf("Lookup(%s)", i.Family)
+		}
+	}
+}

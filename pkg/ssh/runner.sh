@@ -1,0 +1,31 @@
+# The runner: the fixed program every script reaches a host through (see
+# wrapper.go for the stdin layout). $1 is the random marker. Comment lines
+# are stripped before it goes on the command line.
+exec 4<&0
+m=$1
+l=
+# Skip whatever precedes the marker: the sudo password line when sudo did not read it.
+while IFS= read -r l; do [ "$l" = "$m" ] && break; done
+[ "$l" = "$m" ] || { echo "gpukit: protocol error: no start marker on stdin" >&2; exit 125; }
+IFS= read -r n || exit 125
+a=()
+for ((i = 0; i < n; i++)); do IFS= read -r -d "" x || exit 125; a+=("$x"); done
+IFS= read -r n || exit 125
+s=$(head -c "$n"; echo .)
+s=${s%.}
+if ! IFS= read -r l || [ "$l" != "$m" ]; then echo "gpukit: protocol error: truncated script on stdin" >&2; exit 125; fi
+# The script runs from a pipe with stdin /dev/null, in its own session (one process group).
+setsid bash /dev/fd/3 "${a[@]}" 3< <(printf %s "$s") </dev/null 4<&- &
+p=$!
+# The watchdog: stdin ends only when the client is gone; then TERM, and KILL 2 s later.
+{
+  while IFS= read -r -u 4 _; do :; done
+  kill -TERM -- -$p || kill -TERM $p
+  for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do kill -0 -- -$p || exit 0; sleep 0.1; done
+  kill -KILL -- -$p
+} >/dev/null 2>&1 &
+w=$!
+wait $p
+r=$?
+kill $w 2>/dev/null
+exit $r
