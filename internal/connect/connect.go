@@ -8,10 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
-	"time"
 
 	cryptossh "golang.org/x/crypto/ssh"
 
@@ -46,19 +43,14 @@ type Set struct {
 	Secrets []string
 }
 
-// Config returns the config of the named machine.
-func (s *Set) Config(host string) (ssh.Config, bool) {
-	c, ok := s.byHost[host]
-	return c, ok
-}
-
-// Configs builds the Set of inv. Its error lists every secret that could not
-// be read, each with the host and inventory position.
+// Configs builds the Set of inv from each machine's Access, which the
+// inventory has already merged and defaulted: this maps it, reads the
+// secrets (each once) and expands "~". Its error lists every secret or path
+// that could not be read, each with the host and inventory position.
 func Configs(inv *inventory.Inventory, o Options, src Secrets) (*Set, error) {
 	out := &Set{byHost: map[string]ssh.Config{}}
 	cache := map[inventory.SecretRef]string{}
 	passphrases := map[string]string{} // key file -> prompted passphrase
-	home, _ := src.LookupEnv("HOME")
 	var errs []error
 	resolve := func(m inventory.Machine, field string, ref *inventory.SecretRef) string {
 		if ref == nil {
@@ -76,55 +68,65 @@ func Configs(inv *inventory.Inventory, o Options, src Secrets) (*Set, error) {
 		out.Secrets = append(out.Secrets, v)
 		return v
 	}
+	expand := func(m inventory.Machine, field, path string) string {
+		p, err := inventory.ExpandHome(path, src.LookupEnv)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: host %s: %s: %w", m.Pos, m.Name, field, err))
+		}
+		return p
+	}
+	prompt := func(keyFile string) string {
+		if keyFile == "" || src.Prompt == nil {
+			return ""
+		}
+		if p, ok := passphrases[keyFile]; ok {
+			return p
+		}
+		if !encryptedKey(keyFile) {
+			return ""
+		}
+		p, err := src.Prompt(keyFile)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("passphrase for %s: %w", keyFile, err))
+		}
+		passphrases[keyFile] = p
+		out.Secrets = append(out.Secrets, p)
+		return p
+	}
 	for _, m := range inv.Machines {
-		s := m.SSH
+		a := m.Access
 		cfg := ssh.Config{
-			Name: m.Name, Address: m.Address, Port: s.Port, User: s.User,
-			KeyFile:           expandHome(s.KeyFile, home),
-			KeyPassphrase:     resolve(m, "ssh.keyPassphrase", s.KeyPassphrase),
-			Password:          resolve(m, "ssh.password", s.Password),
-			UseAgent:          s.Agent != nil && *s.Agent,
-			KnownHostsFile:    expandHome(s.KnownHostsFile, home),
+			Name: m.Name, Address: m.Address, Port: a.Port, User: a.User,
+			KeyFile:           expand(m, "ssh.keyFile", a.KeyFile),
+			KeyPassphrase:     resolve(m, "ssh.keyPassphrase", a.KeyPassphrase),
+			Password:          resolve(m, "ssh.password", a.Password),
+			UseAgent:          a.Agent,
+			KnownHostsFile:    expand(m, "ssh.knownHostsFile", a.KnownHostsFile),
 			AcceptNewHostKeys: o.AcceptNewHostKeys,
+			ConnectTimeout:    a.ConnectTimeout,
 			ConnectRetries:    2,
+			Sudo:              ssh.SudoNever,
+			SudoPassword:      resolve(m, "ssh.sudo.password", a.SudoPassword),
 		}
-		if s.ConnectTimeout != "" {
-			d, err := time.ParseDuration(s.ConnectTimeout)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: host %s: ssh.connectTimeout: %w", m.Pos, m.Name, err))
-			}
-			cfg.ConnectTimeout = d
+		if a.Sudo {
+			cfg.Sudo = ssh.SudoAlways
 		}
-		if s.Sudo != nil && s.Sudo.Password != nil {
-			cfg.SudoPassword = resolve(m, "ssh.sudo.password", s.Sudo.Password)
+		if cfg.KeyPassphrase == "" {
+			cfg.KeyPassphrase = prompt(cfg.KeyFile)
 		}
-		if cfg.KeyFile != "" && cfg.KeyPassphrase == "" && src.Prompt != nil {
-			if p, ok := passphrases[cfg.KeyFile]; ok {
-				cfg.KeyPassphrase = p
-			} else if encryptedKey(cfg.KeyFile) {
-				p, err := src.Prompt(cfg.KeyFile)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("passphrase for %s: %w", cfg.KeyFile, err))
-				}
-				passphrases[cfg.KeyFile] = p
-				out.Secrets = append(out.Secrets, p)
-				cfg.KeyPassphrase = p
-			}
-		}
-		if b := s.Bastion; b != nil {
-			cfg.Bastion = &ssh.Config{
+		if b := a.Bastion; b != nil {
+			bc := &ssh.Config{
 				Name: "bastion " + b.Address, Address: b.Address, Port: b.Port, User: b.User,
-				KeyFile: expandHome(b.KeyFile, home), Password: resolve(m, "ssh.bastion.password", b.Password),
-				UseAgent: cfg.UseAgent, KnownHostsFile: cfg.KnownHostsFile, AcceptNewHostKeys: o.AcceptNewHostKeys,
+				KeyFile:       expand(m, "ssh.bastion.keyFile", b.KeyFile),
+				KeyPassphrase: resolve(m, "ssh.keyPassphrase", b.KeyPassphrase),
+				Password:      resolve(m, "ssh.bastion.password", b.Password),
+				UseAgent:      cfg.UseAgent, KnownHostsFile: cfg.KnownHostsFile, AcceptNewHostKeys: o.AcceptNewHostKeys,
 				ConnectTimeout: cfg.ConnectTimeout, ConnectRetries: cfg.ConnectRetries,
 			}
-			if cfg.Bastion.User == "" {
-				cfg.Bastion.User = cfg.User
+			if bc.KeyPassphrase == "" {
+				bc.KeyPassphrase = prompt(bc.KeyFile)
 			}
-			if cfg.Bastion.KeyFile == "" {
-				cfg.Bastion.KeyFile = cfg.KeyFile
-				cfg.Bastion.KeyPassphrase = cfg.KeyPassphrase
-			}
+			cfg.Bastion = bc
 		}
 		out.byHost[m.Name] = cfg
 	}
@@ -144,13 +146,6 @@ func encryptedKey(path string) bool {
 	_, err = cryptossh.ParsePrivateKey(b)
 	var missing *cryptossh.PassphraseMissingError
 	return errors.As(err, &missing)
-}
-
-func expandHome(p, home string) string {
-	if home != "" && (p == "~" || strings.HasPrefix(p, "~/")) {
-		return filepath.Join(home, strings.TrimPrefix(p, "~"))
-	}
-	return p
 }
 
 // Dialer connects hosts over pkg/ssh. Hosts behind the same bastion share

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/ssh"
 )
 
 func TestConfigs(t *testing.T) {
@@ -49,9 +51,10 @@ spec:
 	if lookups != 1 || len(set.Secrets) != 1 || set.Secrets[0] != "canary-pw" {
 		t.Errorf("secret read %d times, secrets %q: want once", lookups, set.Secrets)
 	}
-	c, ok := set.Config("gpu-2")
+	c, ok := set.byHost["gpu-2"]
 	if !ok || c.Address != "192.0.2.2" || c.User != "ops" || c.KeyFile != "/home/op/.ssh/id_ed25519" ||
-		c.Password != "canary-pw" || c.SudoPassword != "canary-pw" || !c.AcceptNewHostKeys {
+		c.Password != "canary-pw" || c.SudoPassword != "canary-pw" || !c.AcceptNewHostKeys ||
+		c.Sudo != ssh.SudoAlways || c.ConnectTimeout != 10*time.Second || c.KnownHostsFile != "/home/op/.ssh/known_hosts" {
 		t.Errorf("gpu-2: %+v", c)
 	}
 	if b := c.Bastion; b == nil || b.Address != "192.0.2.10" || b.User != "ops" || b.KeyFile != c.KeyFile ||
@@ -64,5 +67,32 @@ spec:
 	if err == nil || !strings.Contains(err.Error(), "cluster.yaml:13") || !strings.Contains(err.Error(), "OPS_PASSWORD") ||
 		!strings.Contains(err.Error(), "gpu-1") {
 		t.Errorf("missing secret: %v", err)
+	}
+}
+
+// spec.ssh.sudo.enabled reaches the transport: off means commands run as
+// the login user, never through sudo.
+func TestSudoEnabledIsHonoured(t *testing.T) {
+	for _, tc := range []struct {
+		block string
+		want  ssh.SudoMode
+	}{
+		{"user: ops", ssh.SudoAlways},
+		{"user: ops\n    sudo: {enabled: false}", ssh.SudoNever},
+		{"user: root", ssh.SudoNever},
+		{"user: root\n    sudo: {enabled: true}", ssh.SudoAlways},
+	} {
+		inv, err := inventory.Parse("c.yaml", []byte("apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: lab}\nspec:\n  ssh:\n    "+
+			tc.block+"\n    keyFile: /k\n  hosts:\n  - {name: cp-1, address: 192.0.2.1, roles: [control-plane]}\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.block, err)
+		}
+		set, err := Configs(inv, Options{}, OSSecrets())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := set.byHost["cp-1"].Sudo; got != tc.want {
+			t.Errorf("%q: sudo mode %v, want %v", tc.block, got, tc.want)
+		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/engine/enginetest"
-	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/pkg/ssh"
 )
 
@@ -82,16 +81,16 @@ func byScript(answers map[string]ssh.Result) enginetest.Handler {
 	}
 }
 
-func run(t *testing.T, r *engine.Runner, fleet *enginetest.Fleet, n int) (*engine.Summary, error, *event.Recorder) {
+func run(t *testing.T, r *engine.Runner, fleet *enginetest.Fleet, n int) (*engine.Summary, error, *enginetest.Recorder) {
 	t.Helper()
-	rec := &event.Recorder{}
+	rec := &enginetest.Recorder{}
 	r.Sink = rec
 	sum, err := r.Run(context.Background(), enginetest.Hosts(n), fleet.Dial)
 	return sum, err, rec
 }
 
 // hostEvents returns the types of the events of one host, in order.
-func hostEvents(rec *event.Recorder, host string) []string {
+func hostEvents(rec *enginetest.Recorder, host string) []string {
 	var out []string
 	for _, e := range rec.Events() {
 		if e.Host == host {

@@ -42,7 +42,7 @@ func TestStepOutputIsSplitIntoLines(t *testing.T) {
 		}
 		return ssh.Result{}, nil
 	})
-	rec := &event.Recorder{}
+	rec := &enginetest.Recorder{}
 	h := engine.NewHost(inventory.Machine{Name: "h"}, e, engine.HostOptions{Sink: rec, Phase: "p"})
 	var mine bytes.Buffer
 	if _, err := h.Run(context.Background(), "step", ssh.Command{Script: "x", Stdout: &mine}); err != nil {
@@ -93,7 +93,7 @@ func TestStepErrorsNameTheStepOnce(t *testing.T) {
 
 func TestDryRunHostRecordsArgs(t *testing.T) {
 	t.Parallel()
-	rec := &event.Recorder{}
+	rec := &enginetest.Recorder{}
 	e := enginetest.NewExecutor("h", nil)
 	h := engine.NewHost(inventory.Machine{Name: "h"}, e, engine.HostOptions{DryRun: true, Sink: rec})
 	if _, err := h.Apply(context.Background(), "install", ssh.Command{Script: "apt-get install \"$1\"", Args: []string{"it's"}}); err != nil {

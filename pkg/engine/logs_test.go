@@ -12,7 +12,6 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/engine/enginetest"
-	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/pkg/redact"
 	"github.com/gpukit/gpukit/pkg/ssh"
 )
@@ -65,7 +64,7 @@ func TestNoSecretLeaks(t *testing.T) {
 				return nil
 			}}
 			logDir := t.TempDir()
-			rec := &event.Recorder{}
+			rec := &enginetest.Recorder{}
 			r := &engine.Runner{Phases: []engine.Phase{p}, DryRun: dryRun, Sink: rec, LogDir: logDir, Redact: []string{password, token}}
 			sum, err := r.Run(context.Background(), enginetest.Hosts(3), fleet.Dial)
 			if err == nil && !dryRun {
@@ -159,7 +158,7 @@ func TestLogDirectoryLayout(t *testing.T) {
 		}
 	}
 	hostLog, _ := os.ReadFile(filepath.Join(dirs[0], "gpu-001.log"))
-	for _, want := range []string{"$ read probe:", "    echo probe p", "$ apply change:", "gpu-001 p: ok in"} {
+	for _, want := range []string{"connected: enginetest executor for gpu-001", "$ read probe:", "    echo probe p", "$ apply change:", "gpu-001 p: ok in"} {
 		if !strings.Contains(string(hostLog), want) {
 			t.Errorf("gpu-001.log lacks %q:\n%s", want, hostLog)
 		}

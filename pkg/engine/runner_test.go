@@ -420,7 +420,7 @@ func TestCancelStopsPromptly(t *testing.T) {
 				t.Error("a phase started after cancel")
 				return nil
 			}}
-			rec := &event.Recorder{}
+			rec := &enginetest.Recorder{}
 			r := &engine.Runner{Phases: []engine.Phase{probeAndApply("p"), later}, Concurrency: 3, Sink: rec, CancelGrace: 20 * time.Millisecond}
 			go func() {
 				fleet.Running.WaitFor(ctx, 3) // all slots stuck in "change"

@@ -2,7 +2,6 @@ package event
 
 import (
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 )
@@ -47,67 +46,12 @@ func TestMillis(t *testing.T) {
 	}
 }
 
-func TestMultiAndRecorder(t *testing.T) {
+func TestDiscard(t *testing.T) {
 	t.Parallel()
-	var a, b Recorder
-	var n int
-	var mu sync.Mutex
-	s := Multi(&a, nil, &b, SinkFunc(func(Event) { mu.Lock(); n++; mu.Unlock() }))
-	var wg sync.WaitGroup
-	for i := 0; i < 50; i++ {
-		wg.Add(1)
-		go func() { defer wg.Done(); s.Emit(Event{Type: Output}); s.Emit(Event{Type: HostDone}) }()
-	}
-	wg.Wait()
-	if len(a.Events()) != 100 || len(b.Events()) != 100 || n != 100 {
-		t.Fatalf("got %d, %d, %d events; want 100 each", len(a.Events()), len(b.Events()), n)
-	}
-	if got := len(a.OfType(HostDone)); got != 50 {
-		t.Errorf("OfType(HostDone) = %d, want 50", got)
-	}
-	Discard.Emit(Event{})
-}
-
-func TestChanDeliversInOrderAndCloses(t *testing.T) {
-	t.Parallel()
-	c := NewChan(4)
-	go func() {
-		for i := 0; i < 100; i++ {
-			c.Emit(Event{Done: i})
-		}
-		c.Close()
-	}()
-	i := 0
-	for e := range c.Events() {
-		if e.Done != i {
-			t.Fatalf("event %d has Done %d", i, e.Done)
-		}
-		i++
-	}
-	if i != 100 {
-		t.Fatalf("got %d events, want 100", i)
-	}
-	c.Emit(Event{}) // after Close: dropped, no panic
-}
-
-// A consumer that stops reading must not wedge the run: Close releases
-// senders blocked on the full buffer.
-func TestChanCloseUnblocksSenders(t *testing.T) {
-	t.Parallel()
-	c := NewChan(1)
-	var wg sync.WaitGroup
-	for i := 0; i < 10; i++ {
-		wg.Add(1)
-		go func() { defer wg.Done(); c.Emit(Event{}) }()
-	}
-	time.Sleep(10 * time.Millisecond)
-	c.Close()
-	wg.Wait()
-	n := 0
-	for range c.Events() {
-		n++
-	}
-	if n > 1 {
-		t.Fatalf("read %d events from a buffer of 1", n)
+	Discard.Emit(Event{}) // no panic, nothing kept
+	var got []Event
+	SinkFunc(func(e Event) { got = append(got, e) }).Emit(Event{Type: HostDone})
+	if len(got) != 1 || got[0].Type != HostDone {
+		t.Errorf("SinkFunc delivered %v", got)
 	}
 }

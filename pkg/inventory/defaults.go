@@ -111,7 +111,7 @@ func applyDefaults(c *Cluster, machines []Machine, sources []source) {
 	}
 	// spec.ssh and the hosts' ssh blocks stay as written: they are layers,
 	// and defaulting the lower one would hide what a host inherits. The
-	// machines carry the merged, defaulted result.
+	// machines carry the merged, defaulted, parsed result (Access).
 
 	v := &s.Versions
 	setDefault(&v.NvidiaDriver, DefaultNvidiaDriver)
@@ -153,7 +153,7 @@ func applyDefaults(c *Cluster, machines []Machine, sources []source) {
 	setDefault(&s.Kubeflow.Version, DefaultKubeflowVersion)
 
 	for i := range machines {
-		machines[i].SSH = effectiveSSH(s.SSH, s.Hosts[sources[i].entry].SSH)
+		machines[i].Access = access(mergeSSH(s.SSH, s.Hosts[sources[i].entry].SSH))
 	}
 }
 
@@ -176,96 +176,6 @@ func ingressHost(o Orchestrator, machines []Machine) *Machine {
 		}
 	}
 	return nil
-}
-
-// defaultSSH fills the connection defaults that do not depend on the user.
-func defaultSSH(s *SSH) {
-	setDefault(&s.User, DefaultSSHUser)
-	if s.Port == 0 {
-		s.Port = DefaultSSHPort
-	}
-	setDefault(&s.KnownHostsFile, DefaultKnownHostsFile)
-	setDefault(&s.ConnectTimeout, DefaultSSHConnectTimeout)
-}
-
-// effectiveSSH is spec.ssh, then the host's overrides field by field (a
-// nested block such as bastion or sudo counts as one field and replaces the
-// inherited one whole), then the defaults. Every pointer is copied so that
-// machines never share mutable state with each other or with the Cluster.
-func effectiveSSH(spec SSH, host *SSH) SSH {
-	s := spec
-	if host != nil {
-		h := *host
-		if h.User != "" {
-			s.User = h.User
-		}
-		if h.Port != 0 {
-			s.Port = h.Port
-		}
-		if h.KeyFile != "" {
-			s.KeyFile = h.KeyFile
-		}
-		if h.KeyPassphrase != nil {
-			s.KeyPassphrase = h.KeyPassphrase
-		}
-		if h.Agent != nil {
-			s.Agent = h.Agent
-		}
-		if h.Password != nil {
-			s.Password = h.Password
-		}
-		if h.KnownHostsFile != "" {
-			s.KnownHostsFile = h.KnownHostsFile
-		}
-		if h.Bastion != nil {
-			s.Bastion = h.Bastion
-		}
-		if h.Sudo != nil {
-			s.Sudo = h.Sudo
-		}
-		if h.ConnectTimeout != "" {
-			s.ConnectTimeout = h.ConnectTimeout
-		}
-	}
-	defaultSSH(&s)
-
-	s.KeyPassphrase = cloneSecret(s.KeyPassphrase)
-	s.Password = cloneSecret(s.Password)
-	if s.Agent != nil {
-		s.Agent = ptr(*s.Agent)
-	}
-	sudo := Sudo{}
-	if s.Sudo != nil {
-		sudo = *s.Sudo
-	}
-	if sudo.Enabled == nil {
-		sudo.Enabled = ptr(s.User != "root")
-	} else {
-		sudo.Enabled = ptr(*sudo.Enabled)
-	}
-	sudo.Password = cloneSecret(sudo.Password)
-	s.Sudo = &sudo
-	if s.Bastion != nil {
-		// A jump host is usually reached with the same account and key as
-		// the hosts behind it (ssh -J does the same with ~/.ssh/config).
-		b := *s.Bastion
-		if b.Port == 0 {
-			b.Port = DefaultSSHPort
-		}
-		setDefault(&b.User, s.User)
-		setDefault(&b.KeyFile, s.KeyFile)
-		b.Password = cloneSecret(b.Password)
-		s.Bastion = &b
-	}
-	return s
-}
-
-func cloneSecret(r *SecretRef) *SecretRef {
-	if r == nil {
-		return nil
-	}
-	c := *r
-	return &c
 }
 
 func setDefault(field *string, value string) {

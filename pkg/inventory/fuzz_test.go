@@ -51,11 +51,11 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("duplicate machine %s in a valid inventory", m.Name)
 			}
 			names[m.Name] = true
-			if m.SSH.Sudo == nil || m.SSH.Sudo.Enabled == nil || m.SSH.Port == 0 || m.SSH.User == "" {
-				t.Fatalf("machine %s without effective ssh: %+v", m.Name, m.SSH)
+			if m.Access.Port == 0 || m.Access.User == "" || m.Access.ConnectTimeout <= 0 || m.Access.KnownHostsFile == "" {
+				t.Fatalf("machine %s without effective ssh: %+v", m.Name, m.Access)
 			}
 			// Whatever reaches a shell is from the explicit sets.
-			for _, v := range []string{m.Name, m.Address, m.SSH.User} {
+			for _, v := range []string{m.Name, m.Address, m.Access.User} {
 				if !utf8.ValidString(v) || strings.ContainsAny(v, "$`;'\"\\ \n|&<>(){}*?!") {
 					t.Fatalf("unsafe value %q accepted", v)
 				}

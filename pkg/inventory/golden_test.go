@@ -2,14 +2,12 @@ package inventory
 
 import (
 	"errors"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the .golden files from the current output")
+	"github.com/gpukit/gpukit/test/golden"
+)
 
 // TestInvalidGolden loads every testdata/invalid/*.yaml and compares the full
 // error output, line for line, with its .golden file.
@@ -129,19 +127,7 @@ func TestManyDefectsAllReported(t *testing.T) {
 	}
 }
 
-func compareGolden(t *testing.T, golden, got string) {
+func compareGolden(t *testing.T, path, got string) {
 	t.Helper()
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test ./pkg/inventory/ -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (run with -update to accept):\n--- got\n%s--- want\n%s", golden, got, want)
-	}
+	golden.AssertString(t, path, got)
 }

@@ -13,15 +13,16 @@ type Inventory struct {
 	Warnings []Issue
 }
 
-// Machine is one host after range expansion, with spec.ssh merged under its
-// own ssh overrides and every default filled in.
+// Machine is one host after range expansion, with how to reach it.
 type Machine struct {
 	Name    string
 	Address string
 	Roles   []Role
 	Labels  map[string]string
 	Taints  []string
-	SSH     SSH
+	// Access is spec.ssh merged under the host's own ssh overrides, every
+	// default filled in.
+	Access Access
 	// Pos is where the host is written; every machine of a range shares
 	// the position of the range's entry.
 	Pos Position

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestExampleLoadsClean(t *testing.T) {
@@ -29,8 +30,8 @@ func TestExampleLoadsClean(t *testing.T) {
 		if m.Name == "dgx-01" {
 			wantUser, wantPort, wantSudo = "root", 2222, false
 		}
-		if m.SSH.User != wantUser || m.SSH.Port != wantPort || *m.SSH.Sudo.Enabled != wantSudo {
-			t.Errorf("%s: ssh %s:%d sudo=%v, want %s:%d sudo=%v", m.Name, m.SSH.User, m.SSH.Port, *m.SSH.Sudo.Enabled, wantUser, wantPort, wantSudo)
+		if a := m.Access; a.User != wantUser || a.Port != wantPort || a.Sudo != wantSudo {
+			t.Errorf("%s: ssh %s:%d sudo=%v, want %s:%d sudo=%v", m.Name, a.User, a.Port, a.Sudo, wantUser, wantPort, wantSudo)
 		}
 	}
 	if !strings.Contains(string(Example()), "#   env: GPUKIT_SSH_PASSWORD") {
@@ -73,8 +74,8 @@ func TestDefaults(t *testing.T) {
 			t.Errorf("default %s = %q, want %q", c.name, c.got, c.want)
 		}
 	}
-	m := inv.Machines[0].SSH
-	if m.User != "root" || m.Port != 22 || m.KnownHostsFile != "~/.ssh/known_hosts" || m.ConnectTimeout != "10s" || *m.Sudo.Enabled {
+	m := inv.Machines[0].Access
+	if m.User != "root" || m.Port != 22 || m.KnownHostsFile != "~/.ssh/known_hosts" || m.ConnectTimeout != 10*time.Second || m.Sudo {
 		t.Errorf("default machine ssh = %+v", m)
 	}
 	if len(Defaults()) == 0 {
@@ -136,31 +137,32 @@ spec:
         port: 2200
         bastion: {address: jump2.lab, user: hop}
 `)
-	cp, gpu1, gpu2 := inv.Machines[0].SSH, inv.Machines[1].SSH, inv.Machines[2].SSH
-	if cp.User != "ubuntu" || cp.Port != 22 || cp.KeyFile != "~/.ssh/a" || cp.ConnectTimeout != "30s" || !*cp.Sudo.Enabled {
+	cp, gpu1, gpu2 := inv.Machines[0].Access, inv.Machines[1].Access, inv.Machines[2].Access
+	if cp.User != "ubuntu" || cp.Port != 22 || cp.KeyFile != "~/.ssh/a" || cp.ConnectTimeout != 30*time.Second || !cp.Sudo {
 		t.Errorf("cp-1 ssh = %+v", cp)
 	}
-	if cp.Sudo.Password == nil || cp.Sudo.Password.Env != "SUDO_PW" {
-		t.Errorf("cp-1 sudo password not inherited: %+v", cp.Sudo)
+	if cp.SudoPassword == nil || cp.SudoPassword.Env != "SUDO_PW" {
+		t.Errorf("cp-1 sudo password not inherited: %+v", cp.SudoPassword)
 	}
 	if b := cp.Bastion; b == nil || b.Address != "jump.lab" || b.Port != 22 || b.User != "ubuntu" || b.KeyFile != "~/.ssh/a" {
 		t.Errorf("cp-1 bastion = %+v", b)
 	}
-	if gpu1.User != "root" || gpu1.Port != 2200 || gpu1.KeyFile != "~/.ssh/a" || gpu1.ConnectTimeout != "30s" {
+	if gpu1.User != "root" || gpu1.Port != 2200 || gpu1.KeyFile != "~/.ssh/a" || gpu1.ConnectTimeout != 30*time.Second {
 		t.Errorf("gpu-1 ssh = %+v", gpu1)
 	}
 	// The host's sudo is inherited whole; sudo.enabled follows the
 	// effective user only when nobody set it.
-	if *gpu1.Sudo.Enabled {
+	if gpu1.Sudo {
 		t.Error("gpu-1 (root) has sudo enabled")
 	}
 	if b := gpu1.Bastion; b == nil || b.Address != "jump2.lab" || b.User != "hop" {
 		t.Errorf("gpu-1 bastion = %+v (a nested block is replaced whole)", b)
 	}
 	// Machines never share pointers with each other or with the cluster.
-	*gpu1.Sudo.Enabled = true
 	gpu1.Bastion.User = "changed"
-	if *gpu2.Sudo.Enabled || gpu2.Bastion.User != "hop" || inv.Cluster.Spec.Hosts[1].SSH.Bastion.User != "hop" {
+	gpu1.SudoPassword.Env = "CHANGED"
+	if gpu2.Bastion.User != "hop" || inv.Cluster.Spec.Hosts[1].SSH.Bastion.User != "hop" ||
+		gpu2.SudoPassword.Env != "SUDO_PW" || inv.Cluster.Spec.SSH.Sudo.Password.Env != "SUDO_PW" {
 		t.Error("machines share SSH state")
 	}
 	if inv.Cluster.Spec.SSH.Port != 0 {
@@ -327,7 +329,7 @@ func TestAliasExpansionIsBounded(t *testing.T) {
 func TestHexPortIsAccepted(t *testing.T) {
 	t.Parallel()
 	inv := mustParse(t, strings.Replace(minimal(""), "spec:\n", "spec:\n  ssh: {port: 0x16}\n", 1))
-	if p := inv.Machines[0].SSH.Port; p != 22 {
+	if p := inv.Machines[0].Access.Port; p != 22 {
 		t.Errorf("port = %d, want 22", p)
 	}
 }

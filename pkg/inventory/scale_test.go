@@ -49,8 +49,8 @@ func TestLoad200Hosts(t *testing.T) {
 		if m.Labels["nvidia.com/gpu.product"] != "H200" || len(m.Taints) != 1 {
 			t.Errorf("%s labels/taints = %v %v", m.Name, m.Labels, m.Taints)
 		}
-		if m.SSH.User != "ubuntu" || m.SSH.Port != 22 || !*m.SSH.Sudo.Enabled {
-			t.Errorf("%s ssh = %+v", m.Name, m.SSH)
+		if m.Access.User != "ubuntu" || m.Access.Port != 22 || !m.Access.Sudo {
+			t.Errorf("%s ssh = %+v", m.Name, m.Access)
 		}
 		if m.Pos.Line != 13 {
 			t.Errorf("%s at line %d, want the range entry's line 13", m.Name, m.Pos.Line)

@@ -15,14 +15,8 @@ func (r *SecretRef) Resolve(lookupEnv func(string) (string, bool), readFile func
 	if r == nil {
 		return "", errors.New("no secret configured")
 	}
-	set := 0
-	for _, v := range []string{r.Env, r.File, r.Value} {
-		if v != "" {
-			set++
-		}
-	}
-	if set != 1 {
-		return "", errors.New("a secret must set exactly one of env, file or value")
+	if err := r.checkSources(); err != nil {
+		return "", err
 	}
 	switch {
 	case r.Env != "":
@@ -35,13 +29,9 @@ func (r *SecretRef) Resolve(lookupEnv func(string) (string, bool), readFile func
 		}
 		return v, nil
 	case r.File != "":
-		path := r.File
-		if path == "~" || strings.HasPrefix(path, "~/") {
-			home, ok := lookupEnv("HOME")
-			if !ok || home == "" {
-				return "", fmt.Errorf("secret file %s: $HOME is not set to expand ~", r.File)
-			}
-			path = home + strings.TrimPrefix(path, "~")
+		path, err := ExpandHome(r.File, lookupEnv)
+		if err != nil {
+			return "", fmt.Errorf("secret file %s: %w", r.File, err)
 		}
 		data, err := readFile(path)
 		if err != nil {
@@ -62,5 +52,33 @@ func (r *SecretRef) Resolve(lookupEnv func(string) (string, bool), readFile func
 		return v, nil
 	default:
 		return r.Value, nil
+	}
+}
+
+// sources names the fields of r that are set.
+func (r *SecretRef) sources() []string {
+	var set []string
+	if r.Env != "" {
+		set = append(set, "env")
+	}
+	if r.File != "" {
+		set = append(set, "file")
+	}
+	if r.Value != "" {
+		set = append(set, "value")
+	}
+	return set
+}
+
+// checkSources is the one "exactly one source" rule, for validation and
+// for Resolve.
+func (r *SecretRef) checkSources() error {
+	switch set := r.sources(); len(set) {
+	case 0:
+		return errors.New("a secret must set exactly one of env, file or value")
+	case 1:
+		return nil
+	default:
+		return fmt.Errorf("a secret must set exactly one of env, file or value, not %s", joinAnd(set))
 	}
 }

@@ -73,7 +73,7 @@ func TestSecretResolve(t *testing.T) {
 func TestLoadDoesNotResolveSecrets(t *testing.T) {
 	t.Parallel()
 	inv := mustParse(t, strings.Replace(minimal(""), "spec:\n", "spec:\n  ssh: {user: ops, password: {env: GPUKIT_TEST_SURELY_UNSET}, sudo: {password: {file: /nonexistent/pw}}}\n", 1))
-	if inv.Machines[0].SSH.Password.Env != "GPUKIT_TEST_SURELY_UNSET" {
+	if inv.Machines[0].Access.Password.Env != "GPUKIT_TEST_SURELY_UNSET" {
 		t.Error("password reference lost")
 	}
 }

@@ -71,6 +71,9 @@ func (c *checker) checkSSH(path string, s *SSH, allowInline bool) {
 	}
 	if s.Sudo != nil {
 		c.checkSecret(path+".sudo.password", s.Sudo.Password, allowInline)
+		if e := s.Sudo.Enabled; e != nil && !*e && s.User != "root" {
+			c.warnf(path+".sudo.enabled", "sudo is off: commands that need root run as the login user, which must be root or have uid 0")
+		}
 	}
 	if s.Agent != nil && !*s.Agent && s.KeyFile == "" && s.Password == nil && path != "spec.ssh" {
 		c.warnf(path+".agent", "agent is off and this block sets neither keyFile nor password; the inherited settings must provide a way to log in")
@@ -90,23 +93,11 @@ func (c *checker) checkSecret(path string, r *SecretRef, allowInline bool) {
 	if r == nil {
 		return
 	}
-	var set []string
-	if r.Env != "" {
-		set = append(set, "env")
-	}
-	if r.File != "" {
-		set = append(set, "file")
-	}
-	if r.Value != "" {
-		set = append(set, "value")
-	}
-	switch len(set) {
-	case 0:
-		c.errorf(path, "a secret must set exactly one of env, file or value")
-		return
-	case 1:
-	default:
-		c.errorf(path, "a secret must set exactly one of env, file or value, not %s", joinAnd(set))
+	if err := r.checkSources(); err != nil {
+		c.errorf(path, "%v", err)
+		if len(r.sources()) == 0 {
+			return
+		}
 	}
 	if r.Env != "" {
 		if err := badChar(r.Env, charsEnv); err != nil || r.Env[0] >= '0' && r.Env[0] <= '9' {

@@ -67,16 +67,6 @@ func All() []Info {
 	return out
 }
 
-// Lookup returns the row of f.
-func Lookup(f Family) (Info, bool) {
-	for _, i := range table {
-		if i.Family == f {
-			return i, true
-		}
-	}
-	return Info{}, false
-}
-
 // UnsupportedError is an OS that no family covers. It says what is
 // supported, for the OS or for all.
 type UnsupportedError struct {

@@ -3,18 +3,15 @@ package preflight
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/gpukit/gpukit/pkg/facts"
+	"github.com/gpukit/gpukit/test/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 func sampleReport(n int) Report {
 	var rep Report
@@ -44,19 +41,7 @@ func TestWriteTextGolden(t *testing.T) {
 			if err := WriteText(&b, sampleReport(n), TextOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", fmt.Sprintf("report-%d.golden", n))
-			if *update {
-				if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (go test -update creates it)", err)
-			}
-			if b.String() != string(want) {
-				t.Errorf("report differs from %s:\n%s", path, b.String())
-			}
+			golden.Assert(t, filepath.Join("testdata", fmt.Sprintf("report-%d.golden", n)), b.Bytes())
 			// One line per shared finding, whatever the host count.
 			if got := strings.Count(b.String(), "time-sync"); got != 1 {
 				t.Errorf("time-sync finding printed %d times", got)

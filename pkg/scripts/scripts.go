@@ -78,9 +78,6 @@ func parse[P Params](name string) *Template[P] {
 	return &Template[P]{name: name, t: t}
 }
 
-// Name is the template's file name ("probe.sh").
-func (t *Template[P]) Name() string { return t.name }
-
 // Render validates p and renders the script, prelude first.
 func (t *Template[P]) Render(p P) (string, error) {
 	if err := p.Validate(); err != nil {

@@ -29,7 +29,7 @@ type goldenCase struct {
 // OS family for scripts that differ per family.
 func cases() []goldenCase {
 	return []goldenCase{
-		{probeTemplate.Name(), anyFamily, func() (ssh.Command, error) {
+		{probeTemplate.name, anyFamily, func() (ssh.Command, error) {
 			return Probe(ProbeParams{GPUFields: facts.GPUQueryFields()})
 		}},
 	}

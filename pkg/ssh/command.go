@@ -27,7 +27,7 @@ type Command struct {
 	// need no quoting and do not show in `ps` (they may hold secrets). They
 	// must not contain NUL bytes.
 	Args []string
-	// Sudo runs the script as root through sudo when the login user is not root.
+	// Sudo runs the script as root, through sudo unless Config.Sudo says otherwise.
 	Sudo bool
 	// Stdout and Stderr, when set, receive the output as it arrives; Result holds
 	// it too, capped at MaxCapture bytes each.
@@ -50,7 +50,7 @@ type File struct {
 	Path    string
 	Mode    os.FileMode
 	Content io.Reader
-	// Sudo installs it as root through sudo when the login user is not root.
+	// Sudo installs it as root, through sudo unless Config.Sudo says otherwise.
 	Sudo bool
 }
 

@@ -58,6 +58,9 @@ type Config struct {
 	// else is inherited.
 	Bastion *Config
 
+	// Sudo says when commands that ask for root (Command.Sudo, File.Sudo)
+	// go through sudo; the zero value does so unless the user is root.
+	Sudo SudoMode
 	// SudoPassword is the login user's sudo password; empty means NOPASSWD
 	// sudo (or a root login, which needs no sudo).
 	SudoPassword string
@@ -151,5 +154,26 @@ func (c Config) secrets() []string {
 // redactor removes c's secrets from what the transport reports.
 func (c Config) redactor() *redact.Redactor { return redact.New(c.secrets()...) }
 
-// isRoot reports whether the login user is root, who needs no sudo.
-func (c Config) isRoot() bool { return c.User == "root" }
+// SudoMode is when sudo is used for commands that need root.
+type SudoMode int
+
+const (
+	// SudoUnlessRoot uses sudo unless the login user is root.
+	SudoUnlessRoot SudoMode = iota
+	// SudoAlways uses sudo, also for root (a site policy that logs sudo).
+	SudoAlways
+	// SudoNever runs everything as the login user, who must be root or
+	// root-equivalent (uid 0 under another name).
+	SudoNever
+)
+
+// useSudo reports whether a command that needs root goes through sudo.
+func (c Config) useSudo() bool {
+	switch c.Sudo {
+	case SudoAlways:
+		return true
+	case SudoNever:
+		return false
+	}
+	return c.User != "root"
+}

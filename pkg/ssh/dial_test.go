@@ -51,6 +51,10 @@ func TestKeyAuth(t *testing.T) {
 	if c.Name() != "node-1" || c.User() != "root" || c.Address() != env.srv.addr() {
 		t.Fatalf("accessors: %s %s %s", c.Name(), c.User(), c.Address())
 	}
+	// What was negotiated, for the host log and the benchmark.
+	if d := c.Describe(); !strings.HasPrefix(d, "root@"+env.srv.addr()+" kex ") || !strings.Contains(d, " hostkey ") || !strings.Contains(d, " cipher ") {
+		t.Errorf("Describe() = %q", d)
+	}
 }
 
 func TestPasswordAuth(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 )
 
 // Run runs cmd.Script with bash on the host, as root through sudo when
-// cmd.Sudo is set and the login user is not root, and waits for it. Output
+// cmd.Sudo is set and Config.Sudo says so, and waits for it. Output
 // is streamed to cmd.Stdout/cmd.Stderr and captured (MaxCapture bytes each)
 // in the Result. A non-zero exit returns the Result and an *ExitError (or an
 // *AuthError when sudo refused the password). Cancelling ctx ends the run
@@ -29,7 +29,7 @@ func (c *Client) Run(ctx context.Context, cmd Command) (Result, error) {
 		return fail(err)
 	}
 	mode := noSudo
-	if cmd.Sudo && !c.cfg.isRoot() {
+	if cmd.Sudo && c.cfg.useSudo() {
 		mode = sudoNoPasswd
 		if c.cfg.SudoPassword != "" {
 			mode = sudoWithPassword

@@ -281,6 +281,21 @@ func TestSudo(t *testing.T) {
 		c := dialT(t, env.cfg)
 		check(t, runT(t, c, Command{Script: probe, Args: []string{"arg"}, Sudo: true}), "sudo=0\narg\n")
 	})
+	t.Run("sudo never: a root-equivalent user", func(t *testing.T) {
+		t.Parallel()
+		env := newEnv(t, serverOptions{brokenSudo: true})
+		env.cfg.User, env.cfg.Sudo = "toor", SudoNever
+		c := dialT(t, env.cfg)
+		check(t, runT(t, c, Command{Script: probe, Args: []string{"arg"}, Sudo: true}), "sudo=0\narg\n")
+	})
+	t.Run("sudo always, also for root", func(t *testing.T) {
+		t.Parallel()
+		env := newEnv(t, serverOptions{})
+		env.cfg.Sudo = SudoAlways
+		c := dialT(t, env.cfg)
+		check(t, runT(t, c, Command{Script: probe, Args: []string{"arg"}, Sudo: true}), "sudo=1\narg\n")
+		check(t, runT(t, c, Command{Script: probe, Args: []string{"arg"}}), "sudo=0\narg\n")
+	})
 	t.Run("wrong password", func(t *testing.T) {
 		t.Parallel()
 		env := newEnv(t, serverOptions{sudoPassword: "the-real-one"})

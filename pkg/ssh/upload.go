@@ -22,7 +22,7 @@ var installScript string
 
 // Upload places f on the host: SFTP (as the login user) into a fresh
 // private directory under /tmp, then `install -m` and a rename into f.Path
-// as root through sudo when f.Sudo is set and the login user is not root.
+// as root when f.Sudo is set (through sudo as Config.Sudo says).
 // The file appears atomically; missing parent directories are created
 // (0755); the file is owned by whoever installed it. Mode 0 means 0644.
 func (c *Client) Upload(ctx context.Context, f File) error {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,9 +11,8 @@ import (
 	"testing"
 
 	"github.com/gpukit/gpukit/pkg/event"
+	"github.com/gpukit/gpukit/test/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // recorded reads a recorded event stream (one JSON event per line).
 func recorded(t *testing.T, name string) []event.Event {
@@ -34,24 +32,6 @@ func recorded(t *testing.T, name string) []event.Event {
 		out = append(out, e)
 	}
 	return out
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (go test ./pkg/ui -run %s -update to accept):\n--- got\n%s\n--- want\n%s", name, t.Name(), got, want)
-	}
 }
 
 func TestGolden(t *testing.T) {
@@ -77,7 +57,7 @@ func TestGolden(t *testing.T) {
 			if bytes.ContainsRune(buf.Bytes(), '\x1b') {
 				t.Error("escape codes in non-TTY output")
 			}
-			golden(t, tc.golden, buf.Bytes())
+			golden.Assert(t, filepath.Join("testdata", tc.golden), buf.Bytes())
 		})
 	}
 }

@@ -53,6 +53,10 @@ func NewExecutor(host string, h Handler) *Executor {
 	return &Executor{Host: host, Handler: h, closed: make(chan struct{})}
 }
 
+// Describe says what the connection is, as pkg/ssh's Client does; the
+// engine logs it when it connects.
+func (e *Executor) Describe() string { return "enginetest executor for " + e.Host }
+
 // Run records cmd and answers it with Handler.
 func (e *Executor) Run(ctx context.Context, cmd ssh.Command) (ssh.Result, error) {
 	e.mu.Lock()

@@ -21,18 +21,6 @@ const (
 	FormatYAML
 )
 
-// String returns the name ParseFormat accepts.
-func (f Format) String() string {
-	switch f {
-	case FormatINI:
-		return "ini"
-	case FormatYAML:
-		return "yaml"
-	default:
-		return "auto"
-	}
-}
-
 // ParseFormat reads a format name as given on a command line.
 func ParseFormat(s string) (Format, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {

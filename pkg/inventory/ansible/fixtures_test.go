@@ -2,7 +2,6 @@ package ansible
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,11 +10,10 @@ import (
 	"testing"
 
 	"github.com/gpukit/gpukit/test/fixtures"
+	"github.com/gpukit/gpukit/test/golden"
 
 	"github.com/gpukit/gpukit/pkg/inventory"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 // Fixture file names under shared/fixtures/inventories.
 const (
@@ -35,26 +33,10 @@ func readFixture(t *testing.T, name string) []byte {
 	return data
 }
 
-// golden compares got with testdata/name.golden, or rewrites it under -update.
-func golden(t *testing.T, name string, got []byte) {
+// goldenFile compares got with testdata/name.golden, or rewrites it under -update.
+func goldenFile(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run %s -update to create it)", err, t.Name())
-	}
-	if string(got) != string(want) {
-		t.Errorf("output differs from %s (run with -update if the change is intended)\n--- got:\n%s\n--- want:\n%s", path, got, want)
-	}
+	golden.Assert(t, filepath.Join("testdata", name+".golden"), got)
 }
 
 // uncomment turns a template inventory into a real one the way an operator
@@ -96,7 +78,7 @@ func TestDeepOpsTemplate(t *testing.T) {
 	if !strings.Contains(err.Error(), "no hosts: every host line is commented out") {
 		t.Errorf("err = %v", err)
 	}
-	golden(t, "deepops-26.07.template", []byte(err.Error()+"\n"))
+	goldenFile(t, "deepops-26.07.template", []byte(err.Error()+"\n"))
 }
 
 // TestDeepOpsUncommented converts the DeepOps template with its host lines
@@ -121,7 +103,7 @@ func TestDeepOpsUncommented(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := Render(res)
-			golden(t, tt.golden, out)
+			goldenFile(t, tt.golden, out)
 			inv := mustLoad(t, out)
 			var names []string
 			for _, m := range inv.Machines {
@@ -138,8 +120,8 @@ func TestDeepOpsUncommented(t *testing.T) {
 			}
 			if tt.vars {
 				m := inv.Machines[0]
-				if m.SSH.User != "ubuntu" || m.SSH.KeyFile != "~/.ssh/id_rsa" || m.SSH.Bastion == nil || m.SSH.Bastion.Address != "10.0.0.1" {
-					t.Errorf("ssh = %+v", m.SSH)
+				if m.Access.User != "ubuntu" || m.Access.KeyFile != "~/.ssh/id_rsa" || m.Access.Bastion == nil || m.Access.Bastion.Address != "10.0.0.1" {
+					t.Errorf("ssh = %+v", m.Access)
 				}
 			}
 		})
@@ -186,7 +168,7 @@ func TestKubespray200(t *testing.T) {
 		t.Errorf("hosts = %q, want %q", got, want)
 	}
 	out := Render(res)
-	golden(t, "kubespray-200", out)
+	goldenFile(t, "kubespray-200", out)
 	inv := mustLoad(t, out)
 	if n := len(inv.Machines); n != 200 {
 		t.Fatalf("%d machines, want 200", n)
