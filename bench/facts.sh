@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
-# Fact gathering over N light lab hosts, three tools in the same run on the same hosts:
-#   gpukit    `gpukit preflight` (one in-process SSH handshake per host, one round trip for the probe)
-#   ansible   `ansible all -m setup` (Debian's ansible-core; forks = N, pipelining, ControlPersist)
-#   openssh   the floor: parallel OpenSSH (`xargs -P N ssh ... bash -s < probe`), same probe script
-# Reports wall time, total CPU of the whole machine (from /proc/stat: client AND the hosts' sshd,
-# which share the cores) and gpukit's own CPU and peak memory. Every repetition starts cold (fresh
-# SSH control sockets for Ansible). Usage: bench/facts.sh [N...]   (default: 10 50 100)
-# Env: REPS (default 3), LAB_ID (default 90), OUT (default bench/results/facts-<date>.md).
+# Fact gathering over N light lab hosts, four contenders in the same run on the same hosts:
+#   gpukit          `gpukit preflight` (one in-process SSH connection per host, the probe in one
+#                   round trip; preflight/checks skipped: light hosts have no systemd, see README)
+#   ansible         `ansible all -m setup` (Debian's ansible-core; forks = N, pipelining,
+#                   ControlPersist), OpenSSH's default key exchange
+#   openssh         the floor: parallel OpenSSH (`xargs -P N ssh ... bash -s < probe`), the exact
+#                   probe gpukit sends, OpenSSH's default key exchange
+#   openssh-kex     the same floor with KexAlgorithms set to the key exchange gpukit negotiated:
+#                   like with like; the ratios are against this one
+# Per contender: wall time; CPU of its own cgroup (the client and everything it forks) plus CPU of
+# the hosts' cgroup (every light host's sshd and what it runs) over its run; hosts that delivered
+# facts, from its own output; its exit code; the key exchange it negotiated. Every repetition
+# starts cold (no SSH connection or control socket survives a run).
+# Usage: bench/facts.sh [N...]   (default: 10 50 100; root; cgroup v1 cpuacct or cgroup v2)
+# Env: REPS (default 3), LAB_ID (default 90), OUT (default bench/results/facts-<date>.md),
+#      GPUKIT (binary to measure; default: `make build`, then bin/gpukit), FLOOR_KEX (KexAlgorithms
+#      of openssh-kex; default: what gpukit negotiated), TIMEOUT (seconds per contender run, 600).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/go/bin:$PATH
@@ -14,93 +23,293 @@ export PATH=/usr/local/go/bin:$PATH
 sizes=("$@"); [ ${#sizes[@]} -gt 0 ] || sizes=(10 50 100)
 REPS=${REPS:-3}
 LAB_ID=${LAB_ID:-90}
+TIMEOUT=${TIMEOUT:-600}
 LAB=test/lab/lab.sh
+PROBE=pkg/scripts/testdata/probe/any.sh # the exact script gpukit sends (prelude included), a golden file
+contenders=(gpukit ansible openssh openssh-kex)
+FLOOR=openssh-kex # the ratios' reference
+declare -A title=([gpukit]=gpukit [ansible]=ansible [openssh]="openssh floor" [openssh-kex]="openssh floor, gpukit's kex")
+
+die() { echo "facts.sh: $*" >&2; exit 1; }
+warn() { echo "facts.sh: warning: $*" >&2; }
+[ "$(id -u)" = 0 ] || die "run as root (the lab and the cgroups need it)"
+[ -r "$PROBE" ] || die "$PROBE is missing (the probe's golden file)"
 mkdir -p bench/results
 OUT=${OUT:-bench/results/facts-$(date -u +%Y%m%d-%H%M%S).md}
 work=$(mktemp -d)
-cleanup() { "$LAB" --lab "$LAB_ID" release >/dev/null 2>&1 || true; rm -rf "$work"; }
-trap cleanup EXIT
 
 need=()
 command -v ansible >/dev/null || need+=(ansible-core)
+command -v jq >/dev/null || need+=(jq)
 [ -x /usr/bin/time ] || need+=(time)
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null
 fi
-[ -x bin/gpukit ] || make build >/dev/null
+if [ -z "${GPUKIT:-}" ]; then make build >/dev/null; GPUKIT=bin/gpukit; fi
+[ -x "$GPUKIT" ] || die "no gpukit binary at $GPUKIT"
 
-# the same probe gpukit sends (prelude + probe.sh), for the OpenSSH floor
-{ printf 'set -euo pipefail\nexport LC_ALL=C DEBIAN_FRONTEND=noninteractive\n'; cat pkg/scripts/probe.sh; } >"$work/probe.sh"
+# ---------------------------------------------------------------- cgroups
+# One cgroup for the hosts (the lab is started from inside it: every light host's sshd, and the
+# sessions it forks, stay there) and one per contender (the client and all it forks), made below
+# this shell's own cgroup. Only CPU accounting: cpuacct on cgroup v1 (a memory cgroup costs
+# ~190 ms to make here), cpu.stat's usage_usec on v2 (there whether or not the cpu controller
+# is enabled).
+if [ -r /sys/fs/cgroup/cpuacct/cpuacct.usage ]; then
+  cg_version=v1 cg_mnt=/sys/fs/cgroup/cpuacct
+  cg_self=$(awk -F: '$2 ~ /(^|,)cpuacct(,|$)/ {print $3}' /proc/self/cgroup)
+elif [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then
+  cg_version=v2 cg_mnt=/sys/fs/cgroup
+  cg_self=$(awk -F: '$1 == 0 {print $3}' /proc/self/cgroup)
+else
+  die "neither cgroup v1 cpuacct (/sys/fs/cgroup/cpuacct) nor cgroup v2 (/sys/fs/cgroup) is mounted"
+fi
+cg_parent=$cg_mnt${cg_self%/}
+cg=$cg_parent/gkbench-$$
+mkdir "$cg" || die "cannot make cgroup $cg"
+for c in hosts "${contenders[@]}"; do mkdir "$cg/$c"; done
 
-# busy jiffies of all CPUs (user nice system irq softirq steal), USER_HZ = 100
-busy() { awk '/^cpu / {print $2+$3+$4+$7+$8+$9}' /proc/stat; }
-now() { date +%s.%N; }
+# usage DIR: CPU time used by cgroup DIR and its descendants so far, in ns
+usage() {
+  if [ "$cg_version" = v1 ]; then
+    echo "$(<"$1/cpuacct.usage")"
+  else
+    local k v
+    while read -r k v; do if [ "$k" = usage_usec ]; then echo "$((v * 1000))"; return; fi; done <"$1/cpu.stat"
+    echo 0
+  fi
+}
+nprocs() { local p; mapfile -t p <"$1/cgroup.procs"; echo "${#p[@]}"; }
+# in_cgroup NAME CMD...: CMD (exec'd) in bench cgroup NAME
+in_cgroup() { (echo "$BASHPID" >"$cg/$1/cgroup.procs" && shift && exec "$@"); }
 
-# measure NAME CMD...: appends "wall cpu" (seconds) to $work/NAME
-measure() {
-  local name=$1; shift
-  local c0 t0 t1 c1
-  c0=$(busy); t0=$(now)
-  "$@" >"$work/$name.out" 2>"$work/$name.err" || true
-  t1=$(now); c1=$(busy)
-  echo "$(echo "$t1 - $t0" | bc -l) $(echo "($c1 - $c0) / 100" | bc -l)" >>"$work/$name"
+cleanup() {
+  local c p _
+  "$LAB" --lab "$LAB_ID" release >/dev/null 2>&1 || true
+  # whatever a contender left (an interrupted run) is ours: end it; what stays in the hosts' cgroup
+  # after the release (the lab's repository server, if another lab still uses it) goes back up
+  for c in "${contenders[@]}"; do
+    while read -r p; do kill -KILL "$p" 2>/dev/null || true; done <"$cg/$c/cgroup.procs"
+  done
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    for c in "$cg"/*/; do
+      while read -r p; do echo "$p" >"$cg_parent/cgroup.procs" 2>/dev/null || true; done <"$c/cgroup.procs"
+      rmdir "$c" 2>/dev/null || true
+    done
+    rmdir "$cg" 2>/dev/null && break
+    sleep 0.2
+  done
+  [ ! -d "$cg" ] || warn "could not remove cgroup $cg"
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------- measuring
+# busy jiffies of the whole machine (user nice system irq softirq steal; USER_HZ = 100): only a
+# cross-check of the cgroups (it also counts whatever else runs on the machine)
+busy() { local _c u n s _i _w irq sirq st _r; read -r _c u n s _i _w irq sirq st _r </proc/stat; echo $((u + n + s + irq + sirq + st)); }
+
+# quiesce [NAME]: waits (10 s at most) until contender NAME's cgroup is empty and the hosts'
+# cgroup is back to its idle process count (every session closed on the hosts' side)
+quiesce() {
+  local end=$((SECONDS + 10))
+  while { [ -n "${1:-}" ] && (($(nprocs "$cg/$1") > 0)); } || (($(nprocs "$cg/hosts") > hosts_idle)); do
+    ((SECONDS < end)) || { warn "${1:-warm-up}: processes left (hosts' cgroup: $(nprocs "$cg/hosts"), idle: $hosts_idle)"; return; }
+    sleep 0.02
+  done
 }
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# run NAME CMD...: one run of contender NAME in its cgroup. Wall time: until CMD exits. CPU: its
+# cgroup and the hosts' cgroup from the start until CMD and everything it left behind are gone
+# and the hosts are idle again (after: `after_NAME`, if defined). Appends
+# "wall client_cpu hosts_cpu machine_cpu rc" (seconds; exit code) to $res/NAME.
+run() {
+  local name=$1; shift
+  local c0 h0 m0 t0 t1 c1 h1 m1 rc=0
+  quiesce "$name"
+  c0=$(usage "$cg/$name"); h0=$(usage "$cg/hosts"); m0=$(busy); t0=$EPOCHREALTIME
+  in_cgroup "$name" timeout -k 5 "$TIMEOUT" "$@" >"$work/$name.out" 2>"$work/$name.err" || rc=$?
+  t1=$EPOCHREALTIME
+  if declare -F "after_$name" >/dev/null; then "after_$name"; fi
+  quiesce "$name"
+  c1=$(usage "$cg/$name"); h1=$(usage "$cg/hosts"); m1=$(busy)
+  awk -v t0="$t0" -v t1="$t1" -v c="$((c1 - c0))" -v h="$((h1 - h0))" -v m="$((m1 - m0))" -v rc="$rc" \
+    'BEGIN {printf "%.3f %.3f %.3f %.2f %d\n", t1 - t0, c / 1e9, h / 1e9, m / 100, rc}' >>"$res/$name"
+}
 
-printf '| hosts | tool | wall s | total CPU s | gpukit own CPU ms/host | gpukit peak RSS | wall vs floor | CPU vs floor |\n' >"$work/table"
-printf '|---|---|---|---|---|---|---|---|\n' >>"$work/table"
+# ---------------------------------------------------------------- the contenders
+# ssh options common to every OpenSSH client here (ansible's, the floors', the kex checks)
+ssh_opts() { printf '%s\n' -i "$key" -o "UserKnownHostsFile=$kh" -o StrictHostKeyChecking=yes -o BatchMode=yes; }
+
+# one host of the OpenSSH floor: floor.sh OUTDIR KEX|default ADDR; output to OUTDIR/ADDR
+cat >"$work/floor.sh" <<'EOF'
+#!/bin/sh
+out=$1 kex=$2 addr=$3
+set --
+if [ "$kex" != default ]; then set -- -o "KexAlgorithms=$kex"; fi
+exec ssh -i "$BENCH_KEY" -o "UserKnownHostsFile=$BENCH_KH" -o StrictHostKeyChecking=yes -o BatchMode=yes \
+  -o LogLevel=ERROR "$@" "root@$addr" bash -s <"$BENCH_PROBE" >"$out/$addr"
+EOF
+chmod +x "$work/floor.sh"
+export BENCH_PROBE=$PWD/$PROBE
+
+after_ansible() { # ControlPersist masters: close them (a real run leaves them 60 s, then they go)
+  local sock
+  for sock in "$cp_dir"/*; do [ -S "$sock" ] && ssh -o ControlPath="$sock" -O exit x >/dev/null 2>&1; done
+  return 0
+}
+
+# hosts that delivered facts, each contender from its own output
+ok_gpukit() { # the report (last line): hosts whose facts are not null
+  jq -R 'fromjson? | select(.type == "preflight-report") | [.hosts[] | select(.facts != null)] | length' \
+    "$work/gpukit.out" | tail -n 1 | grep . || echo 0
+}
+ok_ansible() { # "HOST | SUCCESS => {" blocks that hold ansible_facts
+  awk '/^[^ ]+ \| [A-Z]+!? => \{$/ {host = $1; st = $3; next}
+       st == "SUCCESS" && /"ansible_facts": \{/ && !(host in ok) {ok[host] = 1; n++}
+       END {print n + 0}' "$work/ansible.out"
+}
+ok_floor() { { grep -l '^os\.id=' "$1"/* 2>/dev/null || true; } | wc -l; } # ok_floor OUTDIR: host outputs with facts
+
+# kex_ssh [SSH OPTION...]: "kex host-key cipher" an OpenSSH client with these options negotiates
+# with the first host (`ssh -v`, outside the measurement)
+kex_ssh() {
+  local o
+  mapfile -t o < <(ssh_opts)
+  LC_ALL=C ssh -v "${o[@]}" -o ControlMaster=no "$@" "root@$(head -n 1 "$work/addrs")" true 2>&1 | awk '
+    /kex: algorithm:/ {k = $NF} /kex: host key algorithm:/ {h = $NF}
+    /kex: server->client cipher:/ {for (i = 1; i <= NF; i++) if ($i == "cipher:") c = $(i + 1)}
+    END {printf "%s %s %s\n", (k ? k : "?"), (h ? h : "?"), (c ? c : "?")}'
+}
+# kex_gpukit LOGDIR: "kex host-key cipher" of every host gpukit connected to, one line each, from
+# the "connected:" line of its host logs
+kex_gpukit() {
+  cat /dev/null "$1"/*/*.log | awk '/ connected: / {k = "?"; h = "?"; c = "?"
+    for (i = 1; i < NF; i++) { if ($i == "kex") k = $(i + 1); if ($i == "hostkey") h = $(i + 1); if ($i == "cipher") c = $(i + 1) }
+    print k, h, c}'
+}
+
+# ---------------------------------------------------------------- the run
+median() { sort -n | awk '{a[NR] = $1} END {if (NR) print a[int((NR + 1) / 2)]; else print 0}'; }
+col() { awk -v c="$2" '{print $c}' "$1" | median; } # col FILE N: median of column N
+
+table=$work/table
+printf '| hosts | contender | kex | hosts ok | exit | wall s | CPU s (client + hosts) | client CPU ms/host | hosts CPU s | machine CPU s | wall vs floor | CPU vs floor | gpukit peak RSS |\n' >"$table"
+printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|\n' >>"$table"
+load=$(cut -d' ' -f1-3 /proc/loadavg)
 
 for n in "${sizes[@]}"; do
   echo "== $n light hosts" >&2
+  res=$work/res.$n && mkdir -p "$res"
   "$LAB" --lab "$LAB_ID" release >/dev/null 2>&1 || true
-  inv=$("$LAB" --lab "$LAB_ID" up --light "$n" | tail -n 1)
+  inv=$(in_cgroup hosts "$LAB" --lab "$LAB_ID" up --light "$n" | tail -n 1)
+  hosts_idle=$(nprocs "$cg/hosts"); echo "DEBUG idle=$hosts_idle" >&2 # each light host: its unshare and sshd (and the lab's repository, if started now)
   key=$(sed -n 's/^ *keyFile: *//p' "$inv" | head -n1)
   kh=$(sed -n 's/^ *knownHostsFile: *//p' "$inv" | head -n1)
-  # every tool logs in as root: no sudo in any of the three paths
+  export BENCH_KEY=$key BENCH_KH=$kh
+  # every contender logs in as root: no sudo in any path
   sed 's/^\(  *user:\) .*/\1 root/' "$inv" >"$work/inv.yaml"
   sed -n 's/^ *address: *//p' "$work/inv.yaml" >"$work/addrs"
-  [ "$(wc -l <"$work/addrs")" = "$n" ] || { echo "expected $n addresses in $inv" >&2; exit 1; }
+  [ "$(wc -l <"$work/addrs")" = "$n" ] || die "expected $n addresses in $inv"
   printf '[lab]\n' >"$work/hosts.ini"; sed 's/$/ ansible_user=root/' "$work/addrs" >>"$work/hosts.ini"
-  rm -f "$work"/gpukit "$work"/ansible "$work"/openssh "$work"/gpukit.own
+  floor_kex=${FLOOR_KEX:-}
+  # warm-up, not measured: one floor run, so that no contender pays the hosts' first connection
+  # (ARP, each host's first sshd exec and overlay lookups); gpukit, measured first, would
+  mkdir -p "$work/warmup"
+  xargs -P "$n" -n 1 "$work/floor.sh" "$work/warmup" default <"$work/addrs" || warn "warm-up: $(ok_floor "$work/warmup") of $n hosts answered"
+  quiesce
   for r in $(seq "$REPS"); do
     echo "   rep $r: gpukit" >&2
-    measure gpukit /usr/bin/time -o "$work/time.$r" -f '%U %S %M' \
-      bin/gpukit preflight -i "$work/inv.yaml" -o json --concurrency "$n" --log-dir "$work/logs"
-    # GNU time puts "Command exited with non-zero status" first when preflight finds failures
-    tail -n 1 "$work/time.$r" >>"$work/gpukit.own"
-    grep -q '"type":"preflight-report"' "$work/gpukit.out" || { echo "gpukit produced no report:" >&2; tail "$work/gpukit.err" >&2; exit 1; }
+    logs=$work/logs.$n.$r
+    run gpukit /usr/bin/time -o "$work/time" -f '%U %S %M' \
+      "$GPUKIT" preflight -i "$work/inv.yaml" -o json --concurrency "$n" --log-dir "$logs" --skip-phases preflight/checks
+    # GNU time puts "Command exited with non-zero status" first when preflight fails hosts
+    tail -n 1 "$work/time" >>"$res/gpukit.time"
+    ok_gpukit >>"$res/gpukit.ok"
+    kex_gpukit "$logs" >>"$res/gpukit.kex"
+    if [ -z "$floor_kex" ]; then # the key exchange most of gpukit's connections used
+      floor_kex=$(cut -d' ' -f1 "$res/gpukit.kex" | sort | uniq -c | sort -rn | awk 'NR == 1 {print $2}')
+      if [ -z "$floor_kex" ] || [ "$floor_kex" = "?" ]; then
+        warn "no key exchange in gpukit's host logs (a binary without the \"connected:\" line?): the floor uses curve25519-sha256"
+        floor_kex=curve25519-sha256
+      fi
+    fi
 
     echo "   rep $r: ansible" >&2
-    cp_dir=$(mktemp -d "$work/cp.XXXX")
-    measure ansible env ANSIBLE_HOST_KEY_CHECKING=True ANSIBLE_PIPELINING=True ANSIBLE_GATHERING=explicit \
+    cp_dir=$(mktemp -d "$work/cp.XXXX") # a fresh control-socket directory: every run starts cold
+    run ansible env ANSIBLE_HOST_KEY_CHECKING=True ANSIBLE_PIPELINING=True ANSIBLE_GATHERING=explicit \
       ANSIBLE_SSH_ARGS="-o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=$kh -o StrictHostKeyChecking=yes" \
       ANSIBLE_SSH_CONTROL_PATH_DIR="$cp_dir" ANSIBLE_PYTHON_INTERPRETER=/usr/bin/python3 ANSIBLE_LOCALHOST_WARNING=False \
       ansible all -i "$work/hosts.ini" -m setup -f "$n" --private-key "$key"
-    ok=$(grep -c 'SUCCESS' "$work/ansible.out" || true)
-    [ "$ok" = "$n" ] || { echo "ansible: $ok of $n hosts succeeded" >&2; tail -5 "$work/ansible.out" >&2; exit 1; }
-    for sock in "$cp_dir"/*; do ssh -o ControlPath="$sock" -O exit x >/dev/null 2>&1 || true; done
+    ok_ansible >>"$res/ansible.ok"
 
-    echo "   rep $r: openssh" >&2
-    measure openssh sh -c "xargs -P '$n' -I{} sh -c 'ssh -i \"$key\" -o UserKnownHostsFile=\"$kh\" -o StrictHostKeyChecking=yes -o BatchMode=yes -o LogLevel=ERROR root@{} bash -s <\"$work/probe.sh\" >/dev/null' <\"$work/addrs\""
-    [ ! -s "$work/openssh.err" ] || { echo "openssh floor failed:" >&2; cat "$work/openssh.err" >&2; exit 1; }
+    for floor in openssh openssh-kex; do
+      echo "   rep $r: $floor" >&2
+      kex=default
+      if [ "$floor" = openssh-kex ]; then kex=$floor_kex; fi
+      rm -rf "$work/floor.out" && mkdir "$work/floor.out"
+      run "$floor" xargs -P "$n" -n 1 "$work/floor.sh" "$work/floor.out" "$kex" <"$work/addrs"
+      ok_floor "$work/floor.out" >>"$res/$floor.ok"
+    done
+
+    for c in "${contenders[@]}"; do # a host that failed is in the table; say why here
+      ok=$(tail -n 1 "$res/$c.ok") rc=$(tail -n 1 "$res/$c" | cut -d' ' -f5)
+      if [ "$ok" != "$n" ] || [ "$rc" != 0 ]; then
+        warn "$c: $ok of $n hosts delivered facts, exit code $rc; last output:"
+        tail -n 5 "$work/$c.err" "$work/$c.out" | cut -c1-300 >&2
+      fi
+    done
   done
-  fw=$(cut -d' ' -f1 "$work/openssh" | median); fc=$(cut -d' ' -f2 "$work/openssh" | median)
-  own=$(awk -v n="$n" '{print ($1+$2)*1000/n}' "$work/gpukit.own" | median)
-  rss=$(awk '{print $3}' "$work/gpukit.own" | median)
-  for tool in gpukit ansible openssh; do
-    w=$(cut -d' ' -f1 "$work/$tool" | median); c=$(cut -d' ' -f2 "$work/$tool" | median)
-    o="-"; m="-"
-    if [ "$tool" = gpukit ]; then o=$(printf '%.2f' "$own"); m="$((rss / 1024)) MiB ($(echo "$rss / $n" | bc) KiB/host)"; fi
-    printf '| %d | %s | %.2f | %.2f | %s | %s | %.2fx | %.2fx |\n' "$n" "$tool" "$w" "$c" "$o" "$m" \
-      "$(echo "$w / $fw" | bc -l)" "$(echo "$c / $fc" | bc -l)" >>"$work/table"
+
+  # what each contender negotiated (gpukit: every host of every repetition; OpenSSH: `ssh -v`)
+  declare -A nego=()
+  nego[gpukit]=$(sort -u "$res/gpukit.kex")
+  if [ -z "${nego[gpukit]}" ]; then nego[gpukit]="? ? ?"; fi
+  if [ "$(wc -l <<<"${nego[gpukit]}")" -gt 1 ]; then
+    warn "gpukit negotiated different algorithms with different hosts (host count, kex, host key, cipher):"
+    sort "$res/gpukit.kex" | uniq -c >&2
+    nego[gpukit]="mixed mixed mixed"
+  fi
+  nego[ansible]=$(kex_ssh) # ANSIBLE_SSH_ARGS set no algorithm: OpenSSH's defaults, as for the floor
+  nego[openssh]=$(kex_ssh)
+  nego[openssh-kex]=$(kex_ssh -o "KexAlgorithms=$floor_kex")
+  fw=$(col "$res/$FLOOR" 1)
+  fc=$(awk '{print $2 + $3}' "$res/$FLOOR" | median)
+  for c in "${contenders[@]}"; do
+    w=$(col "$res/$c" 1)
+    t=$(awk '{print $2 + $3}' "$res/$c" | median)
+    cl=$(awk -v n="$n" '{print $2 * 1000 / n}' "$res/$c" | median)
+    h=$(col "$res/$c" 3); m=$(col "$res/$c" 4)
+    ok=$(sort -n "$res/$c.ok" | head -n 1)
+    rcs=$(cut -d' ' -f5 "$res/$c" | sort -un | paste -sd',')
+    rss="-"
+    if [ "$c" = gpukit ]; then
+      kib=$(awk '{print $3}' "$res/gpukit.time" | median)
+      rss="$((kib / 1024)) MiB ($((kib / n)) KiB/host)"
+    fi
+    awk -v n="$n" -v c="${title[$c]}" -v k="${nego[$c]%% *}" -v ok="$ok" -v rcs="$rcs" -v w="$w" -v t="$t" \
+      -v cl="$cl" -v h="$h" -v m="$m" -v fw="$fw" -v fc="$fc" -v rss="$rss" 'BEGIN {
+        printf "| %d | %s | %s | %s/%d | %s | %.2f | %.2f | %.1f | %.2f | %.2f | %.2fx | %.2fx | %s |\n",
+          n, c, k, ok, n, rcs, w, t, cl, h, m, w / fw, t / fc, rss}' >>"$table"
   done
   "$LAB" --lab "$LAB_ID" release >/dev/null 2>&1 || true
 done
 
 {
-  echo "# Fact gathering: gpukit vs Ansible vs parallel OpenSSH ($(date -u +%Y-%m-%d), $(nproc) cores, median of $REPS)"
+  echo "# Fact gathering: gpukit vs Ansible vs parallel OpenSSH"
   echo
-  cat "$work/table"
+  echo "$(date -u +%Y-%m-%d), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)," \
+    "$(uname -r), cgroup $cg_version, median of $REPS, load average before the run: $load;" \
+    "floor = ${title[$FLOOR]} (KexAlgorithms=$floor_kex)"
+  echo
+  cat "$table"
+  echo
+  echo "| contender | key exchange | host key | cipher |"
+  echo "|---|---|---|---|"
+  for c in "${contenders[@]}"; do
+    read -r k h ci <<<"${nego[$c]}"
+    echo "| ${title[$c]} | $k | $h | $ci |"
+  done
 } | tee "$OUT"
 echo "results: $OUT" >&2

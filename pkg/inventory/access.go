@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/gpukit/gpukit/pkg/safetext"
 )
 
 // Access is how gpukit reaches one machine and becomes root on it: spec.ssh
@@ -140,7 +142,7 @@ func ExpandHome(path string, lookupEnv func(string) (string, bool)) (string, err
 	}
 	home, ok := lookupEnv("HOME")
 	if !ok || home == "" {
-		return "", errors.New(path + ": $HOME is not set to expand ~")
+		return "", errors.New(safetext.Name(path) + ": $HOME is not set to expand ~")
 	}
 	return strings.TrimSuffix(home, "/") + strings.TrimPrefix(path, "~"), nil
 }

@@ -3,10 +3,9 @@ package inventory
 import (
 	"fmt"
 	"reflect"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/gpukit/gpukit/pkg/safetext"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -98,7 +97,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind == yaml.AliasNode {
 		target := n.Alias
 		if target == nil || target.Kind == yaml.AliasNode {
-			d.errorf(n, path, "alias *%s does not name a value", n.Value)
+			d.errorf(n, path, "alias *%s does not name a value", safetext.Name(n.Value))
 			return
 		}
 		d.aliasDepth++
@@ -156,7 +155,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 			continue
 		}
 		if first, dup := seen[name]; dup {
-			d.errorf(k, fpath, "duplicate key %q (first at line %d)", name, first.Line)
+			d.errorf(k, fpath, "duplicate key %s (first at line %d)", q(name), first.Line)
 			continue
 		}
 		seen[name] = k
@@ -187,7 +186,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 func (d *decoder) decodeSlice(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind != yaml.SequenceNode {
 		if n.Kind == yaml.ScalarNode {
-			d.typeError(n, path, fmt.Sprintf("a list (write [%s])", truncate(n.Value)))
+			d.typeError(n, path, fmt.Sprintf("a list (write [%s])", safetext.Name(n.Value)))
 		} else {
 			d.typeError(n, path, "a list")
 		}
@@ -223,7 +222,7 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
 		}
 		kpath := joinKey(path, name)
 		if first, dup := seen[name]; dup {
-			d.errorf(k, kpath, "duplicate key %q (first at line %d)", name, first.Line)
+			d.errorf(k, kpath, "duplicate key %s (first at line %d)", q(name), first.Line)
 			continue
 		}
 		seen[name] = k
@@ -246,7 +245,7 @@ func (d *decoder) decodeString(n *yaml.Node, v reflect.Value, path string) {
 		// 580); the literal text is kept, so 13.10 stays "13.10".
 		v.SetString(n.Value)
 	case tagBool:
-		d.typeError(n, path, fmt.Sprintf("a string (quote it: %q)", n.Value))
+		d.typeError(n, path, fmt.Sprintf("a string (quote it: %s)", q(n.Value)))
 	default:
 		d.typeError(n, path, "a string")
 	}
@@ -259,7 +258,7 @@ func (d *decoder) decodeInt(n *yaml.Node, v reflect.Value, path string) {
 	}
 	var i int64
 	if err := n.Decode(&i); err != nil || v.OverflowInt(i) {
-		d.errorf(n, path, "integer %s is out of range", truncate(n.Value))
+		d.errorf(n, path, "integer %s is out of range", safetext.Name(n.Value))
 		return
 	}
 	v.SetInt(i)
@@ -345,9 +344,9 @@ func unknownFieldMessage(name string, fs []structField) string {
 		}
 	}
 	if best != "" {
-		return fmt.Sprintf("unknown field %q (did you mean %q?)", name, best)
+		return fmt.Sprintf("unknown field %s (did you mean %q?)", q(name), best)
 	}
-	return fmt.Sprintf("unknown field %q; expected one of: %s", name, strings.Join(names, ", "))
+	return fmt.Sprintf("unknown field %s; expected one of: %s", q(name), strings.Join(names, ", "))
 }
 
 // editDistance is the Levenshtein distance, for field-name suggestions only.
@@ -398,30 +397,26 @@ func describe(n *yaml.Node) string {
 	case yaml.ScalarNode:
 		switch tag := n.ShortTag(); tag {
 		case tagStr:
-			return "string " + strconv.Quote(truncate(n.Value))
+			return "string " + q(n.Value)
 		case tagInt:
-			return "integer " + truncate(n.Value)
+			return "integer " + safetext.Name(n.Value)
 		case tagFloat:
-			return "number " + truncate(n.Value)
+			return "number " + safetext.Name(n.Value)
 		case tagBool:
-			return "boolean " + n.Value
+			return "boolean " + safetext.Name(n.Value)
 		case tagNull:
 			return "null"
 		default:
-			return "a value tagged " + strconv.Quote(truncate(tag))
+			return "a value tagged " + q(tag)
 		}
 	}
 	return "an unsupported YAML node"
 }
 
-// truncate keeps quoted values in messages short and on one line.
-func truncate(s string) string {
-	const limit = 40
-	if utf8.RuneCountInString(s) <= limit {
-		return s
-	}
-	return string([]rune(s)[:limit]) + "..."
-}
+// q quotes a value from the file for a message: escaped, one line, cut
+// after safetext.MaxEcho characters. Every value a message echoes passes
+// through it (or safetext.Name, for values that are nearly always plain).
+func q(s string) string { return safetext.Quote(s) }
 
 // joinField appends a struct field to a path: spec.hosts[2].ssh + port.
 func joinField(path, name string) string {
@@ -437,7 +432,7 @@ func joinField(path, name string) string {
 // joinKey appends a map key, quoted because label keys hold dots and slashes:
 // spec.hosts[0].labels["nvidia.com/gpu.product"].
 func joinKey(path, key string) string {
-	return path + "[" + strconv.Quote(truncate(key)) + "]"
+	return path + "[" + q(key) + "]"
 }
 
 func isPlainKey(s string) bool {

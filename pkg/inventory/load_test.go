@@ -209,7 +209,11 @@ func TestParseRange(t *testing.T) {
 		{in: "gpu-[001:200]", first: "gpu-001", last: "gpu-200", count: 200, isRange: true},
 		{in: "10.0.1.[1:200]", first: "10.0.1.1", last: "10.0.1.200", count: 200, isRange: true},
 		{in: "n[1:10].lab", first: "n1.lab", last: "n10.lab", count: 10, isRange: true},
-		{in: "gpu-[01:100]", first: "gpu-01", last: "gpu-100", count: 100, isRange: true},
+		// Zero padding on one end only: the width would be a guess (Ansible refuses it too).
+		{in: "gpu-[01:100]", err: "range [01:100] mixes zero-padded and unpadded numbers; write [001:100] for names padded to 3 digits, or [1:100] for none"},
+		{in: "gpu-[001:10]", err: "write [001:010] for names padded to 3 digits, or [1:10] for none"},
+		{in: "gpu-[1:010]", err: "write [001:010] for names padded to 3 digits, or [1:10] for none"},
+		{in: "gpu-[00:10]", first: "gpu-00", last: "gpu-10", count: 11, isRange: true},
 		{in: "gpu-[0:9]", first: "gpu-0", last: "gpu-9", count: 10, isRange: true},
 		{in: "gpu-[5:5]", first: "gpu-5", last: "gpu-5", count: 1, isRange: true},
 		{in: "gpu-[1:10000]", first: "gpu-1", last: "gpu-10000", count: 10000, isRange: true},

@@ -28,24 +28,24 @@ func parseRange(s string) (r hostRange, ok bool, err error) {
 	open := strings.IndexByte(s, '[')
 	if open < 0 {
 		if strings.IndexByte(s, ']') >= 0 {
-			return r, false, fmt.Errorf("unmatched ']' in %q; a range is written [START:END], e.g. gpu-[001:200]", s)
+			return r, false, fmt.Errorf("unmatched ']' in %s; a range is written [START:END], e.g. gpu-[001:200]", q(s))
 		}
 		return r, false, nil
 	}
 	if strings.Count(s, "[") > 1 {
-		return r, false, fmt.Errorf("%q holds more than one range; one range per field", s)
+		return r, false, fmt.Errorf("%s holds more than one range; one range per field", q(s))
 	}
 	closing := strings.IndexByte(s[open:], ']')
 	if closing < 0 {
-		return r, false, fmt.Errorf("unterminated range in %q; a range is written [START:END], e.g. gpu-[001:200]", s)
+		return r, false, fmt.Errorf("unterminated range in %s; a range is written [START:END], e.g. gpu-[001:200]", q(s))
 	}
 	closing += open
 	if strings.Count(s, "]") > 1 {
-		return r, false, fmt.Errorf("%q holds more than one range; one range per field", s)
+		return r, false, fmt.Errorf("%s holds more than one range; one range per field", q(s))
 	}
 	startTok, endTok, found := strings.Cut(s[open+1:closing], ":")
 	if !found || !isDecimal(startTok) || !isDecimal(endTok) {
-		return r, false, fmt.Errorf("malformed range %q; expected [START:END] with decimal numbers, e.g. gpu-[001:200]", s[open:closing+1])
+		return r, false, fmt.Errorf("malformed range %s; expected [START:END] with decimal numbers, e.g. gpu-[001:200]", q(s[open:closing+1]))
 	}
 	// isDecimal caps tokens at 9 digits, so Atoi cannot overflow.
 	start, _ := strconv.Atoi(startTok)
@@ -57,11 +57,21 @@ func parseRange(s string) (r hostRange, ok bool, err error) {
 		return r, false, fmt.Errorf("range [%s:%s] expands to %d hosts; at most %d per range", startTok, endTok, n, MaxRangeSize)
 	}
 	r = hostRange{prefix: s[:open], suffix: s[closing+1:], start: start, end: end}
-	if len(startTok) > 1 && startTok[0] == '0' {
+	if padded(startTok) || padded(endTok) {
+		// As Ansible: zero padding is written on both ends, the same width;
+		// anything else leaves the width to a guess.
+		if len(startTok) != len(endTok) {
+			w := max(len(startTok), len(endTok), len(strconv.Itoa(end)))
+			return r, false, fmt.Errorf("range [%s:%s] mixes zero-padded and unpadded numbers; write [%0*d:%0*d] for names padded to %d digits, or [%d:%d] for none",
+				startTok, endTok, w, start, w, end, w, start, end)
+		}
 		r.width = len(startTok)
 	}
 	return r, true, nil
 }
+
+// padded reports whether a range number is written with leading zeros.
+func padded(tok string) bool { return len(tok) > 1 && tok[0] == '0' }
 
 func (r hostRange) count() int { return r.end - r.start + 1 }
 
@@ -115,13 +125,13 @@ func (c *checker) expandHosts(hosts []Host) []Machine {
 		}
 		switch {
 		case len(names) == 1 && len(addrs) > 1:
-			c.errorf(path+".address", "address %s is a range of %d addresses but name %s is a single host; give the name a range of the same size", h.Address, len(addrs), h.Name)
+			c.errorf(path+".address", "address %s is a range of %d addresses but name %s is a single host; give the name a range of the same size", q(h.Address), len(addrs), q(h.Name))
 			continue
 		case len(names) > 1 && len(addrs) == 1:
-			c.errorf(path+".address", "name %s is a range of %d hosts but address %s is a single address; give the address a range of %d too, e.g. 10.0.1.[1:%d]", h.Name, len(names), h.Address, len(names), len(names))
+			c.errorf(path+".address", "name %s is a range of %d hosts but address %s is a single address; give the address a range of %d too, e.g. 10.0.1.[1:%d]", q(h.Name), len(names), q(h.Address), len(names), len(names))
 			continue
 		case len(names) != len(addrs):
-			c.errorf(path+".address", "address range %s holds %d addresses but name range %s holds %d hosts; the counts must match", h.Address, len(addrs), h.Name, len(names))
+			c.errorf(path+".address", "address range %s holds %d addresses but name range %s holds %d hosts; the counts must match", q(h.Address), len(addrs), q(h.Name), len(names))
 			continue
 		}
 		if len(machines)+len(names) > MaxHosts {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/gpukit/gpukit/pkg/safetext"
 )
 
 // Resolve returns the secret. Load never calls it: secrets are read only when
@@ -22,20 +24,20 @@ func (r *SecretRef) Resolve(lookupEnv func(string) (string, bool), readFile func
 	case r.Env != "":
 		v, ok := lookupEnv(r.Env)
 		if !ok {
-			return "", fmt.Errorf("secret from environment variable %s: not set", r.Env)
+			return "", fmt.Errorf("secret from environment variable %s: not set", safetext.Name(r.Env))
 		}
 		if v == "" {
-			return "", fmt.Errorf("secret from environment variable %s: empty", r.Env)
+			return "", fmt.Errorf("secret from environment variable %s: empty", safetext.Name(r.Env))
 		}
 		return v, nil
 	case r.File != "":
 		path, err := ExpandHome(r.File, lookupEnv)
 		if err != nil {
-			return "", fmt.Errorf("secret file %s: %w", r.File, err)
+			return "", fmt.Errorf("secret file %s: %w", safetext.Name(r.File), err)
 		}
 		data, err := readFile(path)
 		if err != nil {
-			return "", fmt.Errorf("secret file %s: %w", r.File, err)
+			return "", fmt.Errorf("secret file %s: %w", safetext.Name(r.File), err)
 		}
 		// Files written by editors and echo end in a newline that is not
 		// part of the secret; only one is removed so deliberate trailing
@@ -47,7 +49,7 @@ func (r *SecretRef) Resolve(lookupEnv func(string) (string, bool), readFile func
 			v = strings.TrimSuffix(v, "\n")
 		}
 		if v == "" {
-			return "", fmt.Errorf("secret file %s: empty", r.File)
+			return "", fmt.Errorf("secret file %s: empty", safetext.Name(r.File))
 		}
 		return v, nil
 	default:

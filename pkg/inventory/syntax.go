@@ -83,7 +83,7 @@ func (c charset) String() string {
 func badChar(s string, c charset) error {
 	for _, r := range s {
 		if !c.allows(r) {
-			return fmt.Errorf("%s contains %s, which is not allowed here; allowed characters: %s", strconv.Quote(truncate(s)), strconv.QuoteRune(r), c)
+			return fmt.Errorf("%s contains %s, which is not allowed here; allowed characters: %s", q(s), strconv.QuoteRune(r), c)
 		}
 	}
 	return nil
@@ -125,27 +125,50 @@ func checkAddress(s string) error {
 		return err
 	}
 	if ip, err := netip.ParseAddr(s); err == nil {
-		switch {
-		case ip.Zone() != "":
-			return fmt.Errorf("%s has an IPv6 zone; use a global or unique-local address", s)
-		case ip.IsUnspecified(), ip.IsMulticast():
-			return fmt.Errorf("%s cannot be a host address", s)
-		}
-		return nil
+		return checkHostIP(s, ip)
 	}
 	if strings.Contains(s, ":") || !isDNSName(s) {
-		return fmt.Errorf("%s is neither an IP address nor a DNS name (RFC 1123)", s)
+		return fmt.Errorf("%s is neither an IP address nor a DNS name (RFC 1123)", q(s))
 	}
 	return nil
 }
 
+// checkHostIP accepts an address one host can have: unicast, in a range
+// that is routed. (A subnet's own broadcast address cannot be told without
+// its mask; the limited broadcast can.)
+func checkHostIP(s string, ip netip.Addr) error {
+	if ip.Zone() != "" {
+		return fmt.Errorf("%s has an IPv6 zone; use a global or unique-local address", q(s))
+	}
+	u := ip.Unmap()
+	var why string
+	switch {
+	case u.IsUnspecified():
+		why = "the unspecified address"
+	case u.IsMulticast():
+		why = "a multicast address"
+	case u == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		why = "the broadcast address"
+	case u.Is4() && u.As4()[0] == 0:
+		why = `in 0.0.0.0/8 ("this network")`
+	case u.Is4() && u.As4()[0] >= 240:
+		why = "in 240.0.0.0/4 (reserved)"
+	case u.Is6() && u.IsLinkLocalUnicast():
+		why = "an IPv6 link-local address, reachable only with a zone; use a global or unique-local address"
+	default:
+		return nil
+	}
+	return fmt.Errorf("%s is %s and cannot be a host address", q(s), why)
+}
+
 // normalAddress is the form in which two addresses are compared: canonical
-// IPs (fd00:0::1 equals fd00::1), lowercase names.
+// IPs (fd00:0::1 equals fd00::1, ::ffff:10.0.0.10 equals 10.0.0.10),
+// lowercase names without a trailing dot.
 func normalAddress(s string) string {
 	if ip, err := netip.ParseAddr(s); err == nil {
-		return ip.String()
+		return ip.Unmap().String()
 	}
-	return strings.ToLower(s)
+	return strings.TrimSuffix(strings.ToLower(s), ".")
 }
 
 // checkLabelKey checks a Kubernetes label or taint key: an optional DNS
@@ -157,16 +180,16 @@ func checkLabelKey(k string) error {
 	prefix, name, hasPrefix := strings.Cut(k, "/")
 	if hasPrefix {
 		if prefix == "" || len(prefix) > 253 || !isDNSName(prefix) || prefix != strings.ToLower(prefix) {
-			return fmt.Errorf("key %q: prefix %q must be a lowercase DNS subdomain (e.g. nvidia.com)", k, prefix)
+			return fmt.Errorf("key %s: prefix %s must be a lowercase DNS subdomain (e.g. nvidia.com)", q(k), q(prefix))
 		}
 	} else {
 		name = k
 	}
 	if strings.Contains(name, "/") {
-		return fmt.Errorf("key %q has more than one /", k)
+		return fmt.Errorf("key %s has more than one /", q(k))
 	}
 	if name == "" || !isLabelValue(name) {
-		return fmt.Errorf("key %q: name must be 1-63 characters, alphanumeric at both ends, with - _ . inside", k)
+		return fmt.Errorf("key %s: name must be 1-63 characters, alphanumeric at both ends, with - _ . inside", q(k))
 	}
 	return nil
 }
@@ -177,7 +200,7 @@ func checkLabelValue(v string) error {
 		return err
 	}
 	if v != "" && !isLabelValue(v) {
-		return fmt.Errorf("value %q must be at most 63 characters, alphanumeric at both ends, with - _ . inside", v)
+		return fmt.Errorf("value %s must be at most 63 characters, alphanumeric at both ends, with - _ . inside", q(v))
 	}
 	return nil
 }
@@ -205,19 +228,19 @@ func checkTaint(t string) error {
 	}
 	kv, effect, ok := cutLast(t, ":")
 	if !ok {
-		return fmt.Errorf("taint %q: expected key[=value]:Effect with Effect NoSchedule, PreferNoSchedule or NoExecute", t)
+		return fmt.Errorf("taint %s: expected key[=value]:Effect with Effect NoSchedule, PreferNoSchedule or NoExecute", q(t))
 	}
 	switch effect {
 	case "NoSchedule", "PreferNoSchedule", "NoExecute":
 	default:
-		return fmt.Errorf("taint %q: effect %q must be NoSchedule, PreferNoSchedule or NoExecute", t, effect)
+		return fmt.Errorf("taint %s: effect %s must be NoSchedule, PreferNoSchedule or NoExecute", q(t), q(effect))
 	}
 	key, value, _ := strings.Cut(kv, "=")
 	if err := checkLabelKey(key); err != nil {
-		return fmt.Errorf("taint %q: %w", t, err)
+		return fmt.Errorf("taint %s: %w", q(t), err)
 	}
 	if err := checkLabelValue(value); err != nil {
-		return fmt.Errorf("taint %q: %w", t, err)
+		return fmt.Errorf("taint %s: %w", q(t), err)
 	}
 	return nil
 }
@@ -235,7 +258,7 @@ func checkUser(u string) error {
 		return err
 	}
 	if len(u) > 32 || !(u[0] == '_' || u[0] >= 'a' && u[0] <= 'z' || u[0] >= 'A' && u[0] <= 'Z') {
-		return fmt.Errorf("user %q must start with a letter or _ and be at most 32 characters", u)
+		return fmt.Errorf("user %s must start with a letter or _ and be at most 32 characters", q(u))
 	}
 	return nil
 }
@@ -246,7 +269,7 @@ func checkPath(p string) error {
 		return err
 	}
 	if i := strings.IndexByte(p, '~'); i > 0 || i == 0 && p != "~" && !strings.HasPrefix(p, "~/") {
-		return fmt.Errorf("path %q: ~ may only start a path (~/...)", p)
+		return fmt.Errorf("path %s: ~ may only start a path (~/...)", q(p))
 	}
 	return nil
 }
@@ -262,7 +285,7 @@ func checkSemver(v string) error {
 		return nil
 	}
 	if strings.HasPrefix(v, "v") && checkSemver(v[1:]) == nil {
-		return fmt.Errorf("malformed version %q; write it without the v: %s", v, v[1:])
+		return fmt.Errorf("malformed version %s; write it without the v: %s", q(v), v[1:])
 	}
-	return fmt.Errorf("malformed version %q; expected X.Y.Z (digits only, e.g. 1.2.3)", truncate(v))
+	return fmt.Errorf("malformed version %s; expected X.Y.Z (digits only, e.g. 1.2.3)", q(v))
 }

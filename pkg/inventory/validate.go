@@ -40,20 +40,20 @@ func (c *checker) validate(cl *Cluster, machines []Machine) {
 
 func (c *checker) checkHeader(cl *Cluster) {
 	if cl.APIVersion != "" && cl.APIVersion != APIVersion {
-		c.errorf("apiVersion", "unsupported apiVersion %q; this gpukit reads %s", truncate(cl.APIVersion), APIVersion)
+		c.errorf("apiVersion", "unsupported apiVersion %s; this gpukit reads %s", q(cl.APIVersion), APIVersion)
 	}
 	if cl.Kind != "" && cl.Kind != Kind {
-		c.errorf("kind", "unsupported kind %q; expected %s", truncate(cl.Kind), Kind)
+		c.errorf("kind", "unsupported kind %s; expected %s", q(cl.Kind), Kind)
 	}
 	if n := cl.Metadata.Name; n != "" && badChar(n, charsName) != nil {
 		c.errorf("metadata.name", "invalid cluster name: %v", badChar(n, charsName))
 	} else if n != "" && !isDNSLabel(n) {
-		c.errorf("metadata.name", "invalid cluster name %q; expected an RFC 1123 label: 1-63 of a-z 0-9 -, starting and ending with a letter or digit", truncate(n))
+		c.errorf("metadata.name", "invalid cluster name %s; expected an RFC 1123 label: 1-63 of a-z 0-9 -, starting and ending with a letter or digit", q(n))
 	}
 	switch o := cl.Spec.Orchestrator; o {
 	case Kubernetes, Swarm:
 	default:
-		c.errorf("spec.orchestrator", "unknown orchestrator %q; expected kubernetes or swarm", truncate(string(o)))
+		c.errorf("spec.orchestrator", "unknown orchestrator %s; expected kubernetes or swarm", q(string(o)))
 	}
 	if len(cl.Spec.Hosts) == 0 && c.isSet("spec") {
 		c.errorf("spec.hosts", "at least one host is required")
@@ -89,13 +89,13 @@ func (c *checker) checkHostEntry(i int, h *Host, o Orchestrator, allowInline boo
 		rpath := fmt.Sprintf("%s.roles[%d]", path, j)
 		switch {
 		case seen[r]:
-			c.errorf(rpath, "role %s is listed twice", r)
+			c.errorf(rpath, "role %s is listed twice", q(string(r)))
 		case !hasRole(valid, r) && o == Swarm && hasRole(rolesFor(Kubernetes), r):
 			c.errorf(rpath, "role %s is for kubernetes; swarm roles are %s", r, roleNames(valid))
 		case !hasRole(valid, r) && o == Kubernetes && r == RoleManager:
 			c.errorf(rpath, "role manager is for swarm; kubernetes roles are %s", roleNames(valid))
 		case !hasRole(valid, r):
-			c.errorf(rpath, "unknown role %q; expected one of %s", truncate(string(r)), roleNames(valid))
+			c.errorf(rpath, "unknown role %s; expected one of %s", q(string(r)), roleNames(valid))
 		}
 		seen[r] = true
 	}
@@ -127,10 +127,14 @@ func hasRole(rs []Role, r Role) bool {
 	return false
 }
 
-// dupKey groups duplicate reports: machines of entry `entry` that collide
-// with machines of entry `other`. Two overlapping ranges of 200 hosts give one
-// message with a count, not 200.
-type dupKey struct{ entry, other int }
+// dupKey groups duplicate reports of one kind (names or addresses):
+// machines of entry `entry` that collide with machines of entry `other`. Two
+// overlapping ranges of 200 hosts give one message per kind with a count, not
+// 200; a copied host gives one for its name and one for its address.
+type dupKey struct {
+	kind         string
+	entry, other int
+}
 
 type dupGroup struct {
 	first  string // the first message
@@ -166,7 +170,7 @@ func (c *checker) checkMachines(cl *Cluster, ms []Machine) {
 			if err := badChar(m.Name, charsName); err != nil {
 				c.errorf(path()+".name", "invalid host name%s: %v", c.fromRange(i), err)
 			} else {
-				c.errorf(path()+".name", "invalid host name %q%s; expected a lowercase RFC 1123 label: 1-63 of a-z 0-9 -, starting and ending with a letter or digit", truncate(m.Name), c.fromRange(i))
+				c.errorf(path()+".name", "invalid host name %s%s; expected a lowercase RFC 1123 label: 1-63 of a-z 0-9 -, starting and ending with a letter or digit", q(m.Name), c.fromRange(i))
 			}
 		}
 		if !badAddr[src.entry] {
@@ -176,15 +180,15 @@ func (c *checker) checkMachines(cl *Cluster, ms []Machine) {
 			}
 		}
 		if j, dup := byName[m.Name]; dup {
-			addDup(dupKey{src.entry, c.sources[j].entry}, path()+".name", "names",
-				fmt.Sprintf("duplicate host name %s%s (also defined at line %d)", m.Name, c.fromRange(i), ms[j].Pos.Line))
+			addDup(dupKey{"names", src.entry, c.sources[j].entry}, path()+".name", "names",
+				fmt.Sprintf("duplicate host name %s%s (also defined at line %d)", q(m.Name), c.fromRange(i), c.lineOf(j, "name")))
 		} else {
 			byName[m.Name] = i
 		}
 		addr := normalAddress(m.Address)
 		if j, dup := byAddr[addr]; dup {
-			addDup(dupKey{src.entry, c.sources[j].entry}, path()+".address", "addresses",
-				fmt.Sprintf("duplicate address %s%s (also used by %s at line %d)", m.Address, c.forMachine(i, ms), ms[j].Name, ms[j].Pos.Line))
+			addDup(dupKey{"addresses", src.entry, c.sources[j].entry}, path()+".address", "addresses",
+				fmt.Sprintf("duplicate address %s%s (also used by %s at line %d)", q(m.Address), c.forMachine(i, ms), q(ms[j].Name), c.lineOf(j, "address")))
 		} else {
 			byAddr[addr] = i
 		}
@@ -250,7 +254,7 @@ func (c *checker) checkRoleCounts(cl *Cluster, ms []Machine) {
 // fromRange says which range a machine was expanded from, if any.
 func (c *checker) fromRange(i int) string {
 	if p := c.sources[i].pattern; p != "" {
-		return " from range " + p
+		return " from range " + q(p)
 	}
 	return ""
 }
@@ -258,9 +262,14 @@ func (c *checker) fromRange(i int) string {
 // forMachine names the machine an address belongs to when it came from a range.
 func (c *checker) forMachine(i int, ms []Machine) string {
 	if p := c.sources[i].pattern; p != "" {
-		return " of " + ms[i].Name + " from range " + p
+		return " of " + q(ms[i].Name) + " from range " + q(p)
 	}
 	return ""
+}
+
+// lineOf is the line where machine i's field (name, address) is written.
+func (c *checker) lineOf(i int, field string) int {
+	return c.at(fmt.Sprintf("spec.hosts[%d].%s", c.sources[i].entry, field)).Line
 }
 
 // ---- reporting helpers ----

@@ -3,6 +3,7 @@ package inventory
 import (
 	"fmt"
 	"net/url"
+	gopath "path"
 	"slices"
 	"strings"
 )
@@ -12,16 +13,19 @@ func (c *checker) checkAddons(cl *Cluster, ms []Machine) {
 	a := &cl.Spec.Addons
 	const p = "spec.addons"
 
-	if *a.Ingress.Enabled {
-		switch d := a.Ingress.Domain; {
-		case d == "":
+	// Every value that is written is checked, used or not: turning a
+	// feature on later must not bring unchecked text into a script.
+	switch d := a.Ingress.Domain; {
+	case d == "":
+		if *a.Ingress.Enabled {
 			c.warnNoDomain(cl, ms)
-		case badChar(d, charsDomain) != nil:
-			c.errorf(p+".ingress.domain", "invalid domain: %v", badChar(d, charsDomain))
-		case !isDNSName(d):
-			c.errorf(p+".ingress.domain", "invalid domain %q; expected a lowercase DNS name such as gpu.example.com", truncate(d))
 		}
-	} else {
+	case badChar(d, charsDomain) != nil:
+		c.errorf(p+".ingress.domain", "invalid domain: %v", badChar(d, charsDomain))
+	case !isDNSName(d):
+		c.errorf(p+".ingress.domain", "invalid domain %s; expected a lowercase DNS name such as gpu.example.com", q(d))
+	}
+	if !*a.Ingress.Enabled {
 		for i, h := range cl.Spec.Hosts {
 			if hasRole(h.Roles, RoleIngress) {
 				c.warnf(fmt.Sprintf("spec.hosts[%d].roles", i), "host has role ingress but addons.ingress.enabled is false")
@@ -34,21 +38,22 @@ func (c *checker) checkAddons(cl *Cluster, ms []Machine) {
 	switch s.Type {
 	case StorageLocalPath, StorageNone:
 		if s.NFS != nil {
+			c.checkNFSValues(p+".storage.nfs", s.NFS)
 			c.warnf(p+".storage.nfs", "nfs is ignored: storage type is %s", s.Type)
 		}
 	case StorageNFS:
 		c.checkNFS(p+".storage", s.NFS)
 	default:
-		c.errorf(p+".storage.type", "unknown storage type %q; expected local-path, nfs or none", truncate(s.Type))
+		c.errorf(p+".storage.type", "unknown storage type %s; expected local-path, nfs or none", q(s.Type))
 	}
 
 	k := &cl.Spec.Kubeflow
 	if !slices.Contains(KubeflowVersions(), k.Version) {
 		hint := ""
 		if slices.Contains(KubeflowVersions(), "v"+k.Version) {
-			hint = fmt.Sprintf(" (did you mean v%s?)", k.Version)
+			hint = fmt.Sprintf(" (did you mean %s?)", q("v"+k.Version))
 		}
-		c.errorf("spec.kubeflow.version", "unknown Kubeflow version %q%s; expected one of %s", truncate(k.Version), hint, strings.Join(KubeflowVersions(), ", "))
+		c.errorf("spec.kubeflow.version", "unknown Kubeflow version %s%s; expected one of %s", q(k.Version), hint, strings.Join(KubeflowVersions(), ", "))
 	}
 	if k.Enabled {
 		if cl.Spec.Orchestrator == Swarm {
@@ -81,16 +86,23 @@ func (c *checker) checkNFS(path string, n *NFS) {
 		c.errorf(path+".type", "storage type nfs requires nfs.server and nfs.path")
 		return
 	}
+	c.checkNFSValues(path+".nfs", n)
+}
+
+// checkNFSValues checks the NFS values that are written.
+func (c *checker) checkNFSValues(path string, n *NFS) {
 	if n.Server != "" {
 		if err := checkAddress(n.Server); err != nil {
-			c.errorf(path+".nfs.server", "invalid NFS server: %v", err)
+			c.errorf(path+".server", "invalid NFS server: %v", err)
 		}
 	}
 	if n.Path != "" {
 		if err := checkPath(n.Path); err != nil {
-			c.errorf(path+".nfs.path", "invalid NFS path: %v", err)
+			c.errorf(path+".path", "invalid NFS path: %v", err)
 		} else if !strings.HasPrefix(n.Path, "/") {
-			c.errorf(path+".nfs.path", "NFS path %q must be absolute", n.Path)
+			c.errorf(path+".path", "NFS path %s must be absolute", q(n.Path))
+		} else if clean := gopath.Clean(n.Path); clean != n.Path {
+			c.errorf(path+".path", "NFS path %s is not a clean absolute path (no .., . or //, no trailing /); write %s", q(n.Path), q(clean))
 		}
 	}
 }
@@ -120,20 +132,20 @@ func (c *checker) checkMirrors(m *Mirrors) {
 // fragment: credentials would land in logs and files on every host.
 func checkMirrorURL(s string) error {
 	if strings.ContainsRune(s, '@') {
-		return fmt.Errorf("%q contains credentials (user@); configure them on the mirror side or in the package manager", truncate(s))
+		return fmt.Errorf("%s contains credentials (user@); configure them on the mirror side or in the package manager", q(s))
 	}
 	if err := badChar(s, charsURL); err != nil {
 		return err
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
-		return fmt.Errorf("%q is not an http(s) URL such as https://mirror.example.com/nvidia", truncate(s))
+		return fmt.Errorf("%s is not an http(s) URL such as https://mirror.example.com/nvidia", q(s))
 	}
 	if host := u.Hostname(); checkAddress(host) != nil {
-		return fmt.Errorf("%q: host %q is neither an IP address nor a DNS name", truncate(s), truncate(host))
+		return fmt.Errorf("%s: host %s is neither an IP address nor a DNS name", q(s), q(host))
 	}
 	if port := u.Port(); port != "" && !validPortText(port) {
-		return fmt.Errorf("%q: port %s is out of range 1-65535", truncate(s), port)
+		return fmt.Errorf("%s: port %s is out of range 1-65535", q(s), q(port))
 	}
 	return nil
 }
@@ -141,7 +153,7 @@ func checkMirrorURL(s string) error {
 // checkRegistry accepts a container registry as host[:port][/path].
 func checkRegistry(s string) error {
 	if strings.Contains(s, "://") {
-		return fmt.Errorf("%q: a registry is host[:port][/path] without a scheme", truncate(s))
+		return fmt.Errorf("%s: a registry is host[:port][/path] without a scheme", q(s))
 	}
 	if err := badChar(s, charsRegistry); err != nil {
 		return err
@@ -149,14 +161,14 @@ func checkRegistry(s string) error {
 	hostPort, path, _ := strings.Cut(s, "/")
 	host, port, hasPort := strings.Cut(hostPort, ":")
 	if checkAddress(host) != nil || strings.Contains(host, ":") {
-		return fmt.Errorf("%q: expected host[:port][/path], e.g. registry.example.com:5000/mirror", truncate(s))
+		return fmt.Errorf("%s: expected host[:port][/path], e.g. registry.example.com:5000/mirror", q(s))
 	}
 	if hasPort && !validPortText(port) {
-		return fmt.Errorf("%q: port %q is out of range 1-65535", truncate(s), port)
+		return fmt.Errorf("%s: port %s is out of range 1-65535", q(s), q(port))
 	}
 	for _, seg := range strings.Split(path, "/") {
 		if path != "" && (seg == "" || seg != strings.ToLower(seg)) {
-			return fmt.Errorf("%q: path segments must be non-empty and lowercase", truncate(s))
+			return fmt.Errorf("%s: path segments must be non-empty and lowercase", q(s))
 		}
 	}
 	return nil

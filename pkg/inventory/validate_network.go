@@ -20,18 +20,22 @@ func (c *checker) checkNetwork(cl *Cluster, ms []Machine) {
 	n := &cl.Spec.Network
 	const p = "spec.network"
 	if cl.Spec.Orchestrator == Swarm {
+		// Not used, but checked: a later switch to kubernetes must not bring
+		// unchecked text into a script.
 		for _, f := range []struct{ name, v string }{{"podCIDR", n.PodCIDR}, {"serviceCIDR", n.ServiceCIDR}, {"cni", n.CNI}} {
-			if f.v != "" {
-				c.warnf(p+"."+f.name, "%s is ignored: the orchestrator is swarm", f.name)
+			if f.v == "" {
+				continue
 			}
+			if f.name == "cni" {
+				c.checkCNI(p+".cni", f.v)
+			} else {
+				c.parseCIDRs(p+"."+f.name, f.v)
+			}
+			c.warnf(p+"."+f.name, "%s is ignored: the orchestrator is swarm", f.name)
 		}
 		return
 	}
-	switch n.CNI {
-	case CNIFlannel, CNICalico, CNICilium:
-	default:
-		c.errorf(p+".cni", "unknown CNI %q; expected flannel, calico or cilium", truncate(n.CNI))
-	}
+	c.checkCNI(p+".cni", n.CNI)
 
 	pods, podsOK := c.parseCIDRs(p+".podCIDR", n.PodCIDR)
 	services, servicesOK := c.parseCIDRs(p+".serviceCIDR", n.ServiceCIDR)
@@ -78,10 +82,18 @@ func (c *checker) checkNetwork(cl *Cluster, ms []Machine) {
 				if r.ok && b.Contains(ip.Unmap()) && !reported[c.sources[i].entry] {
 					reported[c.sources[i].entry] = true
 					c.errorf(fmt.Sprintf("spec.hosts[%d].address", c.sources[i].entry), "address %s%s is inside %s %s%s; pick a %s that does not contain host addresses",
-						m.Address, c.forMachine(i, ms), r.name, b, c.orDefault(p+"."+r.name), r.name)
+						q(m.Address), c.forMachine(i, ms), r.name, b, c.orDefault(p+"."+r.name), r.name)
 				}
 			}
 		}
+	}
+}
+
+func (c *checker) checkCNI(path, cni string) {
+	switch cni {
+	case CNIFlannel, CNICalico, CNICilium:
+	default:
+		c.errorf(path, "unknown CNI %s; expected flannel, calico or cilium", q(cni))
 	}
 }
 
@@ -93,17 +105,17 @@ func (c *checker) parseCIDRs(path, s string) ([]netip.Prefix, bool) {
 	for _, part := range strings.Split(s, ",") {
 		pr, err := netip.ParsePrefix(part)
 		if err != nil {
-			c.errorf(path, "invalid CIDR %q; expected an address/prefix such as 10.244.0.0/16, or an IPv4,IPv6 pair", truncate(part))
+			c.errorf(path, "invalid CIDR %s; expected an address/prefix such as 10.244.0.0/16, or an IPv4,IPv6 pair", q(part))
 			return nil, false
 		}
 		if pr != pr.Masked() {
-			c.errorf(path, "CIDR %s has host bits set; did you mean %s?", part, pr.Masked())
+			c.errorf(path, "CIDR %s has host bits set; did you mean %s?", q(part), pr.Masked())
 			return nil, false
 		}
 		out = append(out, pr)
 	}
 	if len(out) > 2 || len(out) == 2 && out[0].Addr().Is4() == out[1].Addr().Is4() {
-		c.errorf(path, "%q: a dual-stack cluster takes exactly one IPv4 and one IPv6 CIDR", truncate(s))
+		c.errorf(path, "%s: a dual-stack cluster takes exactly one IPv4 and one IPv6 CIDR", q(s))
 		return nil, false
 	}
 	return out, true

@@ -29,11 +29,11 @@ func (c *checker) checkSSH(path string, s *SSH, allowInline bool) {
 		d, err := time.ParseDuration(s.ConnectTimeout)
 		switch {
 		case err != nil:
-			c.errorf(path+".connectTimeout", "invalid duration %q; expected a Go duration such as 10s, 1m or 1m30s", truncate(s.ConnectTimeout))
+			c.errorf(path+".connectTimeout", "invalid duration %s; expected a Go duration such as 10s, 1m or 1m30s", q(s.ConnectTimeout))
 		case d <= 0:
-			c.errorf(path+".connectTimeout", "connect timeout %s must be positive", s.ConnectTimeout)
+			c.errorf(path+".connectTimeout", "connect timeout %s must be positive", q(s.ConnectTimeout))
 		case d > 10*time.Minute:
-			c.warnf(path+".connectTimeout", "connect timeout %s is long; an unreachable host will stall its batch that long", s.ConnectTimeout)
+			c.warnf(path+".connectTimeout", "connect timeout %s is long; an unreachable host will stall its batch that long", q(s.ConnectTimeout))
 		}
 	}
 	c.checkSecret(path+".keyPassphrase", s.KeyPassphrase, allowInline)
@@ -101,7 +101,7 @@ func (c *checker) checkSecret(path string, r *SecretRef, allowInline bool) {
 	}
 	if r.Env != "" {
 		if err := badChar(r.Env, charsEnv); err != nil || r.Env[0] >= '0' && r.Env[0] <= '9' {
-			c.errorf(path+".env", "invalid environment variable name %q; expected letters, digits and _, not starting with a digit", truncate(r.Env))
+			c.errorf(path+".env", "invalid environment variable name %s; expected letters, digits and _, not starting with a digit", q(r.Env))
 		}
 	}
 	if r.File != "" {

@@ -16,11 +16,11 @@ func (c *checker) checkVersions(cl *Cluster) {
 
 	driver, driverErr := compat.ParseDriver(v.NvidiaDriver)
 	if driverErr != nil {
-		c.errorf(p+".nvidiaDriver", "malformed driver version %q; expected a branch NNN (580) or a release NNN.NN[.NN] (580.95.05)", truncate(v.NvidiaDriver))
+		c.errorf(p+".nvidiaDriver", "malformed driver version %s; expected a branch NNN (580) or a release NNN.NN[.NN] (580.95.05)", q(v.NvidiaDriver))
 	}
 	cuda, cudaErr := compat.ParseCUDA(v.CUDA)
 	if cudaErr != nil {
-		c.errorf(p+".cuda", "malformed CUDA version %q; expected X.Y (e.g. 13.0)", truncate(v.CUDA))
+		c.errorf(p+".cuda", "malformed CUDA version %s; expected X.Y (e.g. 13.0)", q(v.CUDA))
 	}
 	if driverErr == nil && cudaErr == nil {
 		c.checkDriverForCUDA(cl, driver, cuda)
@@ -36,7 +36,7 @@ func (c *checker) checkVersions(cl *Cluster) {
 	switch v.Runtime {
 	case RuntimeContainerd, RuntimeDocker:
 	default:
-		c.errorf(p+".runtime", "unknown runtime %q; expected containerd or docker", truncate(v.Runtime))
+		c.errorf(p+".runtime", "unknown runtime %s; expected containerd or docker", q(v.Runtime))
 	}
 	switch cl.Spec.Orchestrator {
 	case Swarm:
@@ -44,7 +44,8 @@ func (c *checker) checkVersions(cl *Cluster) {
 			c.errorf(p+".runtime", "swarm requires runtime docker, not containerd")
 		}
 		if v.Kubernetes != "" {
-			c.warnf(p+".kubernetes", "kubernetes version %s is ignored: the orchestrator is swarm", truncate(v.Kubernetes))
+			c.checkKubernetesVersion(p+".kubernetes", v.Kubernetes)
+			c.warnf(p+".kubernetes", "kubernetes version %s is ignored: the orchestrator is swarm", q(v.Kubernetes))
 		}
 	case Kubernetes:
 		if v.Runtime == RuntimeDocker {

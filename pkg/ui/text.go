@@ -6,46 +6,16 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
+	"github.com/gpukit/gpukit/pkg/safetext"
 )
 
 // maxKeptLine bounds a kept output line: tails are for reading, not archives.
 const maxKeptLine = 400
 
-// clean makes host-controlled text safe to print: escape sequences from a
-// remote command must not move our cursor or recolour our screen, and one
-// event must stay one line.
-func clean(s string) string {
-	if printable(s) {
-		return strings.TrimSpace(s)
-	}
-	s = ansi.Strip(s)
-	var b strings.Builder
-	b.Grow(len(s))
-	for _, r := range s {
-		switch {
-		case r == '\n':
-			b.WriteString(" | ")
-		case r == '\t':
-			b.WriteByte(' ')
-		case r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			// other controls are dropped
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return strings.TrimSpace(b.String())
-}
-
-// printable reports whether s is plain printable ASCII, the common case
-// that needs no cleaning.
-func printable(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < ' ' || c >= 0x7f {
-			return false
-		}
-	}
-	return true
-}
+// clean makes text the display did not write (host output, errors, step
+// names) safe to print: escape sequences from a remote command must not move
+// our cursor or recolour our screen, and one event must stay one line.
+func clean(s string) string { return safetext.Line(s) }
 
 // truncate cuts s to width terminal cells, with an ellipsis when it cut.
 func truncate(s string, width int) string {
