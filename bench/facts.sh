@@ -148,8 +148,9 @@ cat >"$work/floor.sh" <<'EOF'
 out=$1 kex=$2 addr=$3
 set --
 if [ "$kex" != default ]; then set -- -o "KexAlgorithms=$kex"; fi
-exec ssh -i "$BENCH_KEY" -o "UserKnownHostsFile=$BENCH_KH" -o StrictHostKeyChecking=yes -o BatchMode=yes \
-  -o LogLevel=ERROR "$@" "root@$addr" bash -s <"$BENCH_PROBE" >"$out/$addr"
+# not exec: ssh exits 255 when it cannot connect, which would make xargs stop starting hosts
+ssh -i "$BENCH_KEY" -o "UserKnownHostsFile=$BENCH_KH" -o StrictHostKeyChecking=yes -o BatchMode=yes \
+  -o LogLevel=ERROR "$@" "root@$addr" bash -s <"$BENCH_PROBE" >"$out/$addr" || exit 1
 EOF
 chmod +x "$work/floor.sh"
 export BENCH_PROBE=$PWD/$PROBE

@@ -39,6 +39,11 @@ func TestExitCodes(t *testing.T) {
 	// outside this machine is contacted.
 	loopback := writeFile(t, "loopback.yaml", "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: lab}\nspec:\n  ssh: {knownHostsFile: /dev/null}\n  hosts:\n  - name: cp-1\n    address: 127.0.0.2\n    roles: [control-plane]\n")
 	needsSecret := writeFile(t, "secret.yaml", "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: lab}\nspec:\n  ssh:\n    user: ops\n    password: {env: GPUKIT_TEST_UNSET_PASSWORD}\n  hosts:\n  - name: cp-1\n    address: 127.0.0.2\n    roles: [control-plane]\n")
+	escapes := writeFile(t, "esc.yaml", "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: \"lab\\e]0;owned\\a\"}\nspec:\n  hosts:\n  - name: \"cp\\ec\"\n    address: 10.0.0.1\n    roles: [control-plane]\n")
+	key := writeFile(t, "id_ed25519", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE=\n-----END OPENSSH PRIVATE KEY-----\n")
+	keyAsPassword := writeFile(t, "keypw.yaml", "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: lab}\nspec:\n  ssh:\n    user: ops\n    knownHostsFile: /dev/null\n    password: {file: "+key+"}\n  hosts:\n  - name: cp-1\n    address: 127.0.0.2\n    roles: [control-plane]\n")
+	rc := writeFile(t, "bashrc", "export PATH=$PATH:/opt/bin\nalias ll='ls -l'\n")
+	rcKnownHosts := writeFile(t, "rc.yaml", "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: lab}\nspec:\n  ssh: {keyFile: "+key+", knownHostsFile: "+rc+"}\n  hosts:\n  - name: cp-1\n    address: 127.0.0.2\n    roles: [control-plane]\n")
 	tests := []struct {
 		name       string
 		args       []string
@@ -46,6 +51,9 @@ func TestExitCodes(t *testing.T) {
 		wantOut    string
 		wantStderr string
 	}{
+		{"escape sequences are escaped", []string{"inventory", "validate", "-i", escapes}, ExitUsage, "", `"cp\x1bc" contains '\x1b'`},
+		{"a private key as a password file", []string{"preflight", "-i", keyAsPassword}, ExitUsage, "", "holds a private key"},
+		{"a shell rc file as known_hosts", []string{"preflight", "-i", rcKnownHosts, "--accept-new-host-keys"}, ExitUsage, "", "line 1 is not a known_hosts entry"},
 		{"valid inventory", []string{"inventory", "validate", "-i", example}, ExitOK, "valid", ""},
 		{"invalid inventory names file line field", []string{"inventory", "validate", "-i", bad}, ExitUsage, "", bad + `:9:5: spec.hosts[0].colour: unknown field "colour"`},
 		{"missing inventory file", []string{"inventory", "validate", "-i", "/nonexistent/cluster.yaml"}, ExitUsage, "", "/nonexistent/cluster.yaml"},
@@ -76,6 +84,9 @@ func TestExitCodes(t *testing.T) {
 			}
 			if !strings.Contains(errOut, tt.wantStderr) {
 				t.Errorf("stderr %q does not contain %q", errOut, tt.wantStderr)
+			}
+			if strings.ContainsAny(out+errOut, "\x1b\a\u202e") {
+				t.Errorf("raw control characters in the output: %q", out+errOut)
 			}
 		})
 	}

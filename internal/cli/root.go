@@ -6,7 +6,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
+	"github.com/gpukit/gpukit/pkg/safetext"
 	"github.com/spf13/cobra"
 )
 
@@ -24,7 +26,9 @@ func Execute(ctx context.Context, args []string, s Streams) int {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err != nil {
-		fmt.Fprintf(s.Err, "Error: %v\n", err)
+		// Errors quote inventory values and host output; whatever slipped
+		// through unquoted cannot act on the terminal.
+		fmt.Fprintf(s.Err, "Error: %s\n", strings.Join(escapeLines(err.Error()), "\n"))
 	}
 	return exitCode(err)
 }
@@ -51,6 +55,14 @@ Kubernetes (kubeadm) or Docker Swarm and the platform on top.`,
 		newCompletionCmd(),
 	)
 	return root
+}
+
+func escapeLines(s string) []string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = safetext.Escape(l)
+	}
+	return lines
 }
 
 // exactArgs is cobra.ExactArgs with the usage exit code.

@@ -75,6 +75,17 @@ func Configs(inv *inventory.Inventory, o Options, src Secrets) (*Set, error) {
 		}
 		return p
 	}
+	checked := map[string]bool{} // known_hosts files
+	knownHosts := func(m inventory.Machine, path string) string {
+		p := expand(m, "ssh.knownHostsFile", path)
+		if p != "" && !checked[p] {
+			checked[p] = true
+			if err := ssh.CheckKnownHostsFile(p); err != nil {
+				errs = append(errs, fmt.Errorf("%s: host %s: ssh.knownHostsFile: %w", m.Pos, m.Name, err))
+			}
+		}
+		return p
+	}
 	prompt := func(keyFile string) string {
 		if keyFile == "" || src.Prompt == nil {
 			return ""
@@ -101,7 +112,7 @@ func Configs(inv *inventory.Inventory, o Options, src Secrets) (*Set, error) {
 			KeyPassphrase:     resolve(m, "ssh.keyPassphrase", a.KeyPassphrase),
 			Password:          resolve(m, "ssh.password", a.Password),
 			UseAgent:          a.Agent,
-			KnownHostsFile:    expand(m, "ssh.knownHostsFile", a.KnownHostsFile),
+			KnownHostsFile:    knownHosts(m, a.KnownHostsFile),
 			AcceptNewHostKeys: o.AcceptNewHostKeys,
 			ConnectTimeout:    a.ConnectTimeout,
 			ConnectRetries:    2,

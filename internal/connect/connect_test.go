@@ -2,6 +2,8 @@ package connect
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -93,6 +95,50 @@ func TestSudoEnabledIsHonoured(t *testing.T) {
 		}
 		if got := set.byHost["cp-1"].Sudo; got != tc.want {
 			t.Errorf("%q: sudo mode %v, want %v", tc.block, got, tc.want)
+		}
+	}
+}
+
+// knownHostsFile pointing at a file that is not known_hosts (a shell rc
+// file) is bad input, found before any host is contacted; a missing file, a
+// real one, and one with key types the library cannot parse are fine.
+func TestKnownHostsFileMustBeKnownHosts(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := "# comment\n10.0.0.1 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n" +
+		"|1|F1E1KeoE/eEWhi10WpGv4OdiO6Y=|3988QV0VE8wmZL7suNrYQLITLCg= ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBC6mwiWFcbMAUeGOix6M6DEaNpc+lglGJRkc3GeXm6vgXYBUT8rSieeZMOfCfmD3K5g5DaxnFSjZiGRtFXqKqyk=\n" +
+		"@cert-authority *.lab ssh-xmss@openssh.com AAAAFHNzaC14bXNzQG9wZW5zc2guY29tAAAA\n"
+	for name, tc := range map[string]struct {
+		content string
+		err     string
+	}{
+		"bashrc":  {"# ~/.bashrc\nexport PATH=$PATH:/opt/bin\nalias ll='ls -l'\n", "line 2 is not a known_hosts entry"},
+		"good":    {good, ""},
+		"empty":   {"", ""},
+		"key":     {"-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n", "line 1 is not a known_hosts entry"},
+		"no-such": {"", ""},
+	} {
+		path := filepath.Join(dir, name)
+		if name != "no-such" {
+			path = write(name, tc.content)
+		}
+		inv, err := inventory.Parse("c.yaml", []byte("apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: lab}\nspec:\n  ssh:\n    keyFile: /k\n    knownHostsFile: "+
+			path+"\n  hosts:\n  - {name: cp-1, address: 192.0.2.1, roles: [control-plane]}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Configs(inv, Options{AcceptNewHostKeys: true}, OSSecrets())
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", name, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "c.yaml:")):
+			t.Errorf("%s: got %v, want %q", name, err, tc.err)
 		}
 	}
 }

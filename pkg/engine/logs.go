@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpukit/gpukit/pkg/redact"
+	"github.com/gpukit/gpukit/pkg/safetext"
 )
 
 // runLogs is one run's log directory: LogDir/<timestamp>/run.log for the run
@@ -123,7 +124,9 @@ func (l *logFile) openLocked() error {
 	return nil
 }
 
-// write logs text, one timestamped line per line of text, redacted.
+// write logs text, one timestamped line per line of text, redacted, with
+// anything a terminal would act on escaped (a log is read with cat and less;
+// host output carries colours, progress bars and worse).
 func (l *logFile) write(t time.Time, prefix, text string) {
 	if l == nil {
 		return
@@ -134,7 +137,7 @@ func (l *logFile) write(t time.Time, prefix, text string) {
 	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
 		b.WriteString(stamp)
 		b.WriteString(prefix)
-		b.WriteString(line)
+		b.WriteString(safetext.Escape(line))
 		b.WriteByte('\n')
 	}
 	l.mu.Lock()

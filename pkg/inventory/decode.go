@@ -165,6 +165,18 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 			continue
 		}
 		d.pos.key[fpath] = d.at(k)
+		if emptyString(val) && isString(v.Field(f.index)) {
+			// Written, but as "": a half-edited value, never a choice.
+			// Treating it as unset would silently default it (or drop a
+			// host); treating it as a value would skip every check.
+			present[name] = true
+			if f.required {
+				d.errorf(val, fpath, "required field is empty")
+			} else {
+				d.errorf(val, fpath, "empty value; give a value, or remove the field%s", defaultHint(fpath))
+			}
+			continue
+		}
 		d.decode(val, v.Field(f.index), fpath)
 		if !isNull(resolve(val)) {
 			present[name] = true
@@ -372,6 +384,33 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(rb)]
+}
+
+// emptyString reports whether n is the string "" (quoted, or an empty
+// block scalar); a bare "key:" is null, not empty.
+func emptyString(n *yaml.Node) bool {
+	r := resolve(n)
+	return r.Kind == yaml.ScalarNode && r.ShortTag() == tagStr && r.Value == ""
+}
+
+// isString reports whether v holds a string (directly or through a pointer).
+func isString(v reflect.Value) bool {
+	t := v.Type()
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Kind() == reflect.String
+}
+
+// defaultHint names the default a removed field would get, where there is
+// one.
+func defaultHint(path string) string {
+	for _, d := range Defaults() {
+		if d.Path == path {
+			return " to get the default (" + d.Value + ")"
+		}
+	}
+	return ""
 }
 
 // resolve follows an alias to the value it names.

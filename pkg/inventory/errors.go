@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gpukit/gpukit/pkg/safetext"
 )
 
 // ValidationError is every problem found in one inventory file. Load and
@@ -49,9 +51,10 @@ func (i Issue) String() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(i.Message)
-	// One issue is one line whatever a message quotes: a newline smuggled in
-	// through a value would otherwise forge extra "issues" in the output.
-	return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(b.String())
+	// Values were quoted (q) when the message was made; this is the last
+	// line of defence: one issue is one line, and nothing in it can act on
+	// a terminal, whatever a message quotes.
+	return safetext.Escape(b.String())
 }
 
 // sortIssues orders issues as they appear in the file, so the output reads

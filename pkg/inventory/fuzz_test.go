@@ -10,9 +10,11 @@ import (
 )
 
 // FuzzParse feeds arbitrary bytes to Parse, seeded with every inventory in
-// testdata and the example. Parse must never panic or hang, and its result
-// must keep its contract: either an inventory or a *ValidationError whose
-// every issue is one line and names the file.
+// testdata (a case per defect class: escapes, empty values, duplicates,
+// YAML errors, ignored values, non-host addresses, padding) and the
+// example. Parse must never panic or hang, and its result must keep its
+// contract: either an inventory with machines, or a *ValidationError whose
+// every issue and warning is one bounded, printable line naming the file.
 func FuzzParse(f *testing.F) {
 	seeds, _ := filepath.Glob("testdata/*/*.yaml")
 	for _, s := range seeds {
@@ -24,6 +26,9 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add(Example())
 	f.Add([]byte(inventory200))
+	long := strings.Repeat("\\e[31m", 2000)
+	f.Add([]byte("apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: \"" + long + "\"}\nspec:\n  hosts:\n  - {name: a, address: \"::ffff:10.0.0.1\", roles: [control-plane]}\n  - {name: a, address: 10.0.0.1, roles: [worker]}\n"))
+	f.Add([]byte("apiVersion: \"\"\nkind: Cluster\nmetadata: {name: x}\nspec:\n  hosts:\n  - {name: \"\", address: '', roles: [worker]}\n  - {name: \"gpu-[01:100]\", address: \"10.0.0.[1:100]\", roles: [worker]}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		inv, err := Parse("f.yaml", data)
 		if err != nil {
@@ -34,19 +39,32 @@ func FuzzParse(f *testing.F) {
 			if !errors.As(err, &verr) || len(verr.Issues) == 0 {
 				t.Fatalf("error %T %v is not a ValidationError with issues", err, err)
 			}
-			for _, is := range verr.Issues {
+			for _, is := range append(verr.Issues, verr.Warnings...) {
 				line := is.String()
 				if strings.ContainsAny(line, "\n\r") || !strings.HasPrefix(line, "f.yaml") {
 					t.Fatalf("malformed issue line %q", line)
 				}
+				checkPrintable(t, line)
 			}
 			return
+		}
+		for _, w := range inv.Warnings {
+			checkPrintable(t, w.String())
 		}
 		if len(inv.Machines) == 0 {
 			t.Fatal("valid inventory without machines")
 		}
 		names := map[string]bool{}
+		addrs := map[string]bool{}
 		for _, m := range inv.Machines {
+			if m.Name == "" || m.Address == "" {
+				t.Fatalf("machine with an empty name or address: %+v", m)
+			}
+			if a := normalAddress(m.Address); addrs[a] {
+				t.Fatalf("duplicate address %s in a valid inventory", m.Address)
+			} else {
+				addrs[a] = true
+			}
 			if names[m.Name] {
 				t.Fatalf("duplicate machine %s in a valid inventory", m.Name)
 			}

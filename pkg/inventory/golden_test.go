@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gpukit/gpukit/test/golden"
 )
@@ -38,6 +40,7 @@ func TestInvalidGolden(t *testing.T) {
 				if !strings.HasPrefix(is.Pos.String(), file) {
 					t.Errorf("issue without the file name: %s", is)
 				}
+				checkPrintable(t, is.String())
 			}
 			compareGolden(t, strings.TrimSuffix(file, ".yaml")+".golden", err.Error()+"\n")
 		})
@@ -64,6 +67,7 @@ func TestWarningsGolden(t *testing.T) {
 			}
 			var b strings.Builder
 			for _, w := range inv.Warnings {
+				checkPrintable(t, w.String())
 				b.WriteString(w.String() + "\n")
 			}
 			compareGolden(t, strings.TrimSuffix(file, ".yaml")+".golden", b.String())
@@ -130,4 +134,26 @@ func TestManyDefectsAllReported(t *testing.T) {
 func compareGolden(t *testing.T, path, got string) {
 	t.Helper()
 	golden.AssertString(t, path, got)
+}
+
+// maxIssueLine bounds one message: every echoed value is capped, so a
+// message is the text around at most a few of them.
+const maxIssueLine = 1000
+
+// checkPrintable fails when a message could act on a terminal (control,
+// bidi or invalid bytes) or floods it.
+func checkPrintable(t *testing.T, line string) {
+	t.Helper()
+	if !utf8.ValidString(line) {
+		t.Errorf("invalid UTF-8 in %q", line)
+	}
+	for _, r := range line {
+		if r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0) || unicode.Is(unicode.Cf, r) {
+			t.Errorf("raw %U in message %q", r, line)
+			return
+		}
+	}
+	if len(line) > maxIssueLine {
+		t.Errorf("message of %d bytes: %.200s...", len(line), line)
+	}
 }

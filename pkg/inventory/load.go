@@ -13,11 +13,24 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// MaxFileSize bounds an inventory file. A 10 000-host inventory written out
+// host by host, with labels, is about 2 MB (ranges make it a few lines); the
+// limit leaves twice that, and keeps a runaway or hostile file from costing
+// seconds and hundreds of MB before a single host is contacted.
+const MaxFileSize = 4 << 20
+
 // Load reads, decodes, expands, defaults and validates the inventory at path.
 // On any error it returns a nil Inventory; for problems in the file the error
 // is a *ValidationError listing all of them at once.
 func Load(path string) (*Inventory, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read inventory: %w", err)
+	}
+	defer f.Close()
+	// One byte over the limit is enough to refuse it; /dev/zero or a FIFO
+	// is not read forever.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("read inventory: %w", err)
 	}
@@ -29,6 +42,14 @@ func Load(path string) (*Inventory, error) {
 // reads them when a connection needs them, so a plan or validate run never
 // touches them.
 func Parse(file string, data []byte) (*Inventory, error) {
+	if len(data) > MaxFileSize {
+		return nil, &ValidationError{File: file, Issues: []Issue{{Pos: Position{File: file}, Message: fmt.Sprintf(
+			"the file is larger than %d MiB; an inventory of 10 000 hosts written out host by host is about 2 MB (host ranges such as gpu-[001:200] keep it to a few lines)",
+			MaxFileSize>>20)}}}
+	}
+	if issue := scanText(file, data); issue != nil {
+		return nil, &ValidationError{File: file, Issues: []Issue{*issue}}
+	}
 	root, issue := parseDocument(file, data)
 	if issue != nil {
 		return nil, &ValidationError{File: file, Issues: []Issue{*issue}}
@@ -66,14 +87,14 @@ func parseDocument(file string, data []byte) (root *yaml.Node, issue *Issue) {
 		return nil, &Issue{Pos: Position{File: file}, Message: "empty inventory; expected a Cluster document (apiVersion, kind, metadata, spec)"}
 	}
 	if err != nil {
-		return nil, syntaxIssue(file, err)
+		return nil, syntaxIssue(file, data, err)
 	}
 	var next yaml.Node
 	switch err := safeDecode(dec, &next); {
 	case err == nil:
 		return nil, &Issue{Pos: Position{File: file, Line: next.Line, Column: next.Column}, Message: "more than one YAML document; an inventory is a single Cluster document (remove the ---)"}
 	case !errors.Is(err, io.EOF):
-		return nil, syntaxIssue(file, err)
+		return nil, syntaxIssue(file, data, err)
 	}
 
 	root = &doc
@@ -103,15 +124,37 @@ func safeDecode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 	return dec.Decode(n)
 }
 
-func syntaxIssue(file string, err error) *Issue {
+func syntaxIssue(file string, data []byte, err error) *Issue {
 	// yaml.v3 syntax errors read "yaml: line 3: did not find ..."; the
-	// line becomes the position so the output matches every other issue.
+	// line becomes the position so the output matches every other issue,
+	// after locateSyntaxError has looked for the line really at fault.
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
 	if rest, ok := strings.CutPrefix(msg, "line "); ok {
 		num, text, found := strings.Cut(rest, ": ")
-		if line, err := strconv.Atoi(num); found && err == nil {
-			return &Issue{Pos: Position{File: file, Line: line}, Message: "invalid YAML: " + text}
+		if l, err := strconv.Atoi(num); found && err == nil {
+			line, msg = l, text
 		}
 	}
-	return &Issue{Pos: Position{File: file}, Message: "invalid YAML: " + msg}
+	l, col, indentation := locateSyntaxError(data, msg, line)
+	if indentation && l != line && line > 0 {
+		msg += fmt.Sprintf(" (the block that starts on line %d)", line)
+	}
+	if hint := syntaxHint(msg, indentation); hint != "" {
+		msg += "; " + hint
+	}
+	return &Issue{Pos: Position{File: file, Line: l, Column: col}, Message: "invalid YAML: " + msg}
+}
+
+// syntaxHint says what most often causes a YAML error.
+func syntaxHint(msg string, indentation bool) string {
+	switch {
+	case indentation:
+		return "check the indentation of this line against its siblings"
+	case strings.Contains(msg, "mapping values are not allowed"):
+		return `a value holding ": " must be quoted`
+	case strings.HasPrefix(msg, "unknown anchor"):
+		return "define the anchor (&name) before its alias (*name)"
+	}
+	return ""
 }

@@ -51,6 +51,11 @@ func (r *SecretRef) Resolve(lookupEnv func(string) (string, bool), readFile func
 		if v == "" {
 			return "", fmt.Errorf("secret file %s: empty", safetext.Name(r.File))
 		}
+		if isPrivateKey(v) {
+			// Sent to every host as a password, it would hand the key out.
+			return "", fmt.Errorf("secret file %s holds a private key, not a password or passphrase: gpukit would send it to the hosts; "+
+				"to log in with this key set ssh.keyFile to it, and keep its passphrase (if any) in a file of its own", safetext.Name(r.File))
+		}
 		return v, nil
 	default:
 		return r.Value, nil
@@ -83,4 +88,10 @@ func (r *SecretRef) checkSources() error {
 	default:
 		return fmt.Errorf("a secret must set exactly one of env, file or value, not %s", joinAnd(set))
 	}
+}
+
+// isPrivateKey recognises the private key formats an operator keeps around:
+// PEM (RSA, EC, PKCS#8, encrypted), OpenSSH, PuTTY.
+func isPrivateKey(s string) bool {
+	return strings.Contains(s, "PRIVATE KEY-----") || strings.Contains(s, "PuTTY-User-Key-File-")
 }

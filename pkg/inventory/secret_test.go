@@ -16,6 +16,9 @@ func TestSecretResolve(t *testing.T) {
 		"/run/two":            "keep\n\n",
 		"/home/op/.gpukit/pw": "home",
 		"/run/empty":          "\n",
+		"/home/op/.ssh/id":     "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n",
+		"/home/op/.ssh/id.pem": "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----\n",
+		"/home/op/key.ppk":     "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\n",
 	}
 	lookupEnv := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	readFile := func(p string) ([]byte, error) {
@@ -43,6 +46,10 @@ func TestSecretResolve(t *testing.T) {
 		{"none", &SecretRef{}, "", "exactly one"},
 		{"two", &SecretRef{Env: "PW", Value: "x"}, "", "exactly one"},
 		{"nil", nil, "", "no secret"},
+		// A secret file that is a private key would be sent to every host.
+		{"openssh private key", &SecretRef{File: "~/.ssh/id"}, "", "secret file ~/.ssh/id holds a private key"},
+		{"pem private key", &SecretRef{File: "/home/op/.ssh/id.pem"}, "", "holds a private key"},
+		{"putty key", &SecretRef{File: "/home/op/key.ppk"}, "", "set ssh.keyFile to it"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

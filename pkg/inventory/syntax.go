@@ -154,7 +154,7 @@ func checkHostIP(s string, ip netip.Addr) error {
 	case u.Is4() && u.As4()[0] >= 240:
 		why = "in 240.0.0.0/4 (reserved)"
 	case u.Is6() && u.IsLinkLocalUnicast():
-		why = "an IPv6 link-local address, reachable only with a zone; use a global or unique-local address"
+		return fmt.Errorf("%s is an IPv6 link-local address, reachable only with a zone; use a global or unique-local address", q(s))
 	default:
 		return nil
 	}

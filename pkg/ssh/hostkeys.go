@@ -2,6 +2,7 @@ package ssh
 
 import (
 	"crypto/ed25519"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpukit/gpukit/pkg/safetext"
 	gossh "golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 )
@@ -189,4 +191,61 @@ func splitHostPort(hostport string) (host, port string) {
 		return hostport, strconv.Itoa(DefaultPort)
 	}
 	return h, p
+}
+
+// maxKnownHosts bounds the known_hosts file CheckKnownHostsFile reads.
+const maxKnownHosts = 64 << 20
+
+// CheckKnownHostsFile refuses a file that exists but is not a known_hosts
+// file: a line that is not "[marker] hosts key-type base64-key [comment]"
+// means the inventory points at some other file (a shell rc file, a key),
+// which gpukit would read host keys from and, trusting new hosts, append to.
+// Entries with key types this library cannot parse still pass: a real
+// known_hosts file may hold them. A missing file is fine (it is created).
+func CheckKnownHostsFile(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("known_hosts file %s: %w", safetext.Name(path), err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
+		return fmt.Errorf("known_hosts file %s is not a regular file", safetext.Name(path))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxKnownHosts))
+	if err != nil {
+		return fmt.Errorf("known_hosts file %s: %w", safetext.Name(path), err)
+	}
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") || looksLikeKnownHost(line) {
+			continue
+		}
+		return fmt.Errorf("known_hosts file %s: line %d is not a known_hosts entry (hosts key-type base64-key): "+
+			"is it another kind of file? gpukit reads host keys from it and, with --accept-new-host-keys, appends to it",
+			safetext.Name(path), i+1)
+	}
+	return nil
+}
+
+// looksLikeKnownHost reports whether line has the shape of a known_hosts
+// entry, whatever its key type.
+func looksLikeKnownHost(line string) bool {
+	fields := strings.Fields(line)
+	if len(fields) > 0 && strings.HasPrefix(fields[0], "@") {
+		fields = fields[1:]
+	}
+	if len(fields) < 3 {
+		return false
+	}
+	keyType, blob := fields[1], fields[2]
+	for _, r := range keyType {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune("@.-", r)) {
+			return false
+		}
+	}
+	b, err := base64.StdEncoding.DecodeString(blob)
+	return err == nil && len(b) >= 16
 }

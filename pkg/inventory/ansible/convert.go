@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/safetext"
 )
 
 // Format is the syntax of an Ansible inventory file.
@@ -123,7 +124,8 @@ func (n Note) String() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(n.Message)
-	return b.String()
+	// Subjects name hosts and groups from the file: escaped like the message.
+	return safetext.Escape(b.String())
 }
 
 // ErrNoHosts is wrapped by Convert's error when the inventory names no host
@@ -138,10 +140,11 @@ type ParseError struct {
 }
 
 func (e *ParseError) Error() string {
+	file := safetext.Escape(e.File)
 	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+		return fmt.Sprintf("%s:%d: %s", file, e.Line, oneLine(e.Msg))
 	}
-	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	return fmt.Sprintf("%s: %s", file, oneLine(e.Msg))
 }
 
 // Convert reads an Ansible inventory and returns the gpukit inventory it

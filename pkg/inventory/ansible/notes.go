@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/gpukit/gpukit/pkg/safetext"
 )
 
 // noteList collects notes during one conversion. A variable set once in
@@ -52,10 +55,23 @@ func (l *noteList) sorted(files []string) []Note {
 	return out
 }
 
-// oneLine keeps a note on one line whatever a value it quotes contains: the
-// notes become YAML comments, and a newline would end the comment.
+// maxMessage bounds a note or error message: values from the Ansible files
+// are quoted into them, and one of 100 KB must not flood the terminal.
+const maxMessage = 4000
+
+// oneLine makes a message safe to print and to write as a YAML comment:
+// one line (a newline would end the comment), nothing a terminal acts on
+// (safetext), bounded in length.
 func oneLine(s string) string {
-	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	s = safetext.Escape(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s))
+	if len(s) > maxMessage {
+		cut := maxMessage
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = fmt.Sprintf("%s... (%d bytes)", s[:cut], len(s))
+	}
+	return s
 }
 
 // listNames shows up to max names and how many more there are, so that a
