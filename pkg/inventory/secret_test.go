@@ -11,11 +11,11 @@ func TestSecretResolve(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"PW": "s3cret", "EMPTY": "", "HOME": "/home/op"}
 	files := map[string]string{
-		"/run/pw":             "from-file\n",
-		"/run/crlf":           "win\r\n",
-		"/run/two":            "keep\n\n",
-		"/home/op/.gpukit/pw": "home",
-		"/run/empty":          "\n",
+		"/run/pw":              "from-file\n",
+		"/run/crlf":            "win\r\n",
+		"/run/two":             "keep\n\n",
+		"/home/op/.gpukit/pw":  "home",
+		"/run/empty":           "\n",
 		"/home/op/.ssh/id":     "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n",
 		"/home/op/.ssh/id.pem": "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----\n",
 		"/home/op/key.ppk":     "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\n",
