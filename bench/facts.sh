@@ -54,15 +54,25 @@ if [ -z "${GPUKIT:-}" ]; then make build >/dev/null; GPUKIT=bin/gpukit; fi
 # this shell's own cgroup. Only CPU accounting: cpuacct on cgroup v1 (a memory cgroup costs
 # ~190 ms to make here), cpu.stat's usage_usec on v2 (there whether or not the cpu controller
 # is enabled).
-if [ -r /sys/fs/cgroup/cpuacct/cpuacct.usage ]; then
-  cg_version=v1 cg_mnt=/sys/fs/cgroup/cpuacct
-  cg_self=$(awk -F: '$2 ~ /(^|,)cpuacct(,|$)/ {print $3}' /proc/self/cgroup)
-elif [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then
-  cg_version=v2 cg_mnt=/sys/fs/cgroup
-  cg_self=$(awk -F: '$1 == 0 {print $3}' /proc/self/cgroup)
-else
-  die "neither cgroup v1 cpuacct (/sys/fs/cgroup/cpuacct) nor cgroup v2 (/sys/fs/cgroup) is mounted"
+# CGROUP=v1|v2 picks one on a hybrid machine (v2 then uses /sys/fs/cgroup/unified); default v1 if
+# cpuacct is mounted, else v2.
+CGROUP=${CGROUP:-auto}
+if [ "$CGROUP" = auto ]; then
+  if [ -r /sys/fs/cgroup/cpuacct/cpuacct.usage ]; then CGROUP=v1; else CGROUP=v2; fi
 fi
+case $CGROUP in
+v1)
+  [ -r /sys/fs/cgroup/cpuacct/cpuacct.usage ] || die "cgroup v1 cpuacct is not mounted at /sys/fs/cgroup/cpuacct"
+  cg_mnt=/sys/fs/cgroup/cpuacct
+  cg_self=$(awk -F: '$2 ~ /(^|,)cpuacct(,|$)/ {print $3}' /proc/self/cgroup) ;;
+v2)
+  cg_mnt=/sys/fs/cgroup
+  if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" != cgroup2fs ]; then cg_mnt=/sys/fs/cgroup/unified; fi
+  [ -r "$cg_mnt/cgroup.procs" ] || die "cgroup v2 is mounted neither at /sys/fs/cgroup nor at /sys/fs/cgroup/unified"
+  cg_self=$(awk -F: '$1 == 0 {print $3}' /proc/self/cgroup) ;;
+*) die "CGROUP must be v1, v2 or auto, not '$CGROUP'" ;;
+esac
+cg_version=$CGROUP
 cg_parent=$cg_mnt${cg_self%/}
 cg=$cg_parent/gkbench-$$
 mkdir "$cg" || die "cannot make cgroup $cg"
@@ -150,11 +160,18 @@ set --
 if [ "$kex" != default ]; then set -- -o "KexAlgorithms=$kex"; fi
 # not exec: ssh exits 255 when it cannot connect, which would make xargs stop starting hosts
 ssh -i "$BENCH_KEY" -o "UserKnownHostsFile=$BENCH_KH" -o StrictHostKeyChecking=yes -o BatchMode=yes \
-  -o LogLevel=ERROR "$@" "root@$addr" bash -s <"$BENCH_PROBE" >"$out/$addr" || exit 1
+  -o ConnectTimeout=30 -o LogLevel=ERROR "$@" "root@$addr" bash -s <"$BENCH_PROBE" >"$out/$addr" || exit 1
 EOF
 chmod +x "$work/floor.sh"
 export BENCH_PROBE=$PWD/$PROBE
 
+# ansible_argv ARG...: sets argv to `ansible all ARG...` on the lab hosts, control sockets in $cp_dir
+ansible_argv() {
+  argv=(env ANSIBLE_HOST_KEY_CHECKING=True ANSIBLE_PIPELINING=True ANSIBLE_GATHERING=explicit
+    ANSIBLE_SSH_ARGS="-o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=$kh -o StrictHostKeyChecking=yes"
+    ANSIBLE_SSH_CONTROL_PATH_DIR="$cp_dir" ANSIBLE_PYTHON_INTERPRETER=/usr/bin/python3 ANSIBLE_LOCALHOST_WARNING=False
+    ansible all -i "$work/hosts.ini" --private-key "$key" "$@")
+}
 after_ansible() { # ControlPersist masters: close them (a real run leaves them 60 s, then they go)
   local sock
   for sock in "$cp_dir"/*; do [ -S "$sock" ] && ssh -o ControlPath="$sock" -O exit x >/dev/null 2>&1; done
@@ -178,15 +195,26 @@ ok_floor() { { grep -l '^os\.id=' "$1"/* 2>/dev/null || true; } | wc -l; } # ok_
 kex_ssh() {
   local o
   mapfile -t o < <(ssh_opts)
-  LC_ALL=C ssh -v "${o[@]}" -o ControlMaster=no "$@" "root@$(head -n 1 "$work/addrs")" true 2>&1 | awk '
-    /kex: algorithm:/ {k = $NF} /kex: host key algorithm:/ {h = $NF}
-    /kex: server->client cipher:/ {for (i = 1; i <= NF; i++) if ($i == "cipher:") c = $(i + 1)}
+  { LC_ALL=C ssh -v "${o[@]}" -o ControlMaster=no "$@" "root@$(head -n 1 "$work/addrs")" true 2>&1 || true; } | kex_fields
+}
+# kex_ansible: the same for Ansible's own ssh (`ansible -vvvv` makes it `ssh -vvv`), first host
+kex_ansible() {
+  cp_dir=$(mktemp -d "$work/cp.XXXX")
+  ansible_argv -m ping --limit "$(head -n 1 "$work/addrs")" -vvvv
+  { "${argv[@]}" 2>&1 || true; } | { grep -o 'kex: [a-z >-]*: [^ \\]*' || true; } | kex_fields
+  after_ansible
+}
+# kex_fields: "kex host-key cipher" from OpenSSH's "kex: ...:" debug lines
+kex_fields() {
+  awk '{sub(/\r$/, "")} # ssh -v ends its lines with \r\n
+    /kex: algorithm:/ && !k {k = $NF} /kex: host key algorithm:/ && !h {h = $NF}
+    /kex: server->client cipher:/ && !c {for (i = 1; i <= NF; i++) if ($i == "cipher:") c = $(i + 1)}
     END {printf "%s %s %s\n", (k ? k : "?"), (h ? h : "?"), (c ? c : "?")}'
 }
 # kex_gpukit LOGDIR: "kex host-key cipher" of every host gpukit connected to, one line each, from
 # the "connected:" line of its host logs
 kex_gpukit() {
-  cat /dev/null "$1"/*/*.log | awk '/ connected: / {k = "?"; h = "?"; c = "?"
+  { cat /dev/null "$1"/*/*.log 2>/dev/null || true; } | awk '/ connected: / {k = "?"; h = "?"; c = "?"
     for (i = 1; i < NF; i++) { if ($i == "kex") k = $(i + 1); if ($i == "hostkey") h = $(i + 1); if ($i == "cipher") c = $(i + 1) }
     print k, h, c}'
 }
@@ -205,7 +233,7 @@ for n in "${sizes[@]}"; do
   res=$work/res.$n && mkdir -p "$res"
   "$LAB" --lab "$LAB_ID" release >/dev/null 2>&1 || true
   inv=$(in_cgroup hosts "$LAB" --lab "$LAB_ID" up --light "$n" | tail -n 1)
-  hosts_idle=$(nprocs "$cg/hosts"); echo "DEBUG idle=$hosts_idle" >&2 # each light host: its unshare and sshd (and the lab's repository, if started now)
+  hosts_idle=$(nprocs "$cg/hosts") # each light host: its unshare and sshd (and the lab's repository, if started now)
   key=$(sed -n 's/^ *keyFile: *//p' "$inv" | head -n1)
   kh=$(sed -n 's/^ *knownHostsFile: *//p' "$inv" | head -n1)
   export BENCH_KEY=$key BENCH_KH=$kh
@@ -239,10 +267,8 @@ for n in "${sizes[@]}"; do
 
     echo "   rep $r: ansible" >&2
     cp_dir=$(mktemp -d "$work/cp.XXXX") # a fresh control-socket directory: every run starts cold
-    run ansible env ANSIBLE_HOST_KEY_CHECKING=True ANSIBLE_PIPELINING=True ANSIBLE_GATHERING=explicit \
-      ANSIBLE_SSH_ARGS="-o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=$kh -o StrictHostKeyChecking=yes" \
-      ANSIBLE_SSH_CONTROL_PATH_DIR="$cp_dir" ANSIBLE_PYTHON_INTERPRETER=/usr/bin/python3 ANSIBLE_LOCALHOST_WARNING=False \
-      ansible all -i "$work/hosts.ini" -m setup -f "$n" --private-key "$key"
+    ansible_argv -m setup -f "$n"
+    run ansible "${argv[@]}"
     ok_ansible >>"$res/ansible.ok"
 
     for floor in openssh openssh-kex; do
@@ -272,7 +298,7 @@ for n in "${sizes[@]}"; do
     sort "$res/gpukit.kex" | uniq -c >&2
     nego[gpukit]="mixed mixed mixed"
   fi
-  nego[ansible]=$(kex_ssh) # ANSIBLE_SSH_ARGS set no algorithm: OpenSSH's defaults, as for the floor
+  nego[ansible]=$(kex_ansible)
   nego[openssh]=$(kex_ssh)
   nego[openssh-kex]=$(kex_ssh -o "KexAlgorithms=$floor_kex")
   fw=$(col "$res/$FLOOR" 1)
@@ -287,12 +313,19 @@ for n in "${sizes[@]}"; do
     rss="-"
     if [ "$c" = gpukit ]; then
       kib=$(awk '{print $3}' "$res/gpukit.time" | median)
-      rss="$((kib / 1024)) MiB ($((kib / n)) KiB/host)"
+      rss="$((kib / 1024)) MiB"
     fi
     awk -v n="$n" -v c="${title[$c]}" -v k="${nego[$c]%% *}" -v ok="$ok" -v rcs="$rcs" -v w="$w" -v t="$t" \
       -v cl="$cl" -v h="$h" -v m="$m" -v fw="$fw" -v fc="$fc" -v rss="$rss" 'BEGIN {
         printf "| %d | %s | %s | %s/%d | %s | %.2f | %.2f | %.1f | %.2f | %.2f | %.2fx | %.2fx | %s |\n",
           n, c, k, ok, n, rcs, w, t, cl, h, m, w / fw, t / fc, rss}' >>"$table"
+  done
+  # runs during which the machine did other work too: machine CPU more than 15 % (+0.2 s) above
+  # the contender's and the hosts' cgroups
+  for c in "${contenders[@]}"; do
+    awk -v n="$n" -v c="${title[$c]}" '$4 > 1.15 * ($2 + $3) + 0.2 {b++; x = x sprintf(" %.1f/%.1f", $4, $2 + $3)}
+      END {if (b) printf "- %d hosts, %s: %d of %d runs shared the machine with other work (machine/cgroup CPU s:%s): wall times not comparable\n", n, c, b, NR, x}' \
+      "$res/$c" >>"$work/busy"
   done
   "$LAB" --lab "$LAB_ID" release >/dev/null 2>&1 || true
 done
@@ -306,6 +339,7 @@ done
   echo
   cat "$table"
   echo
+  if [ -s "$work/busy" ]; then echo "Other work on the machine during the run:"; echo; cat "$work/busy"; echo; fi
   echo "| contender | key exchange | host key | cipher |"
   echo "|---|---|---|---|"
   for c in "${contenders[@]}"; do
