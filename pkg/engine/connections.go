@@ -21,8 +21,9 @@ func newConnections(limit int, onErr func(i int, err error)) *connections {
 	return &connections{execs: map[int]Executor{}, limit: limit, onErr: onErr}
 }
 
-// add registers host i's executor. It reports false once the connections are
-// closed; the caller then closes e itself.
+// add registers host i's executor, replacing the one before it (Reconnect
+// closed that already). It reports false once the connections are closed;
+// the caller then closes e itself.
 func (c *connections) add(i int, e Executor) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -28,10 +28,12 @@ type Host struct {
 	// Facts is set by the facts phase; nil before it has run.
 	Facts *facts.Facts
 
-	conn  Executor
-	run   *runState
-	log   *logFile
-	phase string
+	conn    Executor
+	redial  func(ctx context.Context) (Executor, error) // a new connection, registered with the run
+	run     *runState
+	log     *logFile
+	phase   string
+	changed bool // a write ran (or, in dry-run, was planned)
 }
 
 // HostOptions configure a Host made outside a Runner (phase unit tests, a
@@ -44,6 +46,8 @@ type HostOptions struct {
 	Redactor *redact.Redactor
 	// Phase is the phase name put on events.
 	Phase string
+	// Dial makes a new connection for Reconnect; nil: Reconnect fails.
+	Dial Dialer
 }
 
 // NewHost returns a host for m that runs its steps on exec.
@@ -54,7 +58,7 @@ func NewHost(m inventory.Machine, exec Executor, opts HostOptions) *Host {
 	if opts.Redactor == nil {
 		opts.Redactor = redact.New()
 	}
-	return &Host{
+	h := &Host{
 		Machine: m,
 		conn:    exec,
 		phase:   opts.Phase,
@@ -63,6 +67,10 @@ func NewHost(m inventory.Machine, exec Executor, opts HostOptions) *Host {
 			dryRun: opts.DryRun, now: time.Now,
 		},
 	}
+	if opts.Dial != nil {
+		h.redial = func(ctx context.Context) (Executor, error) { return opts.Dial(ctx, m) }
+	}
+	return h
 }
 
 // Name is the inventory name of the host.
@@ -70,6 +78,10 @@ func (h *Host) Name() string { return h.Machine.Name }
 
 // DryRun reports whether writes are recorded instead of made.
 func (h *Host) DryRun() bool { return h.state().dryRun }
+
+// Changed reports whether a write ran on the host in this run (in dry-run:
+// whether one was planned).
+func (h *Host) Changed() bool { return h.changed }
 
 // AddSecret registers values learned during the run (a join token, a
 // certificate key) so that they are redacted from every later log line,
@@ -103,6 +115,7 @@ func (h *Host) Run(ctx context.Context, step string, cmd ssh.Command, opts ...St
 // Apply runs a write. In dry-run it records a Planned event with the script
 // instead, and returns an empty Result and no error.
 func (h *Host) Apply(ctx context.Context, step string, cmd ssh.Command, opts ...StepOption) (ssh.Result, error) {
+	h.changed = true
 	if h.DryRun() {
 		h.emit(event.Event{Type: event.Planned, Step: step, Script: planScript(cmd)})
 		return ssh.Result{}, nil
@@ -115,6 +128,7 @@ func (h *Host) Apply(ctx context.Context, step string, cmd ssh.Command, opts ...
 // that may hold secrets.
 func (h *Host) Upload(ctx context.Context, step string, f ssh.File) error {
 	what := fmt.Sprintf("upload %s (mode %04o)", f.Path, f.Mode.Perm())
+	h.changed = true
 	if h.DryRun() {
 		h.emit(event.Event{Type: event.Planned, Step: step, Message: what})
 		return nil
@@ -127,6 +141,71 @@ func (h *Host) Upload(ctx context.Context, step string, f ssh.File) error {
 	start := time.Now()
 	err := h.conn.Upload(ctx, f)
 	return h.finish(ctx, step, start, err)
+}
+
+// ReconnectInterval is the pause between connection attempts of Reconnect.
+const ReconnectInterval = 2 * time.Second
+
+// Reconnect closes the host's connection and connects again, for a step that
+// takes the host away (a reboot). It dials until a connection succeeds and
+// ready, run on it (through the host's step helpers), says the host is back
+// as expected (a new boot id), or timeout passes: then the error says so and
+// the host is failed by its phase. Attempts are ReconnectInterval apart. In
+// dry-run nothing was taken away: it records the wait and returns.
+func (h *Host) Reconnect(ctx context.Context, step string, timeout time.Duration, ready func(ctx context.Context) (bool, error)) error {
+	if h.DryRun() {
+		h.emit(event.Event{Type: event.Planned, Step: step, Message: fmt.Sprintf("reconnect, waiting up to %s for the host to come back", timeout)})
+		return nil
+	}
+	h.emit(event.Event{Type: event.StepStart, Step: step})
+	h.Logf("$ %s: reconnect within %s", step, timeout)
+	if h.redial == nil {
+		return fmt.Errorf("%s: cannot reconnect: no dialer", step)
+	}
+	start := time.Now()
+	if h.conn != nil {
+		_ = h.conn.Close() // the host is going away; the runner forgets it below
+		h.conn = nil
+	}
+	var last error
+	for attempt := 1; ; attempt++ {
+		ex, err := h.redial(ctx)
+		if err == nil {
+			h.conn = ex
+			ok, rerr := true, error(nil)
+			if ready != nil {
+				ok, rerr = ready(ctx)
+			}
+			if rerr == nil && ok {
+				if d, isD := ex.(describer); isD {
+					h.Logf("connected: %s", d.Describe())
+				}
+				h.Logf("  %s: back after %s (%d attempts)", step, time.Since(start).Round(time.Millisecond), attempt)
+				return nil
+			}
+			_ = ex.Close()
+			h.conn = nil
+			err = rerr
+			if err == nil {
+				err = errors.New("connected, but not back yet")
+			}
+		}
+		last = err
+		if ctx.Err() != nil {
+			return h.finish(ctx, step, start, ctx.Err())
+		}
+		left := timeout - time.Since(start)
+		if left <= 0 {
+			return h.finish(ctx, step, start, fmt.Errorf("%s did not come back within %s: %w", h.Name(), timeout, last))
+		}
+		h.Logf("  %s: attempt %d: %v", step, attempt, err)
+		t := time.NewTimer(min(ReconnectInterval, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+	}
 }
 
 func (h *Host) step(ctx context.Context, step string, cmd ssh.Command, kind string, opts []StepOption) (ssh.Result, error) {

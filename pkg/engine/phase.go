@@ -58,6 +58,13 @@ type Planner interface {
 	Plan(ctx context.Context, h *Host) ([]PlannedAction, error)
 }
 
+// ParallelLimiter is a Phase that must not run on more than MaxParallel
+// hosts at once, below the run's concurrency (reboots: at most so many hosts
+// down together). Zero or less means no limit of its own.
+type ParallelLimiter interface {
+	MaxParallel() int
+}
+
 // CleanUpper is a Phase with scratch state to remove (temp files, a held
 // lock). After the last phase, CleanUp runs on every host the phase ran on,
 // whether it succeeded or failed, in reverse phase order. It is skipped when

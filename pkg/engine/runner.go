@@ -108,6 +108,25 @@ func (r *Runner) Run(ctx context.Context, machines []inventory.Machine, dial Dia
 	for i, m := range machines {
 		hosts[i] = &hostRun{h: &Host{Machine: m, run: st, log: logs.host(m.Name)}}
 	}
+	conns := newConnections(limit, func(i int, err error) {
+		hosts[i].h.Logf("closing the connection: %v", err)
+	})
+	for i, hr := range hosts {
+		hr.h.redial = func(ctx context.Context) (Executor, error) {
+			ex, err := dial(ctx, hr.h.Machine)
+			if err == nil && ex == nil {
+				err = errors.New("dialer returned no connection")
+			}
+			if err != nil {
+				return nil, err
+			}
+			if !conns.add(i, ex) { // cancelled and already closing
+				_ = ex.Close()
+				return nil, context.Cause(ctx)
+			}
+			return ex, nil
+		}
+	}
 	names := make([]string, 0, len(phases)+1)
 	names = append(names, ConnectPhase)
 	for _, p := range phases {
@@ -116,12 +135,9 @@ func (r *Runner) Run(ctx context.Context, machines []inventory.Machine, dial Dia
 	st.emit(event.Event{Type: event.RunStart, Time: start, Title: r.Name, Total: len(hosts),
 		Phases: names, Log: logs.dir, DryRun: r.DryRun})
 
-	conns := newConnections(limit, func(i int, err error) {
-		hosts[i].h.Logf("closing the connection: %v", err)
-	})
 	stopWatch := r.closeOnCancel(ctx, conns)
 
-	r.connect(ctx, st, limit, hosts, dial, conns)
+	r.connect(ctx, st, limit, hosts)
 	next := 0 // index of the first phase that did not run
 	stopped := ""
 	for ; next < len(phases) && ctx.Err() == nil && stopped == ""; next++ {
@@ -158,8 +174,9 @@ func (r *Runner) Run(ctx context.Context, machines []inventory.Machine, dial Dia
 	case failed > 0:
 		status = event.StatusFailed
 	}
+	counts := sum.HostCounts()
 	st.emit(event.Event{Type: event.RunDone, Title: r.Name, Status: status, Done: ok, Failed: failed,
-		Skipped: skipped, Total: len(hosts), Log: logs.dir, DurationMS: event.Millis(sum.Duration)})
+		Skipped: skipped, Total: len(hosts), Log: logs.dir, DurationMS: event.Millis(sum.Duration), Hosts: &counts})
 	if err := ctx.Err(); err != nil {
 		return sum, err
 	}
@@ -196,22 +213,11 @@ func (r *Runner) closeOnCancel(ctx context.Context, conns *connections) (stop fu
 
 // connect dials every host; a host that cannot be reached fails in the
 // connect phase and takes no part in the rest of the run.
-func (r *Runner) connect(ctx context.Context, st *runState, limit int, hosts []*hostRun, dial Dialer, conns *connections) {
-	index := make(map[*hostRun]int, len(hosts))
-	for i, hr := range hosts {
-		index[hr] = i
-	}
+func (r *Runner) connect(ctx context.Context, st *runState, limit int, hosts []*hostRun) {
 	r.fanOut(ctx, st, limit, ConnectPhase, "Connect to the hosts", hosts, nil, func(hr *hostRun) (string, error) {
-		ex, err := dial(ctx, hr.h.Machine)
-		if err == nil && ex == nil {
-			err = errors.New("dialer returned no connection")
-		}
+		ex, err := hr.h.redial(ctx)
 		if err != nil {
 			return "", err
-		}
-		if !conns.add(index[hr], ex) { // cancelled and already closing
-			_ = ex.Close()
-			return "", context.Cause(ctx)
 		}
 		hr.h.conn = ex
 		if d, ok := ex.(describer); ok {
@@ -240,6 +246,9 @@ func (r *Runner) runPhase(ctx context.Context, st *runState, limit int, p Phase,
 			return
 		}
 		prepErr = prepare(ctx, p.Name(), pr, healthy, targets)
+	}
+	if l, ok := p.(ParallelLimiter); ok && l.MaxParallel() > 0 {
+		limit = min(limit, l.MaxParallel())
 	}
 	return r.fanOut(ctx, st, limit, p.Name(), p.Title(), targets, before, func(hr *hostRun) (string, error) {
 		if prepErr != nil {
@@ -345,6 +354,9 @@ func invoke(ctx context.Context, p Phase, hr *hostRun) (string, error) {
 	hr.ran = append(hr.ran, p)
 	if pl, ok := p.(Planner); ok && h.DryRun() {
 		actions, err := pl.Plan(ctx, h)
+		if len(actions) > 0 {
+			h.changed = true
+		}
 		for _, a := range actions {
 			e := event.Event{Type: event.Planned, Step: a.Step, Script: a.Script}
 			if a.Path != "" {
@@ -433,6 +445,7 @@ func (r *Runner) summary(ctx context.Context, start time.Time, phases []string, 
 		sum.Hosts[i] = HostResult{
 			Host: hr.h.Name(), Address: hr.h.Machine.Address, Status: status, Phase: hr.phase, Err: hr.err, Reason: hr.reason,
 			Duration: hr.took, Phases: hr.phases, LogFile: logs.hostPath(hr.h.Name()), Facts: hr.h.Facts,
+			Changed: hr.h.changed,
 		}
 	}
 	return sum

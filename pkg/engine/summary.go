@@ -3,6 +3,7 @@ package engine
 import (
 	"time"
 
+	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/pkg/facts"
 )
 
@@ -55,6 +56,9 @@ type HostResult struct {
 	LogFile string
 	// Facts are what the run probed on the host; nil if it got no facts.
 	Facts *facts.Facts
+	// Changed is set when a write step ran on the host (Apply, Upload, a
+	// reboot); in dry-run, when one would have.
+	Changed bool
 }
 
 // PhaseResult is one phase on one host.
@@ -89,6 +93,23 @@ func (s *Summary) Counts() (ok, failed, skipped int) {
 		}
 	}
 	return ok, failed, skipped
+}
+
+// HostCounts returns how many hosts the run changed, left unchanged and
+// failed; each host is in exactly one of the three.
+func (s *Summary) HostCounts() event.HostCounts {
+	var c event.HostCounts
+	for _, h := range s.Hosts {
+		switch {
+		case h.Status == StatusFailed:
+			c.Failed++
+		case h.Changed:
+			c.Changed++
+		default:
+			c.Unchanged++
+		}
+	}
+	return c
 }
 
 // Host returns the result of the named host.

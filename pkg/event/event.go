@@ -93,6 +93,17 @@ type Event struct {
 	DurationMS int64 `json:"durationMs,omitempty"`
 	// DryRun marks a run that records writes instead of making them (RunStart).
 	DryRun bool `json:"dryRun,omitempty"`
+	// Hosts says what the run did to its hosts (RunDone only).
+	Hosts *HostCounts `json:"hosts,omitempty"`
+}
+
+// HostCounts is what a run did to its hosts: every host is counted once, in
+// one of Changed (a write ran; in dry-run: a write would run), Unchanged
+// (nothing to do, or the run stopped before it) or Failed.
+type HostCounts struct {
+	Changed   int `json:"changed"`
+	Unchanged int `json:"unchanged"`
+	Failed    int `json:"failed"`
 }
 
 // Duration is DurationMS as a time.Duration.

@@ -43,9 +43,17 @@ func summary(t *tracker, st styles, width int) string {
 	if t.dryRun {
 		dry = st.accent(fmt.Sprintf(" (dry-run: %s recorded, nothing was changed)", plural(t.planned, "write", "writes")))
 	}
-	line(fmt.Sprintf("%s %s: %s ok, %s, %s of %s%s%s", st.bold(t.title), verdict, fmt.Sprint(ok),
+	changes := ""
+	if c := t.result.Hosts; t.done && c != nil {
+		verb := "changed"
+		if t.dryRun {
+			verb = "would change"
+		}
+		changes = fmt.Sprintf("; %d %s, %d unchanged", c.Changed, verb, c.Unchanged)
+	}
+	line(fmt.Sprintf("%s %s: %s ok, %s, %s of %s%s%s%s", st.bold(t.title), verdict, fmt.Sprint(ok),
 		st.failIf(failed, plural(failed, "failed", "failed")), plural(skipped, "skipped", "skipped"),
-		plural(total, "host", "hosts"), took, dry))
+		plural(total, "host", "hosts"), took, changes, dry))
 
 	if len(t.failures) > 0 {
 		line("")
