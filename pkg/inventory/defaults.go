@@ -37,6 +37,12 @@ const (
 	DefaultIngressDomainSuffix = ".nip.io"
 
 	DefaultKubeflowVersion = "26.03"
+
+	DefaultDriverSource  = DriverSourceCUDARepo
+	DefaultKernelModules = ModulesAuto
+	DefaultSecureBoot    = SecureBootRefuse
+	DefaultFabricManager = FabricManagerAuto
+	DefaultRebootTimeout = "20m"
 )
 
 // Values of the enumerated string fields.
@@ -51,6 +57,21 @@ const (
 	StorageLocalPath = "local-path"
 	StorageNFS       = "nfs"
 	StorageNone      = "none"
+
+	DriverSourceCUDARepo     = "cuda-repo"
+	DriverSourceDistribution = "distribution"
+
+	ModulesAuto        = "auto"
+	ModulesOpen        = "open"
+	ModulesProprietary = "proprietary"
+
+	SecureBootRefuse = "refuse"
+	SecureBootSigned = "signed"
+	SecureBootMOK    = "mok"
+
+	FabricManagerAuto   = "auto"
+	FabricManagerAlways = "always"
+	FabricManagerNever  = "never"
 )
 
 // Kubernetes minor versions this gpukit installs and upgrades (1.33 to 1.36).
@@ -95,6 +116,12 @@ func Defaults() []Default {
 		{"spec.addons.monitoring.enabled", "true"},
 		{"spec.addons.storage.type", DefaultStorage},
 		{"spec.kubeflow.version", DefaultKubeflowVersion},
+		{"spec.nvidia.driverSource", DefaultDriverSource},
+		{"spec.nvidia.kernelModules", DefaultKernelModules},
+		{"spec.nvidia.secureBoot", DefaultSecureBoot},
+		{"spec.nvidia.cudaToolkitRoles", "[] (no host gets the CUDA toolkit)"},
+		{"spec.nvidia.fabricManager", DefaultFabricManager},
+		{"spec.nvidia.rebootTimeout", DefaultRebootTimeout},
 	}
 }
 
@@ -152,9 +179,32 @@ func applyDefaults(c *Cluster, machines []Machine, sources []source) {
 	}
 	setDefault(&s.Kubeflow.Version, DefaultKubeflowVersion)
 
+	n := &s.NVIDIA
+	setDefault(&n.DriverSource, DefaultDriverSource)
+	setDefault(&n.KernelModules, DefaultKernelModules)
+	setDefault(&n.SecureBoot, DefaultSecureBoot)
+	setDefault(&n.FabricManager, DefaultFabricManager)
+	setDefault(&n.RebootTimeout, DefaultRebootTimeout)
+
 	for i := range machines {
-		machines[i].Access = access(mergeSSH(s.SSH, s.Hosts[sources[i].entry].SSH))
+		entry := s.Hosts[sources[i].entry]
+		machines[i].Access = access(mergeSSH(s.SSH, entry.SSH))
+		machines[i].CUDAToolkit = cudaToolkit(n.CUDAToolkitRoles, machines[i].Roles, entry.CUDAToolkit)
 	}
+}
+
+// cudaToolkit says whether a machine gets the CUDA toolkit: its own
+// setting, else whether one of its roles is listed.
+func cudaToolkit(roles, have []Role, own *bool) bool {
+	if own != nil {
+		return *own
+	}
+	for _, r := range have {
+		if hasRole(roles, r) {
+			return true
+		}
+	}
+	return false
 }
 
 // ingressHost is the machine whose address names the default ingress domain:

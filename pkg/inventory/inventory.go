@@ -23,6 +23,9 @@ type Machine struct {
 	// Access is spec.ssh merged under the host's own ssh overrides, every
 	// default filled in.
 	Access Access
+	// CUDAToolkit is set when the CUDA toolkit is installed on the host
+	// (spec.nvidia.cudaToolkitRoles, or the host's cudaToolkit).
+	CUDAToolkit bool
 	// Pos is where the host is written; every machine of a range shares
 	// the position of the range's entry.
 	Pos Position

@@ -19,10 +19,27 @@ import (
 // seconds and hundreds of MB before a single host is contacted.
 const MaxFileSize = 4 << 20
 
+// Overrides replace versions of the file from the command line (gpukit init
+// --driver, --cuda, --toolkit). They are validated with the file, as if
+// written there; a problem names the flag instead of a line.
+type Overrides struct {
+	// Flag names the option each value came from, for messages.
+	NvidiaDriver, CUDA, ContainerToolkit Override
+}
+
+// Override is one value given on the command line; an empty Value is none.
+type Override struct {
+	Value string
+	Flag  string // "--driver"
+}
+
 // Load reads, decodes, expands, defaults and validates the inventory at path.
 // On any error it returns a nil Inventory; for problems in the file the error
 // is a *ValidationError listing all of them at once.
-func Load(path string) (*Inventory, error) {
+func Load(path string) (*Inventory, error) { return LoadWith(path, Overrides{}) }
+
+// LoadWith is Load with command-line overrides.
+func LoadWith(path string, o Overrides) (*Inventory, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read inventory: %w", err)
@@ -34,14 +51,17 @@ func Load(path string) (*Inventory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read inventory: %w", err)
 	}
-	return Parse(path, data)
+	return ParseWith(path, data, o)
 }
 
 // Parse is Load for an inventory already in memory; file names it in
 // positions and messages. Secrets are not resolved here: SecretRef.Resolve
 // reads them when a connection needs them, so a plan or validate run never
 // touches them.
-func Parse(file string, data []byte) (*Inventory, error) {
+func Parse(file string, data []byte) (*Inventory, error) { return ParseWith(file, data, Overrides{}) }
+
+// ParseWith is Parse with command-line overrides.
+func ParseWith(file string, data []byte, o Overrides) (*Inventory, error) {
 	if len(data) > MaxFileSize {
 		return nil, &ValidationError{File: file, Issues: []Issue{{Pos: Position{File: file}, Message: fmt.Sprintf(
 			"the file is larger than %d MiB; an inventory of 10 000 hosts written out host by host is about 2 MB (host ranges such as gpu-[001:200] keep it to a few lines)",
@@ -64,6 +84,7 @@ func Parse(file string, data []byte) (*Inventory, error) {
 		// noise about the missing part.
 		return nil, &ValidationError{File: file, Issues: sortIssues(d.issues)}
 	}
+	o.apply(&cluster, &d.pos)
 	c := newChecker(file, d.pos, d.failed)
 	c.errs = append(c.errs, d.issues...)
 	machines := c.expandHosts(cluster.Spec.Hosts)
@@ -157,4 +178,24 @@ func syntaxHint(msg string, indentation bool) string {
 		return "define the anchor (&name) before its alias (*name)"
 	}
 	return ""
+}
+
+// apply writes the overrides into the decoded cluster and records them as
+// written at their flag, so that validation checks them and names the flag.
+func (o Overrides) apply(cl *Cluster, pos *positions) {
+	for _, f := range []struct {
+		o     Override
+		field *string
+		path  string
+	}{
+		{o.NvidiaDriver, &cl.Spec.Versions.NvidiaDriver, "spec.versions.nvidiaDriver"},
+		{o.CUDA, &cl.Spec.Versions.CUDA, "spec.versions.cuda"},
+		{o.ContainerToolkit, &cl.Spec.Versions.ContainerToolkit, "spec.versions.containerToolkit"},
+	} {
+		if f.o.Value == "" {
+			continue
+		}
+		*f.field = f.o.Value
+		pos.value[f.path] = Position{File: f.o.Flag}
+	}
 }

@@ -417,3 +417,54 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return data
 }
+
+// Versions given on the command line replace the file's, are validated with
+// it, and a problem names the flag.
+func TestOverrides(t *testing.T) {
+	t.Parallel()
+	flags := func(driver, cuda string) Overrides {
+		return Overrides{NvidiaDriver: Override{Value: driver, Flag: "--driver"}, CUDA: Override{Value: cuda, Flag: "--cuda"}}
+	}
+	inv, err := ParseWith("c.yaml", []byte(minimal("")), flags("590.48.01", "13.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := inv.Cluster.Spec.Versions; v.NvidiaDriver != "590.48.01" || v.CUDA != "13.1" || v.ContainerToolkit != DefaultContainerToolkit {
+		t.Errorf("versions %+v", v)
+	}
+	_, err = ParseWith("c.yaml", []byte(minimal("")), flags("580.95.05", "13.1"))
+	if err == nil || !strings.Contains(err.Error(), "--cuda: spec.versions.cuda: CUDA 13.1 needs NVIDIA driver 590.44.01 or newer, but nvidiaDriver is 580.95.05") {
+		t.Errorf("incompatible override: %v", err)
+	}
+	_, err = ParseWith("c.yaml", []byte(minimal("")), flags("58o", ""))
+	if err == nil || !strings.Contains(err.Error(), `--driver: spec.versions.nvidiaDriver: malformed driver version "58o"`) {
+		t.Errorf("malformed override: %v", err)
+	}
+}
+
+// The CUDA toolkit goes to hosts with the listed roles, unless a host says
+// otherwise; the NVIDIA settings get their defaults.
+func TestCUDAToolkitHosts(t *testing.T) {
+	t.Parallel()
+	inv := mustParse(t, `apiVersion: gpukit.dev/v1alpha1
+kind: Cluster
+metadata: {name: lab}
+spec:
+  nvidia: {cudaToolkitRoles: [worker]}
+  hosts:
+    - {name: cp-1, address: 10.0.0.10, roles: [control-plane]}
+    - {name: cp-2, address: 10.0.0.11, roles: [control-plane], cudaToolkit: true}
+    - {name: "gpu-[1:2]", address: "10.0.1.[1:2]", roles: [worker]}
+    - {name: gpu-9, address: 10.0.1.9, roles: [worker], cudaToolkit: false}
+`)
+	want := map[string]bool{"cp-1": false, "cp-2": true, "gpu-1": true, "gpu-2": true, "gpu-9": false}
+	for _, m := range inv.Machines {
+		if m.CUDAToolkit != want[m.Name] {
+			t.Errorf("%s: cudaToolkit %v", m.Name, m.CUDAToolkit)
+		}
+	}
+	n := inv.Cluster.Spec.NVIDIA
+	if n.DriverSource != "cuda-repo" || n.KernelModules != "auto" || n.SecureBoot != "refuse" || n.FabricManager != "auto" || n.RebootTimeout != "20m" {
+		t.Errorf("nvidia defaults %+v", n)
+	}
+}

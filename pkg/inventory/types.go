@@ -60,6 +60,8 @@ type Spec struct {
 	Hosts []Host `yaml:"hosts" json:"hosts" jsonschema:"minItems=1"`
 	// Versions pins the NVIDIA stack, the container runtime and Kubernetes.
 	Versions Versions `yaml:"versions,omitempty" json:"versions,omitempty"`
+	// NVIDIA says how the driver, CUDA and the container toolkit are installed.
+	NVIDIA NVIDIA `yaml:"nvidia,omitempty" json:"nvidia,omitempty"`
 	// Network is the Kubernetes pod and service layout (ignored for swarm).
 	Network Network `yaml:"network,omitempty" json:"network,omitempty"`
 	// Addons are the platform services: ingress, monitoring, storage.
@@ -141,6 +143,9 @@ type Host struct {
 	Taints []string `yaml:"taints,omitempty" json:"taints,omitempty"`
 	// SSH overrides spec.ssh for this host (or range).
 	SSH *SSH `yaml:"ssh,omitempty" json:"ssh,omitempty"`
+	// CUDAToolkit installs the CUDA toolkit on this host (or range), or not,
+	// whatever spec.nvidia.cudaToolkitRoles says.
+	CUDAToolkit *bool `yaml:"cudaToolkit,omitempty" json:"cudaToolkit,omitempty"`
 }
 
 // Versions pins what is installed. The NVIDIA driver may be an exact version
@@ -158,6 +163,33 @@ type Versions struct {
 	ContainerRuntime string `yaml:"containerRuntime,omitempty" json:"containerRuntime,omitempty"`
 	// Runtime: containerd (kubernetes default) or docker (swarm, required).
 	Runtime string `yaml:"runtime,omitempty" json:"runtime,omitempty" jsonschema:"enum=containerd,enum=docker"`
+}
+
+// NVIDIA says how the NVIDIA stack is installed; what is installed is in
+// spec.versions.
+type NVIDIA struct {
+	// DriverSource: cuda-repo (NVIDIA's CUDA repository; spec.mirrors.nvidia replaces it) or
+	// distribution (the OS's own packages: Debian's nvidia-driver from non-free, Ubuntu's
+	// nvidia-driver-NNN-server; versions.nvidiaDriver must name their branch). Default cuda-repo.
+	DriverSource string `yaml:"driverSource,omitempty" json:"driverSource,omitempty" jsonschema:"enum=cuda-repo,enum=distribution"`
+	// KernelModules: auto (open modules on Turing and newer GPUs, proprietary on older ones,
+	// decided from the PCI device ids), open or proprietary. Default auto.
+	KernelModules string `yaml:"kernelModules,omitempty" json:"kernelModules,omitempty" jsonschema:"enum=auto,enum=open,enum=proprietary"`
+	// SecureBoot: what to do on a host with Secure Boot on, where a module built by DKMS would
+	// not load: refuse (the host fails, naming the options), signed (modules the OS vendor signed:
+	// Ubuntu's linux-modules-nvidia-*, NVIDIA's precompiled RHEL streams) or mok (DKMS modules
+	// signed with a Machine Owner Key the operator enrolls at the console). Default refuse.
+	SecureBoot string `yaml:"secureBoot,omitempty" json:"secureBoot,omitempty" jsonschema:"enum=refuse,enum=signed,enum=mok"`
+	// CUDAToolkitRoles installs cuda-toolkit-X-Y (versions.cuda) on hosts with these roles; a
+	// host's cudaToolkit overrides. Default none: containers bring their own CUDA runtime and
+	// need only the driver.
+	CUDAToolkitRoles []Role `yaml:"cudaToolkitRoles,omitempty" json:"cudaToolkitRoles,omitempty"`
+	// FabricManager: auto (on NVSwitch systems - HGX, DGX - found on the PCI bus), always or
+	// never. Default auto.
+	FabricManager string `yaml:"fabricManager,omitempty" json:"fabricManager,omitempty" jsonschema:"enum=auto,enum=always,enum=never"`
+	// RebootTimeout is how long a host may take to come back from a reboot (servers with many
+	// GPUs take minutes to POST), as a Go duration. Default 20m.
+	RebootTimeout string `yaml:"rebootTimeout,omitempty" json:"rebootTimeout,omitempty"`
 }
 
 // Network is the Kubernetes network layout.

@@ -33,6 +33,7 @@ func (c *checker) validate(cl *Cluster, machines []Machine) {
 	c.checkMachines(cl, machines)
 	c.checkRoleCounts(cl, machines)
 	c.checkVersions(cl)
+	c.checkNVIDIA(cl)
 	c.checkNetwork(cl, machines)
 	c.checkAddons(cl, machines)
 	c.checkMirrors(&cl.Spec.Mirrors)
