@@ -19,7 +19,7 @@ import (
 // pipes, and never wait for a prompt.
 const Prelude = "set -euo pipefail\nexport LC_ALL=C DEBIAN_FRONTEND=noninteractive\n"
 
-//go:embed templates/*.sh
+//go:embed templates/*.sh templates/lib/*.tmpl
 var templates embed.FS
 
 // Params are a script's typed parameters. Validate refuses values that do
@@ -71,7 +71,12 @@ func parse[P Params](name string) *Template[P] {
 	if err != nil {
 		panic(fmt.Sprintf("scripts: %v", err))
 	}
-	t, err := template.New(name).Option("missingkey=error").Funcs(funcs).Parse(string(b))
+	// The snippets of templates/lib (shell functions shared by scripts) are
+	// available to every template as {{template "name" .}}.
+	t, err := template.New(name).Option("missingkey=error").Funcs(funcs).ParseFS(templates, "templates/lib/*.tmpl")
+	if err == nil {
+		t, err = t.New(name).Parse(string(b))
+	}
 	if err != nil {
 		panic(fmt.Sprintf("scripts: %v", err))
 	}
@@ -85,7 +90,7 @@ func (t *Template[P]) Render(p P) (string, error) {
 	}
 	var b strings.Builder
 	b.WriteString(Prelude)
-	if err := t.t.Execute(&b, p); err != nil {
+	if err := t.t.ExecuteTemplate(&b, t.name, p); err != nil {
 		return "", fmt.Errorf("script %s: %w", t.name, err)
 	}
 	return b.String(), nil

@@ -18,25 +18,94 @@ import (
 const anyFamily = "any"
 
 // golden is one rendered script: its template, the family it was rendered
-// for, and how.
+// for (and a variant name when one family has several), and how.
 type goldenCase struct {
 	template string
 	family   string
+	variant  string
 	render   func() (ssh.Command, error)
 }
 
 // cases lists every script with the parameters of its golden files: one per
 // OS family for scripts that differ per family.
 func cases() []goldenCase {
-	return []goldenCase{
-		{probeTemplate.name, anyFamily, func() (ssh.Command, error) {
+	out := []goldenCase{
+		{probeTemplate.name, anyFamily, "", func() (ssh.Command, error) {
 			return Probe(ProbeParams{GPUFields: facts.GPUQueryFields()})
 		}},
+		{nvidiaStateTemplate.name, anyFamily, "", NVIDIAState},
+		{persistencedTemplate.name, anyFamily, "", Persistenced},
+		{rebootTemplate.name, anyFamily, "", Reboot},
 	}
+	for _, f := range osfamily.All() {
+		out = append(out, familyCases(f)...)
+	}
+	return out
+}
+
+// familyCases are the scripts that differ per OS family, with the
+// parameters pkg/nvidia gives a typical host of the family.
+func familyCases(f osfamily.Info) []goldenCase {
+	fam := string(f.Family)
+	cuda := "https://developer.download.nvidia.com/compute/cuda/repos/" + f.CUDARepo + "/x86_64/"
+	repo := NVIDIARepoParams{Family: f, Source: "cuda-repo", RepoURL: cuda, Arch: "x86_64", RPMKey: "D42D0685.pub"}
+	driver := NVIDIADriverParams{Family: f, Version: "580.95.05", Packages: []string{"nvidia-open"}, Stream: "580-open"}
+	fm := FabricManagerParams{Family: f, Package: "nvidia-fabricmanager", Version: "580.95.05"}
+	if f.Family == osfamily.Debian12 {
+		repo.Components = []string{"contrib"}
+	}
+	if f.PackageManager == osfamily.Dnf {
+		driver.Packages = []string{"nvidia-open"}
+		fm.Package = "nvidia-fabric-manager"
+	}
+	out := []goldenCase{
+		{nvidiaPrepareTemplate.name, fam, "", func() (ssh.Command, error) {
+			return NVIDIAPrepare(NVIDIAPrepareParams{Family: f, Headers: true})
+		}},
+		{nvidiaRepoTemplate.name, fam, "", func() (ssh.Command, error) { return NVIDIARepo(repo) }},
+		{nvidiaDriverTemplate.name, fam, "", func() (ssh.Command, error) { return NVIDIADriver(driver) }},
+		{fabricManagerTemplate.name, fam, "", func() (ssh.Command, error) { return FabricManager(fm) }},
+		{cudaToolkitTemplate.name, fam, "", func() (ssh.Command, error) {
+			return CUDAToolkit(CUDAToolkitParams{Family: f, CUDA: "13.0"})
+		}},
+		{containerToolkitTemplate.name, fam, "", func() (ssh.Command, error) {
+			return ContainerToolkit(ContainerToolkitParams{
+				Family: f, RepoURL: "https://nvidia.github.io/libnvidia-container/", Version: "1.20.0", DebArch: "amd64",
+				Runtimes: []RuntimeConfig{
+					{Name: "containerd", Binary: "containerd", Service: "containerd", ConfigFiles: []string{"/etc/containerd/config.toml", "/etc/containerd/conf.d/99-nvidia.toml"}},
+					{Name: "docker", Binary: "dockerd", Service: "docker", ConfigFiles: []string{"/etc/docker/daemon.json"}},
+				},
+			})
+		}},
+	}
+	// Variants: the distribution's own driver, and the proprietary modules.
+	switch f.Family {
+	case osfamily.Debian12:
+		out = append(out,
+			goldenCase{nvidiaRepoTemplate.name, fam, "distribution", func() (ssh.Command, error) {
+				return NVIDIARepo(NVIDIARepoParams{Family: f, Source: "distribution", Components: []string{"contrib", "non-free", "non-free-firmware"}})
+			}},
+			goldenCase{nvidiaDriverTemplate.name, fam, "distribution", func() (ssh.Command, error) {
+				return NVIDIADriver(NVIDIADriverParams{Family: f, Version: "535", Packages: []string{"nvidia-driver", "firmware-nvidia-gsp"}})
+			}})
+	case osfamily.Ubuntu2404:
+		out = append(out, goldenCase{nvidiaDriverTemplate.name, fam, "proprietary", func() (ssh.Command, error) {
+			return NVIDIADriver(NVIDIADriverParams{Family: f, Version: "570", Packages: []string{"cuda-drivers"}})
+		}})
+	case osfamily.RHEL9:
+		out = append(out, goldenCase{nvidiaDriverTemplate.name, fam, "proprietary", func() (ssh.Command, error) {
+			return NVIDIADriver(NVIDIADriverParams{Family: f, Version: "570", Packages: []string{"cuda-drivers"}, Stream: "570-dkms"})
+		}})
+	}
+	return out
 }
 
 func (c goldenCase) path() string {
-	return path.Join("testdata", strings.TrimSuffix(c.template, ".sh"), c.family+".sh")
+	name := c.family
+	if c.variant != "" {
+		name += "." + c.variant
+	}
+	return path.Join("testdata", strings.TrimSuffix(c.template, ".sh"), name+".sh")
 }
 
 // TestGolden compares every rendered script with its golden file
@@ -66,12 +135,20 @@ func TestEveryTemplateHasGoldenFiles(t *testing.T) {
 	t.Parallel()
 	families := map[string][]string{}
 	for _, c := range cases() {
-		families[c.template] = append(families[c.template], c.family)
+		if c.variant == "" {
+			families[c.template] = append(families[c.template], c.family)
+		}
 	}
 	all := len(osfamily.All())
 	err := fs.WalkDir(templates, "templates", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil {
 			return err
+		}
+		if d.IsDir() {
+			if p == "templates/lib" {
+				return fs.SkipDir // snippets, golden through the scripts that use them
+			}
+			return nil
 		}
 		fams := families[path.Base(p)]
 		switch {

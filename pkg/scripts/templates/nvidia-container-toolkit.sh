@@ -1,0 +1,63 @@
+# Installs the NVIDIA Container Toolkit {{.Version}}, its four packages
+# pinned to that one version, and points the container runtime at it when
+# the runtime is already installed (the runtime's own phase does it
+# otherwise). nvidia-ctk merges its settings into the runtime's
+# configuration: the user's other settings stay.
+{{template "fetch"}}
+base={{quote .RepoURL}}
+{{- if eq .Family.PackageManager "apt"}}
+changed=0
+keyring=/usr/share/keyrings/nvidia-container-toolkit-keyring.asc
+if [ ! -s "$keyring" ]; then
+  tmp=$(mktemp)
+  fetch "${base}gpgkey" "$tmp"
+  install -m 0644 "$tmp" "$keyring"
+  rm -f "$tmp"
+  changed=1
+fi
+list=/etc/apt/sources.list.d/nvidia-container-toolkit.list
+line="deb [signed-by=$keyring] ${base}stable/deb/{{.DebArch}} /"
+if [ "$(cat "$list" 2>/dev/null)" != "$line" ]; then
+  printf '%s\n' "$line" >"$list"
+  changed=1
+fi
+if [ "$changed" = 1 ]; then apt-get update -q; fi
+v={{quote .Version}}-1
+pkgs=(nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-container-tools libnvidia-container1)
+apt-mark unhold "${pkgs[@]}" >/dev/null 2>&1 || true
+apt-get install -y -q --no-install-recommends --allow-downgrades -o Dpkg::Options::=--force-confold \
+  "${pkgs[@]/%/=$v}"
+apt-mark hold "${pkgs[@]}" >/dev/null
+{{- else}}
+repo=/etc/yum.repos.d/nvidia-container-toolkit.repo
+want="[nvidia-container-toolkit]
+name=nvidia-container-toolkit
+baseurl=${base}stable/rpm/\$basearch
+enabled=1
+gpgcheck=0
+repo_gpgcheck=1
+gpgkey=${base}gpgkey"
+if [ "$(cat "$repo" 2>/dev/null)" != "$want" ]; then
+  printf '%s\n' "$want" >"$repo"
+fi
+v={{quote .Version}}-1
+pkgs=(nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-container-tools libnvidia-container1)
+dnf -q versionlock delete "${pkgs[@]}" >/dev/null 2>&1 || true
+dnf install -y -q "${pkgs[@]/%/-$v}"
+dnf -q versionlock add "${pkgs[@]}"
+{{- end}}
+nvidia-ctk --version | head -n 1
+# config_sum FILE...: a checksum of the runtime's configuration as it is now.
+config_sum() { cat "$@" 2>/dev/null | sha256sum; }
+{{- range .Runtimes}}
+if command -v {{quote .Binary}} >/dev/null 2>&1; then
+  runtime={{quote .Name}}
+  files=({{quoteEach .ConfigFiles}})
+  before=$(config_sum "${files[@]}")
+  nvidia-ctk runtime configure --runtime="$runtime"{{if $.SetAsDefault}} --set-as-default{{end}}
+  if [ "$(config_sum "${files[@]}")" != "$before" ]; then
+    echo "gpukit: $runtime configured for the NVIDIA runtime; restarting it"
+    systemctl restart {{quote .Service}}
+  fi
+fi
+{{- end}}

@@ -1,0 +1,87 @@
+# Installs the NVIDIA driver at the wanted version ({{.Version}}: a release, or
+# the newest of a branch), then holds every package of it, and keeps
+# unattended upgrades away from it: a driver that changes under a running
+# module gives "Driver/library version mismatch" until the next reboot.
+# Only gpukit (gpukit upgrade driver) moves it.
+{{template "pkgver" .}}
+want={{quote .Version}}
+pkgs=({{quoteEach .Packages}})
+{{- if eq .Family.PackageManager "apt"}}
+args=()
+for p in "${pkgs[@]}"; do
+  v=$(newest "$p" "$want")
+  if [ -z "$v" ]; then
+    echo "gpukit: no version $want of $p in this host's package sources (available: $(apt-cache madison "$p" 2>/dev/null | awk -F'|' '{gsub(/ /, "", $2); printf "%s ", $2}'))" >&2
+    exit 3
+  fi
+  args+=("$p=$v")
+done
+drv=${args[0]#*=}
+drv=${drv#*:}
+drv=${drv%%-*}
+# Unhold what an earlier run held, so that apt may move it to the wanted version.
+held=$(apt-mark showhold | grep -E '^(nvidia-|libnvidia-|libcuda|firmware-nvidia-|xserver-xorg-video-nvidia)' || true)
+if [ -n "$held" ]; then
+  # shellcheck disable=SC2086
+  apt-mark unhold $held >/dev/null
+fi
+apt-get install -y -q --no-install-recommends --allow-downgrades -o Dpkg::Options::=--force-confold "${args[@]}"
+# Hold every installed package of this driver release.
+mapfile -t mine < <(dpkg-query -W -f='${Package} ${Version} ${db:Status-Status}\n' \
+  'nvidia-*' 'libnvidia-*' 'libcuda*' 'firmware-nvidia-*' 'xserver-xorg-video-nvidia*' 2>/dev/null |
+  awk -v d="$drv" '$3 == "installed" { u = $2; sub(/^[0-9]+:/, "", u); if (index(u, d) == 1) print $1 }')
+apt-mark hold "${mine[@]}" >/dev/null
+echo "gpukit: held ${#mine[@]} packages of driver $drv"
+cat >/etc/apt/apt.conf.d/51gpukit-nvidia <<'CONF'
+// Written by gpukit. The NVIDIA driver changes only through `gpukit upgrade
+// driver`: an unattended upgrade would leave the running kernel module and the
+// new libraries apart ("Driver/library version mismatch").
+Unattended-Upgrade::Package-Blacklist {
+    "nvidia-";
+    "libnvidia-";
+    "libcuda";
+    "cuda-drivers";
+    "firmware-nvidia-";
+    "xserver-xorg-video-nvidia";
+};
+CONF
+{{- else}}
+# The module stream pins the branch and the module flavor.
+stream={{quote .Stream}}
+if ! dnf -q module list --enabled nvidia-driver 2>/dev/null | grep -q "^nvidia-driver *$stream "; then
+  dnf -y -q module reset nvidia-driver
+  dnf -y -q module enable "nvidia-driver:$stream"
+fi
+args=()
+for p in "${pkgs[@]}"; do
+  v=$(newest "$p" "$want")
+  if [ -z "$v" ]; then
+    echo "gpukit: no version $want of $p in this host's repositories" >&2
+    exit 3
+  fi
+  args+=("$p-$v")
+done
+drv=${args[0]#"${pkgs[0]}-"}
+drv=${drv#*:}
+drv=${drv%%-*}
+if ! rpm -q python3-dnf-plugin-versionlock >/dev/null 2>&1; then dnf install -y -q python3-dnf-plugin-versionlock; fi
+dnf -q versionlock delete 'nvidia-*' 'libnvidia-*' 'kmod-nvidia-*' 'cuda-drivers*' >/dev/null 2>&1 || true
+dnf install -y -q --allowerasing "${args[@]}"
+mapfile -t mine < <(rpm -qa --qf '%{NAME}-%{EPOCH}:%{VERSION}-%{RELEASE}.%{ARCH}\n' 'nvidia*' 'libnvidia*' 'kmod-nvidia*' 'cuda-drivers*' |
+  sed 's/-(none):/-0:/' | grep -F -- "$drv")
+dnf -q versionlock add "${mine[@]}"
+echo "gpukit: locked ${#mine[@]} packages of driver $drv"
+{{- end}}
+# The kernel module on disk is now this release; the one in memory changes at
+# the next boot, which nvidia/reboot decides on.
+mkdir -p /run/gpukit
+loaded=$(cat /sys/module/nvidia/version 2>/dev/null || true)
+if [ -z "$loaded" ] && [ ! -d /sys/module/nouveau ]; then
+  # No driver in memory and nothing in the way: load the new one now
+  # instead of rebooting.
+  if modprobe nvidia 2>/dev/null; then loaded=$(cat /sys/module/nvidia/version 2>/dev/null || true); fi
+fi
+if [ "$loaded" != "$drv" ]; then
+  echo "gpukit: driver ${loaded:-none} loaded, $drv installed: the host reboots"
+  echo "driver ${loaded:-none} loaded, $drv installed" >>/run/gpukit/reboot-required
+fi

@@ -1,0 +1,65 @@
+# What of the NVIDIA stack is on this host, in one round trip. Read-only.
+# Output: one "key=value" per line; list facts repeat their key. Every phase
+# of the NVIDIA layer reads it before it decides, so a second run on a
+# converged host finds nothing to do.
+kv() { printf '%s=%s\n' "$1" "$2"; }
+k=$(uname -r)
+kv kernel "$k"
+kv boot_id "$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)"
+if [ -e "/lib/modules/$k/build" ]; then kv headers yes; fi
+kv module.installed "$(modinfo -F version nvidia 2>/dev/null || true)"
+if [ -r /sys/module/nvidia/version ]; then kv module.loaded "$(cat /sys/module/nvidia/version)"; fi
+if [ -d /sys/module/nouveau ]; then kv nouveau.loaded yes; fi
+if grep -qsE '^[[:space:]]*blacklist[[:space:]]+nouveau' /etc/modprobe.d/*.conf /usr/lib/modprobe.d/*.conf; then
+  kv nouveau.blacklisted yes
+fi
+# gpukit's own marker lives on /run: a reboot clears it, which is its meaning.
+if [ -e /run/gpukit/reboot-required ]; then kv reboot.required gpukit; fi
+if [ -e /var/run/reboot-required ]; then kv reboot.required system; fi
+
+# Installed packages of the stack, with their hold state.
+if command -v dpkg-query >/dev/null 2>&1; then
+  held=" $(apt-mark showhold 2>/dev/null | tr '\n' ' ') "
+  while read -r name version status; do
+    [ "$status" = installed ] || continue
+    h=no
+    case $held in *" $name "*) h=yes ;; esac
+    kv pkg "$name $version $h"
+  done < <(dpkg-query -W -f='${Package} ${Version} ${db:Status-Status}\n' \
+    'nvidia-*' 'libnvidia-*' 'cuda-*' 'libcuda*' 'firmware-nvidia-*' 'xserver-xorg-video-nvidia*' 2>/dev/null || true)
+  if [ -e /etc/apt/apt.conf.d/51gpukit-nvidia ]; then kv unattended.blacklist yes; fi
+elif command -v rpm >/dev/null 2>&1; then
+  locked=" $(dnf -q versionlock list 2>/dev/null | tr '\n' ' ') "
+  while read -r name version; do
+    h=no
+    case $locked in *"$name-"*) h=yes ;; esac
+    kv pkg "$name $version $h"
+  done < <(rpm -qa --qf '%{NAME} %{VERSION}-%{RELEASE}\n' 'nvidia*' 'libnvidia*' 'cuda*' 'kmod-nvidia*' 2>/dev/null || true)
+fi
+for f in /etc/apt/sources.list.d/cuda-*.list /etc/yum.repos.d/cuda-*.repo \
+  /etc/apt/sources.list.d/nvidia-container-toolkit.list /etc/yum.repos.d/nvidia-container-toolkit.repo; do
+  if [ -e "$f" ]; then kv repo "$(basename "$f") $(grep -ohE 'https?://[^ ]+' "$f" | head -n1)"; fi
+done
+
+if [ -d /run/systemd/system ]; then
+  for s in nvidia-persistenced nvidia-fabricmanager; do
+    kv service "$s $(systemctl is-enabled "$s" 2>/dev/null || true) $(systemctl is-active "$s" 2>/dev/null || true)"
+  done
+fi
+# NVSwitch (HGX/DGX): the driver's view, else the PCI bus (vendor 0x10de, bridge class 0x0680).
+n=0
+for dev in /sys/bus/pci/devices/*; do
+  [ -r "$dev/vendor" ] || continue
+  if [ "$(cat "$dev/vendor")" = 0x10de ] && [ "$(cat "$dev/class")" = 0x068000 ]; then n=$((n + 1)); fi
+done
+kv nvswitch.pci "$n"
+if [ -d /proc/driver/nvidia-nvswitch/devices ]; then kv nvswitch.driver "$(find /proc/driver/nvidia-nvswitch/devices -mindepth 1 -maxdepth 1 | wc -l)"; fi
+if [ -e /etc/dgx-release ]; then kv dgx yes; fi
+if command -v nvidia-ctk >/dev/null 2>&1; then kv ctk "$(nvidia-ctk --version 2>/dev/null | head -n1)"; fi
+if command -v nvidia-smi >/dev/null 2>&1; then
+  if out=$(nvidia-smi --query-gpu=index,uuid,driver_version,persistence_mode --format=csv,noheader,nounits 2>&1); then
+    while IFS= read -r line; do kv smi.gpu "$line"; done <<<"$out"
+  else
+    kv smi.error "$(printf '%s' "$out" | tr '\n' ' ')"
+  fi
+fi

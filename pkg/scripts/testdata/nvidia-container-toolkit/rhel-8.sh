@@ -1,0 +1,60 @@
+set -euo pipefail
+export LC_ALL=C DEBIAN_FRONTEND=noninteractive
+# Installs the NVIDIA Container Toolkit 1.20.0, its four packages
+# pinned to that one version, and points the container runtime at it when
+# the runtime is already installed (the runtime's own phase does it
+# otherwise). nvidia-ctk merges its settings into the runtime's
+# configuration: the user's other settings stay.
+# fetch URL FILE: downloads with whatever the host has (curl, wget, python3).
+fetch() {
+  if command -v curl >/dev/null 2>&1; then
+    curl -fsSL --retry 3 -o "$2" "$1"
+  elif command -v wget >/dev/null 2>&1; then
+    wget -q -O "$2" "$1"
+  elif command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])' "$1" "$2"
+  else
+    echo "gpukit: cannot download $1: no curl, wget or python3 on this host" >&2
+    return 1
+  fi
+}
+base=https://nvidia.github.io/libnvidia-container/
+repo=/etc/yum.repos.d/nvidia-container-toolkit.repo
+want="[nvidia-container-toolkit]
+name=nvidia-container-toolkit
+baseurl=${base}stable/rpm/\$basearch
+enabled=1
+gpgcheck=0
+repo_gpgcheck=1
+gpgkey=${base}gpgkey"
+if [ "$(cat "$repo" 2>/dev/null)" != "$want" ]; then
+  printf '%s\n' "$want" >"$repo"
+fi
+v=1.20.0-1
+pkgs=(nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-container-tools libnvidia-container1)
+dnf -q versionlock delete "${pkgs[@]}" >/dev/null 2>&1 || true
+dnf install -y -q "${pkgs[@]/%/-$v}"
+dnf -q versionlock add "${pkgs[@]}"
+nvidia-ctk --version | head -n 1
+# config_sum FILE...: a checksum of the runtime's configuration as it is now.
+config_sum() { cat "$@" 2>/dev/null | sha256sum; }
+if command -v containerd >/dev/null 2>&1; then
+  runtime=containerd
+  files=(/etc/containerd/config.toml /etc/containerd/conf.d/99-nvidia.toml)
+  before=$(config_sum "${files[@]}")
+  nvidia-ctk runtime configure --runtime="$runtime"
+  if [ "$(config_sum "${files[@]}")" != "$before" ]; then
+    echo "gpukit: $runtime configured for the NVIDIA runtime; restarting it"
+    systemctl restart containerd
+  fi
+fi
+if command -v dockerd >/dev/null 2>&1; then
+  runtime=docker
+  files=(/etc/docker/daemon.json)
+  before=$(config_sum "${files[@]}")
+  nvidia-ctk runtime configure --runtime="$runtime"
+  if [ "$(config_sum "${files[@]}")" != "$before" ]; then
+    echo "gpukit: $runtime configured for the NVIDIA runtime; restarting it"
+    systemctl restart docker
+  fi
+fi

@@ -1,0 +1,66 @@
+set -euo pipefail
+export LC_ALL=C DEBIAN_FRONTEND=noninteractive
+# Installs the NVIDIA driver at the wanted version (580.95.05: a release, or
+# the newest of a branch), then holds every package of it, and keeps
+# unattended upgrades away from it: a driver that changes under a running
+# module gives "Driver/library version mismatch" until the next reboot.
+# Only gpukit (gpukit upgrade driver) moves it.
+# newest PKG WANT: the newest version of PKG whose upstream version is WANT
+# (a release, 580.95.05) or starts with it (a branch, 580), empty if none;
+# the package index is refreshed once if nothing matches.
+newest() {
+  local v
+  v=$(candidates "$1" "$2")
+  if [ -z "$v" ] && [ -z "${refreshed:-}" ]; then
+    refreshed=1
+    dnf -q makecache >&2
+    v=$(candidates "$1" "$2")
+  fi
+  printf '%s' "$v"
+}
+candidates() {
+  dnf -q list --showduplicates --available "$1" 2>/dev/null | awk -v want="$2" '
+    NF == 3 { v = $2; u = v; sub(/^[0-9]+:/, "", u) }
+    NF == 3 && (index(u, want "-") == 1 || index(u, want ".") == 1) { last = v }
+    END { print last }'
+}
+want=580.95.05
+pkgs=(nvidia-open)
+# The module stream pins the branch and the module flavor.
+stream=580-open
+if ! dnf -q module list --enabled nvidia-driver 2>/dev/null | grep -q "^nvidia-driver *$stream "; then
+  dnf -y -q module reset nvidia-driver
+  dnf -y -q module enable "nvidia-driver:$stream"
+fi
+args=()
+for p in "${pkgs[@]}"; do
+  v=$(newest "$p" "$want")
+  if [ -z "$v" ]; then
+    echo "gpukit: no version $want of $p in this host's repositories" >&2
+    exit 3
+  fi
+  args+=("$p-$v")
+done
+drv=${args[0]#"${pkgs[0]}-"}
+drv=${drv#*:}
+drv=${drv%%-*}
+if ! rpm -q python3-dnf-plugin-versionlock >/dev/null 2>&1; then dnf install -y -q python3-dnf-plugin-versionlock; fi
+dnf -q versionlock delete 'nvidia-*' 'libnvidia-*' 'kmod-nvidia-*' 'cuda-drivers*' >/dev/null 2>&1 || true
+dnf install -y -q --allowerasing "${args[@]}"
+mapfile -t mine < <(rpm -qa --qf '%{NAME}-%{EPOCH}:%{VERSION}-%{RELEASE}.%{ARCH}\n' 'nvidia*' 'libnvidia*' 'kmod-nvidia*' 'cuda-drivers*' |
+  sed 's/-(none):/-0:/' | grep -F -- "$drv")
+dnf -q versionlock add "${mine[@]}"
+echo "gpukit: locked ${#mine[@]} packages of driver $drv"
+# The kernel module on disk is now this release; the one in memory changes at
+# the next boot, which nvidia/reboot decides on.
+mkdir -p /run/gpukit
+loaded=$(cat /sys/module/nvidia/version 2>/dev/null || true)
+if [ -z "$loaded" ] && [ ! -d /sys/module/nouveau ]; then
+  # No driver in memory and nothing in the way: load the new one now
+  # instead of rebooting.
+  if modprobe nvidia 2>/dev/null; then loaded=$(cat /sys/module/nvidia/version 2>/dev/null || true); fi
+fi
+if [ "$loaded" != "$drv" ]; then
+  echo "gpukit: driver ${loaded:-none} loaded, $drv installed: the host reboots"
+  echo "driver ${loaded:-none} loaded, $drv installed" >>/run/gpukit/reboot-required
+fi

@@ -1,0 +1,34 @@
+set -euo pipefail
+export LC_ALL=C DEBIAN_FRONTEND=noninteractive
+# Prepares a host for the NVIDIA driver: kernel headers and build tools for
+# the RUNNING kernel (DKMS builds the module against them; headers of another
+# kernel give a module that does not load after boot), and nouveau kept away
+# from the GPUs. Each step checks before it changes.
+k=$(uname -r)
+mkdir -p /run/gpukit
+if [ ! -e "/lib/modules/$k/build" ]; then
+  if ! dnf -q list --available "kernel-devel-$k" >/dev/null 2>&1 && ! rpm -q "kernel-devel-$k" >/dev/null 2>&1; then
+    echo "gpukit: no kernel headers for the running kernel $k: no package kernel-devel-$k in this host's repositories." >&2
+    echo "gpukit: DKMS would build the driver for another kernel, and it would not load after boot. Update the kernel (dnf update kernel) and reboot, then run gpukit again." >&2
+    exit 3
+  fi
+  dnf install -y -q "kernel-devel-$k" "kernel-headers-$k"
+fi
+if ! rpm -q dkms >/dev/null 2>&1; then
+  # DKMS comes from EPEL; CRB (9) / PowerTools (8) carry its build dependencies.
+  dnf config-manager --set-enabled crb 2>/dev/null || true
+  dnf install -y -q dkms gcc make elfutils-libelf-devel
+fi
+
+conf=/etc/modprobe.d/blacklist-nouveau.conf
+want=$'blacklist nouveau\noptions nouveau modeset=0'
+if [ "$(cat "$conf" 2>/dev/null)" != "$want" ]; then
+  printf '%s\n' "$want" >"$conf"
+  echo "gpukit: nouveau blacklisted in $conf"
+  # The initramfs may load nouveau before the root file system is mounted.
+  if command -v dracut >/dev/null 2>&1; then dracut --force; fi
+fi
+if [ -d /sys/module/nouveau ]; then
+  echo "gpukit: nouveau is loaded; the host reboots after the driver is installed"
+  echo nouveau >>/run/gpukit/reboot-required
+fi

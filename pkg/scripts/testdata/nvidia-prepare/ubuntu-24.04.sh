@@ -1,0 +1,33 @@
+set -euo pipefail
+export LC_ALL=C DEBIAN_FRONTEND=noninteractive
+# Prepares a host for the NVIDIA driver: kernel headers and build tools for
+# the RUNNING kernel (DKMS builds the module against them; headers of another
+# kernel give a module that does not load after boot), and nouveau kept away
+# from the GPUs. Each step checks before it changes.
+k=$(uname -r)
+mkdir -p /run/gpukit
+if [ ! -e "/lib/modules/$k/build" ]; then
+  apt-get update -q
+  if ! apt-cache show "linux-headers-$k" >/dev/null 2>&1; then
+    echo "gpukit: no kernel headers for the running kernel $k: no package linux-headers-$k in this host's package sources." >&2
+    echo "gpukit: DKMS would build the driver for another kernel, and it would not load after boot. Add a source that has linux-headers-$k, or upgrade to a kernel your sources have headers for and reboot, then run gpukit again." >&2
+    exit 3
+  fi
+  apt-get install -y -q --no-install-recommends "linux-headers-$k"
+fi
+if ! dpkg-query -W -f='${db:Status-Status}' dkms 2>/dev/null | grep -qx installed; then
+  apt-get install -y -q --no-install-recommends dkms build-essential
+fi
+
+conf=/etc/modprobe.d/blacklist-nouveau.conf
+want=$'blacklist nouveau\noptions nouveau modeset=0'
+if [ "$(cat "$conf" 2>/dev/null)" != "$want" ]; then
+  printf '%s\n' "$want" >"$conf"
+  echo "gpukit: nouveau blacklisted in $conf"
+  # The initramfs may load nouveau before the root file system is mounted.
+  if command -v update-initramfs >/dev/null 2>&1; then update-initramfs -u; fi
+fi
+if [ -d /sys/module/nouveau ]; then
+  echo "gpukit: nouveau is loaded; the host reboots after the driver is installed"
+  echo nouveau >>/run/gpukit/reboot-required
+fi

@@ -1,0 +1,50 @@
+set -euo pipefail
+export LC_ALL=C DEBIAN_FRONTEND=noninteractive
+# Makes the NVIDIA driver's packages available: NVIDIA's CUDA repository
+# (or the site's mirror of it), or the distribution's own components that
+# carry them. Idempotent: a repository already set up as wanted is left as
+# it is, and the package index is refreshed only after a change.
+changed=0
+# enable_components COMPONENT...: adds the components to every source of the
+# distribution's release (bookworm, -updates, -security), in
+# deb822 .sources files and one-line .list files alike; other repositories
+# are left alone. Prints the files it changed.
+enable_components() {
+  local f tmp
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    tmp=$(mktemp)
+    case $f in
+    *.sources)
+      awk -v want="$*" -v suite=bookworm '
+        function add(line,   n, w, i) {
+          n = split(want, w, " ")
+          for (i = 1; i <= n; i++) if (line !~ "(^|[ :])" w[i] "( |$)") line = line " " w[i]
+          return line
+        }
+        NR == FNR { if (/^[[:space:]]*$/) s++; else if ($1 == "Suites:" && $0 ~ "[ :]" suite "([ -]|$)") match_[s] = 1; next }
+        FNR == 1 { s = 0 }
+        /^[[:space:]]*$/ { s++ }
+        $1 == "Components:" && match_[s] { $0 = add($0) }
+        { print }' "$f" "$f" >"$tmp" ;;
+    *)
+      awk -v want="$*" -v suite=bookworm '
+        $1 ~ /^deb(-src)?$/ {
+          i = 2; if ($2 ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
+          if ($(i + 1) ~ "^" suite "(-|$)") {
+            n = split(want, w, " ")
+            for (k = 1; k <= n; k++) { found = 0; for (j = i + 2; j <= NF; j++) if ($j == w[k]) found = 1; if (!found) $0 = $0 " " w[k] }
+          }
+        }
+        { print }' "$f" >"$tmp" ;;
+    esac
+    if ! cmp -s "$f" "$tmp"; then
+      cat "$tmp" >"$f"
+      echo "gpukit: enabled components $* in $f"
+    fi
+    rm -f "$tmp"
+  done
+}
+if [ -n "$(enable_components contrib non-free non-free-firmware)" ]; then changed=1; fi
+if [ "$changed" = 1 ]; then apt-get update -q; fi
+if [ "$changed" = 1 ]; then echo "gpukit: package sources changed"; fi

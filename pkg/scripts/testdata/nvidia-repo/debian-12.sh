@@ -1,0 +1,80 @@
+set -euo pipefail
+export LC_ALL=C DEBIAN_FRONTEND=noninteractive
+# Makes the NVIDIA driver's packages available: NVIDIA's CUDA repository
+# (or the site's mirror of it), or the distribution's own components that
+# carry them. Idempotent: a repository already set up as wanted is left as
+# it is, and the package index is refreshed only after a change.
+changed=0
+base=https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/
+# fetch URL FILE: downloads with whatever the host has (curl, wget, python3).
+fetch() {
+  if command -v curl >/dev/null 2>&1; then
+    curl -fsSL --retry 3 -o "$2" "$1"
+  elif command -v wget >/dev/null 2>&1; then
+    wget -q -O "$2" "$1"
+  elif command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])' "$1" "$2"
+  else
+    echo "gpukit: cannot download $1: no curl, wget or python3 on this host" >&2
+    return 1
+  fi
+}
+# enable_components COMPONENT...: adds the components to every source of the
+# distribution's release (bookworm, -updates, -security), in
+# deb822 .sources files and one-line .list files alike; other repositories
+# are left alone. Prints the files it changed.
+enable_components() {
+  local f tmp
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    tmp=$(mktemp)
+    case $f in
+    *.sources)
+      awk -v want="$*" -v suite=bookworm '
+        function add(line,   n, w, i) {
+          n = split(want, w, " ")
+          for (i = 1; i <= n; i++) if (line !~ "(^|[ :])" w[i] "( |$)") line = line " " w[i]
+          return line
+        }
+        NR == FNR { if (/^[[:space:]]*$/) s++; else if ($1 == "Suites:" && $0 ~ "[ :]" suite "([ -]|$)") match_[s] = 1; next }
+        FNR == 1 { s = 0 }
+        /^[[:space:]]*$/ { s++ }
+        $1 == "Components:" && match_[s] { $0 = add($0) }
+        { print }' "$f" "$f" >"$tmp" ;;
+    *)
+      awk -v want="$*" -v suite=bookworm '
+        $1 ~ /^deb(-src)?$/ {
+          i = 2; if ($2 ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
+          if ($(i + 1) ~ "^" suite "(-|$)") {
+            n = split(want, w, " ")
+            for (k = 1; k <= n; k++) { found = 0; for (j = i + 2; j <= NF; j++) if ($j == w[k]) found = 1; if (!found) $0 = $0 " " w[k] }
+          }
+        }
+        { print }' "$f" >"$tmp" ;;
+    esac
+    if ! cmp -s "$f" "$tmp"; then
+      cat "$tmp" >"$f"
+      echo "gpukit: enabled components $* in $f"
+    fi
+    rm -f "$tmp"
+  done
+}
+# NVIDIA's Debian repository needs packages from contrib.
+if [ -n "$(enable_components contrib)" ]; then changed=1; fi
+if ! dpkg-query -W -f='${db:Status-Status}' cuda-keyring 2>/dev/null | grep -qx installed; then
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  fetch "${base}cuda-keyring_1.1-1_all.deb" "$tmp/cuda-keyring.deb"
+  dpkg -i "$tmp/cuda-keyring.deb"
+  changed=1
+fi
+# cuda-keyring names NVIDIA's own server; the source names the one wanted
+# (a mirror, for an air-gapped site), signed by the same key.
+list=/etc/apt/sources.list.d/cuda-debian12-x86_64.list
+line="deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] $base /"
+if [ "$(cat "$list" 2>/dev/null)" != "$line" ]; then
+  printf '%s\n' "$line" >"$list"
+  changed=1
+fi
+if [ "$changed" = 1 ]; then apt-get update -q; fi
+if [ "$changed" = 1 ]; then echo "gpukit: package sources changed"; fi

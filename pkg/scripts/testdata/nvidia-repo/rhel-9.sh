@@ -1,0 +1,23 @@
+set -euo pipefail
+export LC_ALL=C DEBIAN_FRONTEND=noninteractive
+# Makes the NVIDIA driver's packages available: NVIDIA's CUDA repository
+# (or the site's mirror of it), or the distribution's own components that
+# carry them. Idempotent: a repository already set up as wanted is left as
+# it is, and the package index is refreshed only after a change.
+changed=0
+base=https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/
+repo=/etc/yum.repos.d/cuda-rhel9.repo
+want="[cuda-rhel9-x86_64]
+name=cuda-rhel9-x86_64
+baseurl=$base
+enabled=1
+gpgcheck=1
+gpgkey=${base}D42D0685.pub"
+if [ "$(cat "$repo" 2>/dev/null)" != "$want" ]; then
+  printf '%s\n' "$want" >"$repo"
+  changed=1
+fi
+# DKMS and the driver's build dependencies: CRB (9) or PowerTools (8), and EPEL.
+dnf config-manager --set-enabled crb 2>/dev/null || true
+if [ "$changed" = 1 ]; then dnf -q makecache; fi
+if [ "$changed" = 1 ]; then echo "gpukit: package sources changed"; fi
