@@ -51,6 +51,10 @@ func TestExitCodes(t *testing.T) {
 		wantOut    string
 		wantStderr string
 	}{
+		{"init: a malformed --driver names the flag", []string{"init", "-i", loopback, "--driver", "58o"}, ExitUsage, "", `--driver: spec.versions.nvidiaDriver: malformed driver version "58o"`},
+		{"init: --cuda the driver cannot run", []string{"plan", "-i", loopback, "--driver", "535", "--cuda", "13.0"}, ExitUsage, "", "--cuda: spec.versions.cuda: CUDA 13.0 needs NVIDIA driver branch 580 or newer, but nvidiaDriver is 535"},
+		{"init: reboots at once", []string{"init", "-i", loopback, "--max-parallel-reboots", "0"}, ExitUsage, "", "--max-parallel-reboots 0: want 1 or more"},
+		{"plan: unknown phase", []string{"plan", "-i", loopback, "--only-phases", "nvidia/drivers"}, ExitUsage, "", "--only-phases nvidia/drivers: unknown phase; valid phases: preflight, preflight/facts"},
 		{"escape sequences are escaped", []string{"inventory", "validate", "-i", escapes}, ExitUsage, "", `"cp\x1bc" contains '\x1b'`},
 		{"a private key as a password file", []string{"preflight", "-i", keyAsPassword}, ExitUsage, "", "holds a private key"},
 		{"a shell rc file as known_hosts", []string{"preflight", "-i", rcKnownHosts, "--accept-new-host-keys"}, ExitUsage, "", "line 1 is not a known_hosts entry"},

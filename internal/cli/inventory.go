@@ -24,10 +24,15 @@ func newInventoryCmd() *cobra.Command {
 // loadInventory loads and validates the inventory; every problem with the
 // file is a usage error (exit 2) because nothing may run on bad input.
 func loadInventory(path string) (*inventory.Inventory, error) {
+	return loadInventoryWith(path, inventory.Overrides{})
+}
+
+// loadInventoryWith is loadInventory with versions from the command line.
+func loadInventoryWith(path string, o inventory.Overrides) (*inventory.Inventory, error) {
 	if path == "" {
 		return nil, usage(errors.New("no inventory: pass -i FILE (gpukit inventory example writes one)"))
 	}
-	inv, err := inventory.Load(path)
+	inv, err := inventory.LoadWith(path, o)
 	if err != nil {
 		var ve *inventory.ValidationError
 		if errors.As(err, &ve) {

@@ -52,6 +52,8 @@ Kubernetes (kubeadm) or Docker Swarm and the platform on top.`,
 		newVersionCmd(),
 		newInventoryCmd(),
 		newPreflightCmd(s),
+		newInitCmd(s),
+		newPlanCmd(s),
 		newCompletionCmd(),
 	)
 	return root

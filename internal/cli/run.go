@@ -28,6 +28,10 @@ type runOptions struct {
 	onlyPhases  []string
 	verbose     bool
 	connect     connect.Options
+	// dryRun records writes instead of making them (init --dry-run, plan).
+	dryRun bool
+	// overrides replace inventory versions (init --driver, --cuda, --toolkit).
+	overrides inventory.Overrides
 }
 
 // The flags that select phases, as the user typed them.
@@ -91,7 +95,7 @@ func (o *runOptions) load(s Streams) (*loaded, error) {
 	if o.concurrency < 1 {
 		return nil, usage(fmt.Errorf("--concurrency %d: want 1 or more", o.concurrency))
 	}
-	inv, err := loadInventory(o.inventory)
+	inv, err := loadInventoryWith(o.inventory, o.overrides)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +116,7 @@ func (o *runOptions) execute(ctx context.Context, s Streams, l *loaded, f flow.F
 	}
 	r := &engine.Runner{
 		Name: f.Name, Phases: f.Phases, Concurrency: o.concurrency,
-		Only: o.onlyPhases, Skip: o.skipPhases, LogDir: o.logDir, Redact: cfgs.Secrets,
+		Only: o.onlyPhases, Skip: o.skipPhases, LogDir: o.logDir, Redact: cfgs.Secrets, DryRun: o.dryRun,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

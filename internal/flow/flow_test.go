@@ -33,3 +33,19 @@ func TestPreflightFlow(t *testing.T) {
 		t.Errorf("the engine refuses the list: %v", err)
 	}
 }
+
+func TestInitFlow(t *testing.T) {
+	inv := &inventory.Inventory{Machines: []inventory.Machine{{Name: "a"}}}
+	f := NewInit(inv, InitOptions{})
+	want := []string{
+		"preflight/facts", "preflight/checks", "preflight/cluster",
+		"nvidia/prepare", "nvidia/driver", "nvidia/fabricmanager", "nvidia/persistenced", "nvidia/cuda",
+		"nvidia/container-toolkit", "nvidia/reboot", "nvidia/verify",
+	}
+	if got := phaseNames(f.Phases); !reflect.DeepEqual(got, want) {
+		t.Errorf("phases %v, want %v", got, want)
+	}
+	if _, err := engine.SelectPhases(f.Phases, []string{"nvidia"}, nil); err != nil {
+		t.Errorf("--only-phases nvidia: %v", err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/pkg/osfamily"
 )
 
@@ -49,6 +50,7 @@ func CheckHost(inv *inventory.Inventory, m inventory.Machine, f *facts.Facts) []
 	c.gpus()
 	c.nouveau()
 	c.secureBoot()
+	c.nvidia()
 	c.runtimes()
 	c.initSystem()
 	c.timeSync()
@@ -192,11 +194,40 @@ func (c *checker) nouveau() {
 }
 
 func (c *checker) secureBoot() {
-	if c.f.SecureBootEnabled() {
-		c.add("secure-boot", Fail, "%s: DKMS-built NVIDIA modules must be signed with an enrolled MOK, which needs a console; disable Secure Boot or enrol the key first", c.f.SecureBoot)
-		return
+	switch {
+	case !c.f.SecureBootEnabled():
+		c.add("secure-boot", Pass, "%s", c.f.SecureBoot)
+	case len(c.f.PCIGPUs) == 0 && len(c.f.GPUs) == 0:
+		c.add("secure-boot", Pass, "%s; no NVIDIA GPU, so no driver module to sign", c.f.SecureBoot)
+	default:
+		switch c.inv.Cluster.Spec.NVIDIA.SecureBoot {
+		case inventory.SecureBootSigned:
+			c.add("secure-boot", Warn, "%s: the driver uses modules signed by the OS vendor (spec.nvidia.secureBoot: signed)", c.f.SecureBoot)
+		case inventory.SecureBootMOK:
+			c.add("secure-boot", Warn, "%s: DKMS signs the driver with its Machine Owner Key; enroll it at the console (mokutil --import /var/lib/dkms/mok.pub, then confirm at the next boot) or the module will not load", c.f.SecureBoot)
+		default:
+			c.add("secure-boot", Fail, "%s: a driver module built by DKMS would not load; choose spec.nvidia.secureBoot: signed or mok, or turn Secure Boot off", c.f.SecureBoot)
+		}
 	}
-	c.add("secure-boot", Pass, "%s", c.f.SecureBoot)
+}
+
+// nvidia reports what the NVIDIA layer will install on the host, or why it
+// cannot (Secure Boot is the secure-boot check's).
+func (c *checker) nvidia() {
+	w, err := nvidia.Decide(c.inv, c.m, c.f)
+	var sb *nvidia.SecureBootError
+	switch {
+	case errors.As(err, &sb):
+	case err != nil:
+		c.add("nvidia", Fail, "%v", err)
+	case !w.GPU:
+	default:
+		msg := fmt.Sprintf("driver %s, %s kernel modules (%s), from %s", w.Driver, w.Flavor, w.Why, w.Source)
+		if w.CUDA != "" {
+			msg += ", CUDA toolkit " + w.CUDA
+		}
+		c.add("nvidia", Pass, "%s", msg)
+	}
 }
 
 func (c *checker) runtimes() {

@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -17,9 +18,26 @@ func healthy() *facts.Facts {
 	}
 }
 
-func testInventory(o inventory.Orchestrator, driver string) *inventory.Inventory {
-	return &inventory.Inventory{Cluster: inventory.Cluster{Spec: inventory.Spec{
-		Orchestrator: o, Versions: inventory.Versions{NvidiaDriver: driver}}}}
+// testInventory is a loaded inventory (every default applied) with the
+// given choices; empty ones keep their default.
+func testInventory(o inventory.Orchestrator, driver string, nvidia ...string) *inventory.Inventory {
+	lead := "control-plane"
+	if o == inventory.Swarm {
+		lead = "manager"
+	}
+	doc := fmt.Sprintf("apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: t}\nspec:\n  orchestrator: %s\n"+
+		"  hosts:\n  - {name: gpu-001, address: 10.0.0.1, roles: [%s, worker]}\n", o, lead)
+	if len(nvidia) > 0 && nvidia[0] != "" {
+		doc += "  nvidia: {" + nvidia[0] + "}\n"
+	}
+	if driver != "" {
+		doc += fmt.Sprintf("  versions: {nvidiaDriver: %q, cuda: \"12.2\"}\n", driver)
+	}
+	inv, err := inventory.Parse("t.yaml", []byte(doc))
+	if err != nil {
+		panic(err)
+	}
+	return inv
 }
 
 func TestCheckHost(t *testing.T) {
@@ -28,14 +46,16 @@ func TestCheckHost(t *testing.T) {
 	manager := inventory.Machine{Name: "gpu-001", Roles: []inventory.Role{inventory.RoleManager}}
 	h100 := facts.GPU{Index: 0, UUID: "GPU-1", Name: "NVIDIA H100 80GB HBM3", MemMiB: 81559, Driver: "590.48.01", MIGMode: "Disabled"}
 	tests := []struct {
-		name   string
-		orch   inventory.Orchestrator
-		driver string
-		m      inventory.Machine
-		mutate func(*facts.Facts)
-		check  string
-		want   Status
-		reason string
+		name       string
+		orch       inventory.Orchestrator
+		driver     string
+		secureBoot string
+		source     string
+		m          inventory.Machine
+		mutate     func(*facts.Facts)
+		check      string
+		want       Status
+		reason     string
 	}{
 		{name: "healthy ubuntu", m: worker, check: "os", want: Pass, reason: "Ubuntu 24.04.1 LTS"},
 		{name: "debian 12 point release", m: worker, mutate: func(f *facts.Facts) { f.OS = facts.OS{ID: "debian", Version: "12"} }, check: "os", want: Pass},
@@ -64,7 +84,12 @@ func TestCheckHost(t *testing.T) {
 			f.NvidiaSMI, f.NvidiaSMIError = true, "Failed to initialize NVML: Driver/library version mismatch"
 		}, check: "gpu", want: Warn, reason: "without a reboot"},
 		{name: "nouveau", m: worker, mutate: func(f *facts.Facts) { f.NouveauLoaded = true }, check: "nouveau", want: Warn},
-		{name: "secure boot", m: worker, mutate: func(f *facts.Facts) { f.SecureBoot = "SecureBoot enabled" }, check: "secure-boot", want: Fail, reason: "MOK"},
+		{name: "secure boot refused", m: worker, mutate: func(f *facts.Facts) { f.SecureBoot = "SecureBoot enabled" }, check: "secure-boot", want: Fail, reason: "choose spec.nvidia.secureBoot: signed or mok"},
+		{name: "secure boot without gpu", m: worker, mutate: func(f *facts.Facts) { f.SecureBoot = "SecureBoot enabled"; f.PCIGPUs = nil }, check: "secure-boot", want: Pass, reason: "no driver module"},
+		{name: "secure boot with mok", secureBoot: "mok", m: worker, mutate: func(f *facts.Facts) { f.SecureBoot = "SecureBoot enabled" }, check: "secure-boot", want: Warn, reason: "mokutil --import"},
+		{name: "nvidia decision", m: worker, check: "nvidia", want: Pass, reason: "driver 580.95.05, open kernel modules (every GPU is Turing or newer), from cuda-repo"},
+		{name: "volta gets proprietary modules", m: worker, mutate: func(f *facts.Facts) { f.PCIGPUs[0].DeviceID = "0x1db4" }, check: "nvidia", want: Pass, reason: "proprietary kernel modules (GPU 0000:17:00.0 (device 0x1db4) is older than Turing)"},
+		{name: "no distribution driver on rhel", source: "distribution", m: worker, mutate: func(f *facts.Facts) { f.OS = facts.OS{ID: "rocky", Version: "9.4"} }, check: "nvidia", want: Fail, reason: "RHEL/Rocky/Alma 9 has no NVIDIA driver packages of its own"},
 		{name: "docker beside kubernetes", m: worker, mutate: func(f *facts.Facts) { f.Runtimes = []string{"dockerd Docker version 28.2.2"} }, check: "runtime", want: Warn},
 		{name: "not systemd", m: worker, mutate: func(f *facts.Facts) { f.Init = "sshd" }, check: "init", want: Fail},
 		{name: "clock not synced", m: worker, mutate: func(f *facts.Facts) { f.TimeSynced = "no"; f.TimeSyncService = "" }, check: "time-sync", want: Warn, reason: "install chrony"},
@@ -85,7 +110,14 @@ func TestCheckHost(t *testing.T) {
 				orch = inventory.Kubernetes
 			}
 			var got *Result
-			for _, r := range CheckHost(testInventory(orch, tt.driver), tt.m, f) {
+			var choices []string
+			if tt.secureBoot != "" {
+				choices = append(choices, "secureBoot: "+tt.secureBoot)
+			}
+			if tt.source != "" {
+				choices = append(choices, "driverSource: "+tt.source)
+			}
+			for _, r := range CheckHost(testInventory(orch, tt.driver, strings.Join(choices, ", ")), tt.m, f) {
 				if r.Check == tt.check {
 					got = &r
 				}

@@ -10,7 +10,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/inventory"
-	"github.com/gpukit/gpukit/pkg/scripts"
+	"github.com/gpukit/gpukit/pkg/probe"
 )
 
 // Phase names, stable for --skip-phases / --only-phases and `init phase`.
@@ -54,20 +54,8 @@ func (factsPhase) Name() string  { return PhaseFacts }
 func (factsPhase) Title() string { return "Gather host facts" }
 
 func (factsPhase) Run(ctx context.Context, h *engine.Host) error {
-	cmd, err := scripts.Probe(scripts.ProbeParams{GPUFields: facts.GPUQueryFields()})
-	if err != nil {
-		return err
-	}
-	res, err := h.Run(ctx, "probe", cmd)
-	if err != nil {
-		return err
-	}
-	f, err := facts.Parse(res.Stdout)
-	if err != nil {
-		return err
-	}
-	h.Facts = f
-	return nil
+	_, err := probe.Facts(ctx, h)
+	return err
 }
 
 type checksPhase struct{ p *Preflight }

@@ -36,7 +36,7 @@ var (
 	driverVersion = regexp.MustCompile(`^[0-9]{3}(\.[0-9]{1,3}){0,2}$`)
 	semver        = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
 	cudaVersion   = regexp.MustCompile(`^[0-9]{1,2}\.[0-9]{1,2}$`)
-	moduleStream  = regexp.MustCompile(`^[0-9]{3}-(open|dkms)$`)
+	moduleStream  = regexp.MustCompile(`^[0-9]{3}(-open|-dkms)?$`)
 	filePath      = regexp.MustCompile(`^/[A-Za-z0-9_./+-]+$`)
 )
 
@@ -71,16 +71,20 @@ func checkPackages(list []string) error {
 }
 
 // NVIDIAStateParams are the parameters of the NVIDIA state probe.
-type NVIDIAStateParams struct{}
+type NVIDIAStateParams struct {
+	// SMIFields are the nvidia-smi --query-gpu fields, in the order the
+	// parser (pkg/nvidia) reads them.
+	SMIFields []string
+}
 
-// Validate accepts them.
-func (NVIDIAStateParams) Validate() error { return nil }
+// Validate checks the field names.
+func (p NVIDIAStateParams) Validate() error { return ProbeParams{GPUFields: p.SMIFields}.Validate() }
 
 // NVIDIAState returns the read-only command that reports the state of the
 // NVIDIA stack on a host (pkg/nvidia parses it). It runs as root: holds,
 // versionlocks and the module are root's view.
-func NVIDIAState() (ssh.Command, error) {
-	return command("nvidia state", nvidiaStateTemplate, NVIDIAStateParams{})
+func NVIDIAState(p NVIDIAStateParams) (ssh.Command, error) {
+	return command("nvidia state", nvidiaStateTemplate, p)
 }
 
 // NVIDIAPrepareParams prepare a host for the driver.

@@ -33,7 +33,9 @@ func cases() []goldenCase {
 		{probeTemplate.name, anyFamily, "", func() (ssh.Command, error) {
 			return Probe(ProbeParams{GPUFields: facts.GPUQueryFields()})
 		}},
-		{nvidiaStateTemplate.name, anyFamily, "", NVIDIAState},
+		{nvidiaStateTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return NVIDIAState(NVIDIAStateParams{SMIFields: []string{"index", "uuid", "driver_version", "persistence_mode"}})
+		}},
 		{persistencedTemplate.name, anyFamily, "", Persistenced},
 		{rebootTemplate.name, anyFamily, "", Reboot},
 	}

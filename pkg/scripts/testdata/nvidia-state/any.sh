@@ -28,7 +28,7 @@ if command -v dpkg-query >/dev/null 2>&1; then
     case $held in *" $name "*) h=yes ;; esac
     kv pkg "$name $version $h"
   done < <(dpkg-query -W -f='${Package} ${Version} ${db:Status-Status}\n' \
-    'nvidia-*' 'libnvidia-*' 'cuda-*' 'libcuda*' 'firmware-nvidia-*' 'xserver-xorg-video-nvidia*' 2>/dev/null || true)
+    'nvidia-*' 'libnvidia-*' 'cuda-*' 'libcuda*' 'firmware-nvidia-*' 'xserver-xorg-video-nvidia*' dkms 2>/dev/null || true)
   if [ -e /etc/apt/apt.conf.d/51gpukit-nvidia ]; then kv unattended.blacklist yes; fi
 elif command -v rpm >/dev/null 2>&1; then
   locked=" $(dnf -q versionlock list 2>/dev/null | tr '\n' ' ') "
@@ -36,13 +36,16 @@ elif command -v rpm >/dev/null 2>&1; then
     h=no
     case $locked in *"$name-"*) h=yes ;; esac
     kv pkg "$name $version $h"
-  done < <(rpm -qa --qf '%{NAME} %{VERSION}-%{RELEASE}\n' 'nvidia*' 'libnvidia*' 'cuda*' 'kmod-nvidia*' 2>/dev/null || true)
+  done < <(rpm -qa --qf '%{NAME} %{VERSION}-%{RELEASE}\n' 'nvidia*' 'libnvidia*' 'cuda*' 'kmod-nvidia*' dkms 2>/dev/null || true)
 fi
 for f in /etc/apt/sources.list.d/cuda-*.list /etc/yum.repos.d/cuda-*.repo \
   /etc/apt/sources.list.d/nvidia-container-toolkit.list /etc/yum.repos.d/nvidia-container-toolkit.repo; do
   if [ -e "$f" ]; then kv repo "$(basename "$f") $(grep -ohE 'https?://[^ ]+' "$f" | head -n1)"; fi
 done
 
+if [ -e /etc/systemd/system/nvidia-persistenced.service.d/gpukit.conf ]; then kv persistenced.dropin yes; fi
+if grep -qs nvidia /etc/docker/daemon.json; then kv runtime.nvidia docker; fi
+if grep -rqs nvidia /etc/containerd/config.toml /etc/containerd/conf.d; then kv runtime.nvidia containerd; fi
 if [ -d /run/systemd/system ]; then
   for s in nvidia-persistenced nvidia-fabricmanager; do
     kv service "$s $(systemctl is-enabled "$s" 2>/dev/null || true) $(systemctl is-active "$s" 2>/dev/null || true)"

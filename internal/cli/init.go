@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/gpukit/gpukit/internal/flow"
+	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/nvidia"
+)
+
+// initOptions are the flags of init and plan.
+type initOptions struct {
+	runOptions
+	maxParallelReboots int
+	rebootTimeout      time.Duration
+}
+
+func (o *initOptions) addFlags(f *pflag.FlagSet) {
+	o.runOptions.addFlags(f)
+	f.StringVar(&o.overrides.NvidiaDriver.Value, "driver", "", "NVIDIA driver release or branch, instead of spec.versions.nvidiaDriver")
+	f.StringVar(&o.overrides.CUDA.Value, "cuda", "", "CUDA toolkit X.Y, instead of spec.versions.cuda")
+	f.StringVar(&o.overrides.ContainerToolkit.Value, "toolkit", "", "NVIDIA Container Toolkit X.Y.Z, instead of spec.versions.containerToolkit")
+	f.IntVar(&o.maxParallelReboots, "max-parallel-reboots", 16, "hosts rebooting at once, at most")
+	f.DurationVar(&o.rebootTimeout, "reboot-timeout", 0, "how long a host may take to come back from a reboot (default spec.nvidia.rebootTimeout)")
+	o.overrides.NvidiaDriver.Flag, o.overrides.CUDA.Flag, o.overrides.ContainerToolkit.Flag = "--driver", "--cuda", "--toolkit"
+}
+
+const initLong = `Build the cluster on every host of the inventory, layer by layer:
+preflight (it stops the run before anything changes when a host is not ready), then
+the NVIDIA stack: kernel headers and DKMS for the running kernel, nouveau off, the
+driver at the wanted version from NVIDIA's CUDA repository (or a mirror, or the
+distribution's packages) held against unattended upgrades, the fabric manager on
+NVSwitch systems, persistence mode, the CUDA toolkit where asked, the container
+toolkit; a reboot only where the new driver needs one; then nvidia-smi verifies
+every GPU.
+
+Every step checks the host first: a second run on a converged cluster changes
+nothing and says so (hosts changed / unchanged / failed). A host that fails is
+named and the others finish; run again to continue.
+
+Exit code 0 when every host is done, 3 when some failed, 2 on bad input (nothing
+changed on any host).`
+
+func newInitCmd(s Streams) *cobra.Command {
+	o := &initOptions{}
+	cmd := &cobra.Command{
+		Use:   "init -i FILE",
+		Short: "Install the NVIDIA stack on every host (and, later, the orchestrator and the platform)",
+		Long:  initLong + "\n\n--dry-run (or gpukit plan) probes the hosts and shows every write as the exact script that would run, changing nothing.",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd, s)
+		},
+	}
+	o.addFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "probe the hosts and show every write as the script that would run; change nothing")
+	return cmd
+}
+
+func newPlanCmd(s Streams) *cobra.Command {
+	o := &initOptions{}
+	o.dryRun = true
+	cmd := &cobra.Command{
+		Use:   "plan -i FILE",
+		Short: "Show what init would do on every host, changing nothing (init --dry-run)",
+		Long: `Connect to every host, probe it, and show per host every write gpukit init would make,
+as the exact script that would run (secrets redacted). Nothing is changed. Use -v to print
+the scripts on a terminal or in plain output; -o json carries them in "planned" events.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd, s)
+		},
+	}
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+func (o *initOptions) run(cmd *cobra.Command, s Streams) error {
+	if o.maxParallelReboots < 1 {
+		return usage(fmt.Errorf("--max-parallel-reboots %d: want 1 or more", o.maxParallelReboots))
+	}
+	if o.rebootTimeout < 0 {
+		return usage(fmt.Errorf("--reboot-timeout %s: want a positive duration", o.rebootTimeout))
+	}
+	l, err := o.load(s)
+	if err != nil {
+		return err
+	}
+	f := flow.NewInit(l.inv, flow.InitOptions{NVIDIA: nvidia.Options{MaxParallelReboots: o.maxParallelReboots, RebootTimeout: o.rebootTimeout}})
+	if o.dryRun {
+		f.Name = "gpukit plan"
+	}
+	sum, err := o.execute(cmd.Context(), s, l, f.Flow)
+	if sum == nil {
+		return err
+	}
+	// A run stopped by preflight says which checks failed, as preflight does.
+	if stoppedInPreflight(sum) {
+		if werr := writePreflightReport(l.out, f.Report(sum), o.verbose); werr != nil {
+			return werr
+		}
+	}
+	return runError(err)
+}
+
+func stoppedInPreflight(sum *engine.Summary) bool {
+	for _, h := range sum.Failed() {
+		if strings.HasPrefix(h.Phase, "preflight/") {
+			return true
+		}
+	}
+	return false
+}

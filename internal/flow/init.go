@@ -1,0 +1,43 @@
+package flow
+
+import (
+	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/nvidia"
+	"github.com/gpukit/gpukit/pkg/preflight"
+)
+
+// InitOptions are `gpukit init`'s choices that are not in the inventory.
+type InitOptions struct {
+	NVIDIA nvidia.Options
+}
+
+// Init is `gpukit init` (and `gpukit plan`, its dry-run): the whole cluster,
+// layer by layer. A failed preflight check stops the run before anything is
+// installed; after that, a host that fails is named and the others go on,
+// and a second run continues where the first stopped.
+type Init struct {
+	Flow
+	checks *preflight.Preflight
+}
+
+// NewInit builds the flow for every host of inv.
+func NewInit(inv *inventory.Inventory, o InitOptions) *Init {
+	checks := preflight.New(inv)
+	gpu := nvidia.New(inv, o.NVIDIA)
+	phases := preflightPhases(checks)
+	phases = append(phases,
+		gpu.Prepare(),          // nvidia/prepare           headers and DKMS for the running kernel, nouveau off
+		gpu.Driver(),           // nvidia/driver            package source, the driver at the wanted version, held
+		gpu.FabricManager(),    // nvidia/fabricmanager     NVSwitch systems: the fabric manager at the driver's release
+		gpu.Persistenced(),     // nvidia/persistenced      persistence mode
+		gpu.CUDA(),             // nvidia/cuda              cuda-toolkit-X-Y where asked, checked against the driver
+		gpu.ContainerToolkit(), // nvidia/container-toolkit pinned toolkit, the runtime pointed at it
+		gpu.Reboot(),           // nvidia/reboot            only where the new driver needs it, a few hosts at a time
+		gpu.Verify(),           // nvidia/verify            nvidia-smi, GPU count, driver version, persistence mode
+	)
+	return &Init{checks: checks, Flow: Flow{Name: "gpukit init", Machines: inv.Machines, Phases: phases}}
+}
+
+// Report is the preflight part of a finished run's report.
+func (i *Init) Report(sum *engine.Summary) preflight.Report { return i.checks.Report(sum) }

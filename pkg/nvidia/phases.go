@@ -1,0 +1,374 @@
+package nvidia
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/osfamily"
+	"github.com/gpukit/gpukit/pkg/probe"
+	"github.com/gpukit/gpukit/pkg/scripts"
+)
+
+// ---- nvidia/prepare
+
+type preparePhase struct{ l *Layer }
+
+func (*preparePhase) Name() string  { return PhasePrepare }
+func (*preparePhase) Title() string { return "Prepare for the NVIDIA driver" }
+
+func (p *preparePhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
+	w, s, skip, err := p.l.begin(ctx, h)
+	if err != nil || skip != "" {
+		return false, skip, err
+	}
+	var todo []string
+	if w.DKMS && !s.Headers {
+		todo = append(todo, "headers for kernel "+s.Kernel)
+	}
+	if _, ok := s.Packages["dkms"]; w.DKMS && !ok {
+		todo = append(todo, "DKMS")
+	}
+	if !s.NouveauBlacklisted {
+		todo = append(todo, "nouveau blacklist")
+	}
+	if s.NouveauLoaded && !slices.Contains(s.RebootRequired, "gpukit") {
+		todo = append(todo, "reboot to unload nouveau")
+	}
+	if len(todo) == 0 {
+		return false, "kernel headers, DKMS and the nouveau blacklist in place", nil
+	}
+	h.Logf("nvidia/prepare: to do: %s", strings.Join(todo, ", "))
+	return true, "", nil
+}
+
+func (p *preparePhase) Run(ctx context.Context, h *engine.Host) error {
+	w, err := p.l.want(ctx, h)
+	if err != nil {
+		return err
+	}
+	cmd, err := scripts.NVIDIAPrepare(scripts.NVIDIAPrepareParams{Family: w.Family, Headers: w.DKMS})
+	return p.l.apply(ctx, h, "headers, DKMS and nouveau", cmd, err)
+}
+
+// ---- nvidia/driver
+
+type driverPhase struct{ l *Layer }
+
+func (*driverPhase) Name() string  { return PhaseDriver }
+func (*driverPhase) Title() string { return "Install the NVIDIA driver" }
+
+func (p *driverPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
+	w, s, skip, err := p.l.begin(ctx, h)
+	if err != nil || skip != "" {
+		return false, skip, err
+	}
+	if why := driverPending(w, s); why != "" {
+		h.Logf("nvidia/driver: %s", why)
+		return true, "", nil
+	}
+	return false, fmt.Sprintf("driver %s installed and held", s.InstalledDriver()), nil
+}
+
+// driverPending says what is missing for the driver to be as wanted, or ""
+// when it is: every package at the wanted version and held, unattended
+// upgrades kept away (apt).
+func driverPending(w Want, s *State) string {
+	for _, name := range w.Packages {
+		pkg, ok := s.Packages[name]
+		switch {
+		case !ok:
+			return name + " is not installed"
+		case !versionMatches(upstream(pkg.Version), w.Driver):
+			return fmt.Sprintf("%s is %s, not %s", name, pkg.Version, w.Driver)
+		case !pkg.Held:
+			return name + " is not held"
+		}
+	}
+	if w.Family.PackageManager == osfamily.Apt && !s.UnattendedBlacklist {
+		return "unattended-upgrades is not kept away from the driver"
+	}
+	return ""
+}
+
+func (p *driverPhase) Run(ctx context.Context, h *engine.Host) error {
+	w, err := p.l.want(ctx, h)
+	if err != nil {
+		return err
+	}
+	repo, err := scripts.NVIDIARepo(w.Repo)
+	if err := p.l.apply(ctx, h, "package source", repo, err); err != nil {
+		return err
+	}
+	drv, err := scripts.NVIDIADriver(scripts.NVIDIADriverParams{Family: w.Family, Version: w.Driver, Packages: w.Packages, Stream: w.Stream})
+	return p.l.apply(ctx, h, "driver "+describeVersion(w), drv, err)
+}
+
+// ---- nvidia/fabricmanager
+
+type fabricManagerPhase struct{ l *Layer }
+
+func (*fabricManagerPhase) Name() string { return PhaseFabricManager }
+func (*fabricManagerPhase) Title() string {
+	return "Install the NVIDIA fabric manager (NVSwitch systems)"
+}
+
+func (p *fabricManagerPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
+	w, s, skip, err := p.l.begin(ctx, h)
+	if err != nil || skip != "" {
+		return false, skip, err
+	}
+	if !w.NeedsFabricManager(p.l.inv.Cluster.Spec.NVIDIA.FabricManager, s) {
+		return false, "no NVSwitch on this host", nil
+	}
+	release := releaseFor(w, s)
+	name := w.FabricManagerPackage(release)
+	pkg, ok := s.Packages[name]
+	if ok && upstream(pkg.Version) == release && pkg.Held && s.Services["nvidia-fabricmanager"].Enabled == "enabled" {
+		return false, fmt.Sprintf("%s %s installed, held and enabled", name, release), nil
+	}
+	return true, "", nil
+}
+
+// releaseFor is the driver release the fabric manager must match: the one
+// installed, or, before it is (dry-run), the one asked for.
+func releaseFor(w Want, s *State) string {
+	if r := s.InstalledDriver(); r != "" && versionMatches(r, w.Driver) {
+		return r
+	}
+	return w.Driver
+}
+
+func (p *fabricManagerPhase) Run(ctx context.Context, h *engine.Host) error {
+	w, s, _, err := p.l.begin(ctx, h)
+	if err != nil {
+		return err
+	}
+	release := releaseFor(w, s)
+	cmd, err := scripts.FabricManager(scripts.FabricManagerParams{Family: w.Family, Package: w.FabricManagerPackage(release), Version: release})
+	return p.l.apply(ctx, h, "fabric manager "+release, cmd, err)
+}
+
+// ---- nvidia/persistenced
+
+type persistencedPhase struct{ l *Layer }
+
+func (*persistencedPhase) Name() string  { return PhasePersistenced }
+func (*persistencedPhase) Title() string { return "Enable persistence mode" }
+
+func (p *persistencedPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
+	_, s, skip, err := p.l.begin(ctx, h)
+	if err != nil || skip != "" {
+		return false, skip, err
+	}
+	if s.PersistencedDropIn && s.Services["nvidia-persistenced"].Enabled == "enabled" {
+		return false, "nvidia-persistenced enabled in persistence mode", nil
+	}
+	return true, "", nil
+}
+
+func (p *persistencedPhase) Run(ctx context.Context, h *engine.Host) error {
+	cmd, err := scripts.Persistenced()
+	return p.l.apply(ctx, h, "nvidia-persistenced", cmd, err)
+}
+
+// ---- nvidia/cuda
+
+type cudaPhase struct{ l *Layer }
+
+func (*cudaPhase) Name() string  { return PhaseCUDA }
+func (*cudaPhase) Title() string { return "Install the CUDA toolkit" }
+
+func (p *cudaPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
+	w, s, skip, err := p.l.begin(ctx, h)
+	if err != nil || skip != "" {
+		return false, skip, err
+	}
+	if w.CUDA == "" {
+		return false, "the inventory asks for no CUDA toolkit on this host", nil
+	}
+	// Checked against the driver that is there (or will be, in dry-run)
+	// before anything is installed.
+	if err := w.CheckCUDA(releaseFor(w, s)); err != nil && !(h.DryRun() && strings.Contains(err.Error(), "installed driver")) {
+		return false, "", err
+	}
+	pkg := "cuda-toolkit-" + strings.ReplaceAll(w.CUDA, ".", "-")
+	if _, ok := s.Packages[pkg]; ok {
+		return false, pkg + " installed", nil
+	}
+	return true, "", nil
+}
+
+func (p *cudaPhase) Run(ctx context.Context, h *engine.Host) error {
+	w, err := p.l.want(ctx, h)
+	if err != nil {
+		return err
+	}
+	cmd, err := scripts.CUDAToolkit(scripts.CUDAToolkitParams{Family: w.Family, CUDA: w.CUDA})
+	return p.l.apply(ctx, h, "CUDA toolkit "+w.CUDA, cmd, err)
+}
+
+// ---- nvidia/container-toolkit
+
+type containerToolkitPhase struct{ l *Layer }
+
+func (*containerToolkitPhase) Name() string  { return PhaseContainerToolkit }
+func (*containerToolkitPhase) Title() string { return "Install the NVIDIA Container Toolkit" }
+
+// toolkitPackages are pinned to one version together.
+var toolkitPackages = []string{"nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools", "libnvidia-container1"}
+
+func (p *containerToolkitPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
+	w, s, skip, err := p.l.begin(ctx, h)
+	if err != nil || skip != "" {
+		return false, skip, err
+	}
+	v := w.ContainerToolkit.Version
+	for _, name := range toolkitPackages {
+		pkg, ok := s.Packages[name]
+		if !ok || upstream(pkg.Version) != v || !pkg.Held {
+			return true, "", nil
+		}
+	}
+	for _, r := range w.ContainerToolkit.Runtimes {
+		if hasRuntime(h, r.Binary) && !slices.Contains(s.RuntimeNVIDIA, r.Name) {
+			return true, "", nil
+		}
+	}
+	return false, "container toolkit " + v + " installed and held", nil
+}
+
+// hasRuntime reports whether the facts list the runtime's binary.
+func hasRuntime(h *engine.Host, binary string) bool {
+	if h.Facts == nil {
+		return false
+	}
+	for _, r := range h.Facts.Runtimes {
+		if r == binary || strings.HasPrefix(r, binary+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *containerToolkitPhase) Run(ctx context.Context, h *engine.Host) error {
+	w, err := p.l.want(ctx, h)
+	if err != nil {
+		return err
+	}
+	cmd, err := scripts.ContainerToolkit(w.ContainerToolkit)
+	return p.l.apply(ctx, h, "container toolkit "+w.ContainerToolkit.Version, cmd, err)
+}
+
+// ---- nvidia/reboot
+
+type rebootPhase struct{ l *Layer }
+
+func (*rebootPhase) Name() string  { return PhaseReboot }
+func (*rebootPhase) Title() string { return "Reboot where the new driver needs it" }
+
+// MaxParallel bounds the hosts down at once.
+func (p *rebootPhase) MaxParallel() int { return p.l.opts.MaxParallelReboots }
+
+func (p *rebootPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
+	_, s, skip, err := p.l.begin(ctx, h)
+	if err != nil || skip != "" {
+		return false, skip, err
+	}
+	if why := s.NeedsReboot(); why != "" {
+		h.Logf("nvidia/reboot: %s", why)
+		return true, "", nil
+	}
+	if h.DryRun() && h.Changed() {
+		// The planned changes did not happen: whether they need a reboot
+		// is known only when they have.
+		return true, "", nil
+	}
+	return false, "no reboot needed", nil
+}
+
+func (p *rebootPhase) Run(ctx context.Context, h *engine.Host) error {
+	s, err := p.l.state(ctx, h)
+	if err != nil {
+		return err
+	}
+	cmd, err := scripts.Reboot()
+	if err := p.l.apply(ctx, h, "reboot", cmd, err); err != nil {
+		return err
+	}
+	before := s.BootID
+	return h.Reconnect(ctx, "wait for the host to come back", p.l.rebootTimeout(), func(ctx context.Context) (bool, error) {
+		now, err := p.l.state(ctx, h)
+		if err != nil {
+			return false, err
+		}
+		if now.BootID == before {
+			p.l.changed(h) // not down yet: read again on the next attempt
+			return false, nil
+		}
+		return true, nil
+	})
+}
+
+// ---- nvidia/verify
+
+type verifyPhase struct{ l *Layer }
+
+func (*verifyPhase) Name() string  { return PhaseVerify }
+func (*verifyPhase) Title() string { return "Verify the GPUs and the driver" }
+
+// A host that fails verification is named and the others go on.
+func (p *verifyPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
+	w, err := p.l.want(ctx, h)
+	if err != nil {
+		return false, "", err
+	}
+	if !w.GPU {
+		return false, "no NVIDIA GPU on this host", nil
+	}
+	if h.DryRun() && h.Changed() {
+		return false, "dry-run: verified once the planned changes are made", nil
+	}
+	return true, "", nil
+}
+
+func (p *verifyPhase) Run(ctx context.Context, h *engine.Host) error {
+	w, err := p.l.want(ctx, h)
+	if err != nil {
+		return err
+	}
+	p.l.changed(h) // read afresh: the last change may be a reboot
+	s, err := p.l.state(ctx, h)
+	if err != nil {
+		return err
+	}
+	f, err := probe.Facts(ctx, h) // the verified GPUs become the host's facts
+	if err != nil {
+		return err
+	}
+	var problems []string
+	switch {
+	case s.SMIError != "":
+		problems = append(problems, "nvidia-smi: "+s.SMIError)
+	case len(s.SMI) != len(f.PCIGPUs) && len(f.PCIGPUs) > 0:
+		problems = append(problems, fmt.Sprintf("nvidia-smi sees %d GPUs, the PCI bus has %d: a GPU is not usable", len(s.SMI), len(f.PCIGPUs)))
+	}
+	for _, g := range s.SMI {
+		if !versionMatches(g.Driver, w.Driver) {
+			problems = append(problems, fmt.Sprintf("GPU %d runs driver %s, not %s", g.Index, g.Driver, w.Driver))
+		}
+		if !strings.EqualFold(g.Persistence, "Enabled") {
+			problems = append(problems, fmt.Sprintf("GPU %d has persistence mode %s", g.Index, g.Persistence))
+		}
+	}
+	if why := s.NeedsReboot(); why != "" {
+		problems = append(problems, "still needs a reboot: "+why)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("not verified: %s", strings.Join(problems, "; "))
+	}
+	h.Logf("nvidia/verify: %d GPUs, driver %s, persistence mode on", len(s.SMI), s.InstalledDriver())
+	return nil
+}

@@ -1,0 +1,236 @@
+package nvidia
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// State is what of the NVIDIA stack is on a host, from the nvidia-state
+// probe (pkg/scripts). Zero values mean "not there".
+type State struct {
+	Kernel string
+	BootID string
+	// Headers: the running kernel's headers are installed.
+	Headers bool
+	// ModuleInstalled is the version of the nvidia module on disk for the
+	// running kernel (modinfo); ModuleLoaded the one in memory.
+	ModuleInstalled, ModuleLoaded     string
+	NouveauLoaded, NouveauBlacklisted bool
+	// RebootRequired lists who asked for a reboot: "gpukit" (a marker on
+	// /run, gone after a boot) or "system" (/var/run/reboot-required).
+	RebootRequired []string
+	// Packages are the installed packages of the stack, by name.
+	Packages map[string]Package
+	// UnattendedBlacklist: unattended-upgrades is told to keep off.
+	UnattendedBlacklist bool
+	// Repos maps a package source file to the URL it names.
+	Repos map[string]string
+	// Services maps nvidia-persistenced and nvidia-fabricmanager to their
+	// state.
+	Services           map[string]Service
+	PersistencedDropIn bool
+	// RuntimeNVIDIA lists the runtimes whose configuration names nvidia.
+	RuntimeNVIDIA []string
+	// NVSwitchPCI counts NVSwitch bridges on the PCI bus; NVSwitchDriver
+	// those the driver sees (-1: the driver shows none).
+	NVSwitchPCI, NVSwitchDriver int
+	DGX                         bool
+	// CTK is nvidia-ctk's version line.
+	CTK string
+	// SMI are the GPUs nvidia-smi lists; SMIError what it said instead.
+	SMI      []SMIGPU
+	SMIError string
+}
+
+// Package is one installed package.
+type Package struct {
+	Version string
+	Held    bool
+}
+
+// Service is a systemd unit's state ("enabled", "active").
+type Service struct {
+	Enabled, Active string
+}
+
+// SMIGPU is one row of the probe's nvidia-smi query.
+type SMIGPU struct {
+	Index       int
+	UUID        string
+	Driver      string
+	Persistence string
+}
+
+// ParseState reads the nvidia-state probe's output. Unknown keys are
+// ignored, so a newer probe works with an older parser.
+func ParseState(out []byte) (*State, error) {
+	s := &State{Packages: map[string]Package{}, Repos: map[string]string{}, Services: map[string]Service{}, NVSwitchDriver: -1}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		key, value, ok := strings.Cut(sc.Text(), "=")
+		if !ok {
+			continue
+		}
+		if err := s.set(key, value); err != nil {
+			return nil, fmt.Errorf("nvidia state line %d (%s): %w", line, key, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading nvidia state: %w", err)
+	}
+	sort.Strings(s.RebootRequired)
+	return s, nil
+}
+
+func (s *State) set(key, value string) error {
+	var err error
+	f := strings.Fields(value)
+	switch key {
+	case "kernel":
+		s.Kernel = value
+	case "boot_id":
+		s.BootID = value
+	case "headers":
+		s.Headers = value == "yes"
+	case "module.installed":
+		s.ModuleInstalled = value
+	case "module.loaded":
+		s.ModuleLoaded = value
+	case "nouveau.loaded":
+		s.NouveauLoaded = value == "yes"
+	case "nouveau.blacklisted":
+		s.NouveauBlacklisted = value == "yes"
+	case "reboot.required":
+		s.RebootRequired = append(s.RebootRequired, value)
+	case "pkg":
+		if len(f) != 3 {
+			return fmt.Errorf("want name, version and hold, got %q", value)
+		}
+		s.Packages[f[0]] = Package{Version: f[1], Held: f[2] == "yes"}
+	case "unattended.blacklist":
+		s.UnattendedBlacklist = value == "yes"
+	case "repo":
+		name, url, _ := strings.Cut(value, " ")
+		s.Repos[name] = url
+	case "service":
+		if len(f) < 1 {
+			return fmt.Errorf("no service name")
+		}
+		sv := Service{}
+		if len(f) > 1 {
+			sv.Enabled = f[1]
+		}
+		if len(f) > 2 {
+			sv.Active = f[2]
+		}
+		s.Services[f[0]] = sv
+	case "persistenced.dropin":
+		s.PersistencedDropIn = value == "yes"
+	case "runtime.nvidia":
+		s.RuntimeNVIDIA = append(s.RuntimeNVIDIA, value)
+	case "nvswitch.pci":
+		s.NVSwitchPCI, err = strconv.Atoi(value)
+	case "nvswitch.driver":
+		s.NVSwitchDriver, err = strconv.Atoi(strings.TrimSpace(value))
+	case "dgx":
+		s.DGX = value == "yes"
+	case "ctk":
+		s.CTK = value
+	case "smi.gpu":
+		var g SMIGPU
+		g, err = parseSMIRow(value)
+		s.SMI = append(s.SMI, g)
+	case "smi.error":
+		s.SMIError = strings.TrimSpace(value)
+	}
+	return err
+}
+
+// SMIFields are the --query-gpu fields the state probe asks for, in the
+// order parseSMIRow reads them.
+func SMIFields() []string { return []string{"index", "uuid", "driver_version", "persistence_mode"} }
+
+func parseSMIRow(v string) (SMIGPU, error) {
+	f := strings.Split(v, ",")
+	if len(f) < 4 {
+		return SMIGPU{}, fmt.Errorf("nvidia-smi row %q: want 4 fields", v)
+	}
+	for i := range f {
+		f[i] = strings.TrimSpace(f[i])
+	}
+	idx, err := strconv.Atoi(f[0])
+	if err != nil {
+		return SMIGPU{}, fmt.Errorf("nvidia-smi row %q: index: %w", v, err)
+	}
+	return SMIGPU{Index: idx, UUID: f[1], Driver: f[2], Persistence: f[3]}, nil
+}
+
+// driverPackages are the packages whose version is the driver's, most
+// telling first: the meta packages gpukit installs, then what they pull in.
+var driverPackages = regexp.MustCompile(`^(nvidia-open|cuda-drivers|nvidia-driver|nvidia-driver-[0-9]+(-server)?(-open)?|nvidia-headless-[0-9]+(-server)?(-open)?|nvidia-kernel-dkms|nvidia-open-kernel-dkms|nvidia-driver-libs|libnvidia-compute-[0-9]+|nvidia-kernel-common-[0-9]+)$`)
+
+// InstalledDriver is the driver release on disk: the module's version when
+// modinfo can read it, else the version of the driver's packages ("" for
+// none).
+func (s *State) InstalledDriver() string {
+	if s.ModuleInstalled != "" {
+		return s.ModuleInstalled
+	}
+	var names []string
+	for n := range s.Packages {
+		if driverPackages.MatchString(n) {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if v := upstream(s.Packages[n].Version); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// upstream is the upstream part of a package version: "1:580.95.05-1ubuntu1"
+// is 580.95.05.
+func upstream(v string) string {
+	if i := strings.IndexByte(v, ':'); i >= 0 {
+		v = v[i+1:]
+	}
+	if i := strings.IndexByte(v, '-'); i >= 0 {
+		v = v[:i]
+	}
+	return v
+}
+
+// versionMatches accepts an exact release or a branch ("580" matches
+// 580.95.05).
+func versionMatches(have, want string) bool {
+	return have != "" && (have == want || strings.HasPrefix(have, want+"."))
+}
+
+// NeedsReboot says why the host needs a reboot for its driver, or "" when it
+// does not: nouveau still loaded, a module in memory other than the one on
+// disk, or a reboot-required marker.
+func (s *State) NeedsReboot() string {
+	installed := s.InstalledDriver()
+	switch {
+	case s.NouveauLoaded && installed != "":
+		return "nouveau is loaded"
+	case s.ModuleLoaded != "" && installed != "" && s.ModuleLoaded != installed:
+		return fmt.Sprintf("driver %s is loaded, %s is installed", s.ModuleLoaded, installed)
+	case strings.Contains(s.SMIError, "version mismatch"):
+		return "nvidia-smi: " + s.SMIError
+	case len(s.RebootRequired) > 0:
+		return "a reboot is required (" + strings.Join(s.RebootRequired, ", ") + ")"
+	}
+	return ""
+}
