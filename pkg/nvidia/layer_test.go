@@ -39,6 +39,7 @@ type simHost struct {
 	boot          int
 	rebooting     int // dials to refuse before the host is back
 	failDriver    bool
+	eccErrors     int // volatile uncorrectable ECC errors nvidia-smi -q -x reports
 }
 
 func newSim() *simHost {
@@ -110,6 +111,8 @@ func (s *simHost) handle(_ context.Context, e *enginetest.Executor, cmd ssh.Comm
 	case "reboot":
 		s.rebooting = 2
 		return out("")
+	case "nvidia health":
+		return out(fmt.Sprintf(healthXML, s.loaded, s.eccErrors))
 	}
 	return ssh.Result{ExitCode: 127}, fmt.Errorf("simHost: unexpected command %q", cmd.Name)
 }
@@ -133,6 +136,23 @@ func (s *simHost) dial(context.Context, string) error {
 	}
 	return nil
 }
+
+// healthXML is the shape of nvidia-smi -q -x for one GPU (driver, volatile
+// uncorrectable ECC errors).
+const healthXML = `<?xml version="1.0" ?>
+<nvidia_smi_log>
+  <driver_version>%s</driver_version>
+  <attached_gpus>1</attached_gpus>
+  <gpu id="00000000:17:00.0">
+    <product_name>NVIDIA H100 80GB HBM3</product_name>
+    <persistence_mode>Enabled</persistence_mode>
+    <ecc_mode><current_ecc>Enabled</current_ecc><pending_ecc>Enabled</pending_ecc></ecc_mode>
+    <ecc_errors>
+      <volatile><dram_uncorrectable>%d</dram_uncorrectable></volatile>
+    </ecc_errors>
+  </gpu>
+</nvidia_smi_log>
+`
 
 func (s *simHost) state() string {
 	var b strings.Builder
@@ -225,7 +245,7 @@ func writes(rec *enginetest.Recorder) []string {
 	var out []string
 	for _, e := range rec.OfType(event.StepStart) {
 		switch e.Step {
-		case "probe", "read the NVIDIA state", "wait for the host to come back":
+		case "probe", "read the NVIDIA state", "read the GPUs' health", "wait for the host to come back":
 		default:
 			out = append(out, e.Host+":"+e.Step)
 		}
@@ -350,5 +370,23 @@ func TestVoltaGetsProprietaryModules(t *testing.T) {
 				t.Errorf("%s: %s lacks %q", e.Host, e.Step, want)
 			}
 		}
+	}
+}
+
+// A GPU with uncorrectable ECC errors fails verification, named with the
+// reason; the healthy host passes.
+func TestVerifyChecksGPUHealth(t *testing.T) {
+	t.Parallel()
+	inv := testInventory(t, "")
+	sims := map[string]*simHost{"gpu-001": newSim(), "gpu-002": newSim()}
+	sims["gpu-002"].eccErrors = 3
+	sum, _, _ := initRun(t, inv, sims, false)
+	h, _ := sum.Host("gpu-002")
+	if h.Status != engine.StatusFailed || h.Phase != nvidia.PhaseVerify || !strings.Contains(h.Err.Error(), "GPU 00000000:17:00.0") ||
+		!strings.Contains(h.Err.Error(), "uncorrectable") {
+		t.Errorf("gpu-002: %s %s %v", h.Status, h.Phase, h.Err)
+	}
+	if h, _ := sum.Host("gpu-001"); h.Status != engine.StatusOK {
+		t.Errorf("gpu-001: %s %v", h.Status, h.Err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/osfamily"
 	"github.com/gpukit/gpukit/pkg/probe"
 	"github.com/gpukit/gpukit/pkg/scripts"
@@ -312,6 +313,37 @@ func (p *rebootPhase) Run(ctx context.Context, h *engine.Host) error {
 	})
 }
 
+// health reads nvidia-smi's full report and returns the failing GPUs'
+// reasons (uncorrectable ECC errors, a failed row remap, a fabric that did
+// not come up); warnings go to the host's log.
+func (p *verifyPhase) health(ctx context.Context, h *engine.Host) []string {
+	cmd, err := scripts.NVIDIAHealth()
+	if err != nil {
+		return []string{err.Error()}
+	}
+	res, err := h.Run(ctx, "read the GPUs' health", cmd)
+	if err != nil {
+		return []string{"nvidia-smi -q: " + err.Error()}
+	}
+	q, err := facts.ParseSMIQueryXML(res.Stdout)
+	if err != nil {
+		if q, err = facts.ParseSMIQueryText(res.Stdout); err != nil {
+			h.Logf("nvidia/verify: the GPUs' report could not be read (%v); health not checked", err)
+			return nil
+		}
+	}
+	var out []string
+	for _, g := range q.Health() {
+		for _, r := range g.Reasons {
+			h.Logf("nvidia/verify: GPU %s: %s", g.BusID, r)
+			if strings.HasPrefix(r, "fail: ") {
+				out = append(out, fmt.Sprintf("GPU %s: %s", g.BusID, strings.TrimPrefix(r, "fail: ")))
+			}
+		}
+	}
+	return out
+}
+
 // ---- nvidia/verify
 
 type verifyPhase struct{ l *Layer }
@@ -365,6 +397,9 @@ func (p *verifyPhase) Run(ctx context.Context, h *engine.Host) error {
 	}
 	if why := s.NeedsReboot(); why != "" {
 		problems = append(problems, "still needs a reboot: "+why)
+	}
+	if len(problems) == 0 {
+		problems = append(problems, p.health(ctx, h)...)
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("not verified: %s", strings.Join(problems, "; "))

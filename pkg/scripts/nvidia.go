@@ -22,6 +22,7 @@ var (
 	cudaToolkitTemplate      = parse[CUDAToolkitParams]("cuda-toolkit.sh")
 	containerToolkitTemplate = parse[ContainerToolkitParams]("nvidia-container-toolkit.sh")
 	rebootTemplate           = parse[NoParams]("reboot.sh")
+	nvidiaHealthTemplate     = parse[NoParams]("nvidia-health.sh")
 )
 
 // NoParams is the parameter set of a script that takes none.
@@ -305,6 +306,12 @@ func ContainerToolkit(p ContainerToolkitParams) (ssh.Command, error) {
 // returned.
 func Reboot() (ssh.Command, error) {
 	return command("reboot", rebootTemplate, NoParams{})
+}
+
+// NVIDIAHealth returns the read-only command that prints nvidia-smi's full
+// report (XML, or text where XML is not available).
+func NVIDIAHealth() (ssh.Command, error) {
+	return command("nvidia health", nvidiaHealthTemplate, NoParams{})
 }
 
 // command renders t into a root command named name.

@@ -38,6 +38,7 @@ func cases() []goldenCase {
 		}},
 		{persistencedTemplate.name, anyFamily, "", Persistenced},
 		{rebootTemplate.name, anyFamily, "", Reboot},
+		{nvidiaHealthTemplate.name, anyFamily, "", NVIDIAHealth},
 	}
 	for _, f := range osfamily.All() {
 		out = append(out, familyCases(f)...)
