@@ -16,6 +16,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,6 +24,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -56,6 +58,9 @@ type Lab struct {
 
 	id     string
 	script string
+
+	mu     sync.Mutex
+	debian DebianMirror // once known
 }
 
 // Require skips the test unless the lab can run here: Linux, root, and debootstrap,
@@ -140,6 +145,11 @@ func Start(t testing.TB, opts Options) *Lab {
 		id := filepath.Base(filepath.Dir(inventory))
 		t.Cleanup(func() {
 			if t.Failed() && os.Getenv("GPUKIT_LAB_KEEP") == "1" {
+				// no owner any more: neither the next Start nor the hosts' supervisors (which power
+				// off the hosts of a test that is gone) take it down
+				if out, err := run(context.Background(), script, id, "keep"); err != nil {
+					t.Errorf("lab %s: keep: %v\n%s", id, err, tail(out))
+				}
 				t.Logf("lab %s kept (GPUKIT_LAB_KEEP=1): %s --lab %s ssh NAME; %s --lab %s release", id, script, id, script, id)
 				return
 			}
@@ -230,13 +240,154 @@ func (l *Lab) Rekey(t testing.TB, name string) {
 	l.hostCommand(t, "rekey", name)
 }
 
-func (l *Lab) hostCommand(t testing.TB, command, name string) {
+// RebootNever as a reboot delay keeps a host that reboots down until StartHost: a machine that
+// does not come back.
+const RebootNever time.Duration = -1
+
+// SetRebootDelay sets how long full host name stays down when it reboots (systemctl reboot,
+// reboot, shutdown -r), from the moment its systemd-nspawn exits until it boots again; it also
+// applies to a reboot under way. The default is GPUKIT_LAB_REBOOT_DELAY (seconds), else 3 s.
+// RebootNever keeps the host down until StartHost. Delays are rounded down to microseconds.
+func (l *Lab) SetRebootDelay(t testing.TB, name string, d time.Duration) {
+	t.Helper()
+	arg := "never"
+	if d >= 0 {
+		arg = fmt.Sprintf("%d.%06d", d/time.Second, (d%time.Second)/time.Microsecond)
+	}
+	l.hostCommand(t, "reboot-delay", name, arg)
+}
+
+// BootID returns host name's /proc/sys/kernel/random/boot_id, read over ssh: a new one every boot.
+func (l *Lab) BootID(t testing.TB, name string) string {
+	t.Helper()
+	return l.SSH(t, name, "cat /proc/sys/kernel/random/boot_id")
+}
+
+// State says what host name is doing: "running" (powered on: booting or booted), "rebooting"
+// (down for its reboot delay), "down" (rebooted with RebootNever: off until StartHost), "off"
+// (powered off from inside, e.g. systemctl poweroff) or "stopped" (Stop).
+func (l *Lab) State(t testing.TB, name string) string {
+	t.Helper()
+	return lastLine(l.hostCommand(t, "state", name))
+}
+
+// Reboot makes host name reboot the way gpukit does, with `systemctl reboot` over ssh, and
+// returns once the host has gone down (it comes back after its reboot delay; BootID changes).
+func (l *Lab) Reboot(t testing.TB, name string) {
+	t.Helper()
+	l.rebootWith(t, name, "systemctl reboot")
+}
+
+// rebootWith runs cmd (systemctl reboot, reboot, shutdown -r now) on host name as root and
+// waits until the host has gone down.
+func (l *Lab) rebootWith(t testing.TB, name, cmd string) {
+	t.Helper()
+	_, boots := l.bootState(name)
+	if out, err := l.command("root", name, cmd).CombinedOutput(); err != nil {
+		// ssh exits 255 when the host closes the connection while going down
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 255 {
+			t.Fatalf("lab %s: %s on %s: %v\n%s", l.id, cmd, name, err, out)
+		}
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if state, b := l.bootState(name); state != "" && (state != "running" || b != boots) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lab %s: %s did not go down within 2 min of %s", l.id, name, cmd)
+		}
+	}
+}
+
+// bootState reads what the host's supervisor wrote: its state and how often it booted.
+func (l *Lab) bootState(name string) (string, int) {
+	b, err := os.ReadFile(filepath.Join(l.Dir, "hosts", name, "state"))
+	if err != nil {
+		return "", 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return "", 0
+	}
+	n, _ := strconv.Atoi(f[1])
+	return f[0], n
+}
+
+// DebianMirror is the lab's Debian package proxy (apt-cacher-ng on the bridge), which serves
+// Debian from this machine's mirror to lab hosts, like an air-gapped site's local mirror, and
+// caches it in $GPUKIT_LAB_DIR/debian-mirror (kept by lab.sh down). Hosts are not configured to
+// use it; apt checks Debian's signatures as usual (the hosts have debian-archive-keyring).
+type DebianMirror struct {
+	// Debian is the mirror of the Debian archive: suites bookworm and bookworm-updates,
+	// components main contrib non-free non-free-firmware (http://10.251.0.1:3143/debian).
+	Debian string
+	// Security is the mirror of the security archive: bookworm-security (.../debian-security).
+	Security string
+	// Proxy is the same service as an http proxy (Acquire::http::Proxy), for sources that name
+	// deb.debian.org/debian, deb.debian.org/debian-security or security.debian.org.
+	Proxy string
+	// Sources is a deb822 sources file (/etc/apt/sources.list.d/debian.sources) for both
+	// mirrors, with Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg.
+	Sources string
+}
+
+// DebianMirror starts the lab's Debian package proxy if it is not running, checks that this
+// machine's Debian mirror answers through it (the test fails with the reason if not), and
+// returns its URLs.
+func (l *Lab) DebianMirror(t testing.TB) DebianMirror {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.debian.Sources != "" {
+		return l.debian
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := run(ctx, l.script, l.id, "debian-mirror", "sources")
+	if err != nil {
+		t.Fatalf("lab: Debian mirror: %v\n%s", err, tail(out))
+	}
+	var m DebianMirror
+	for line := range strings.Lines(string(out)) {
+		if u, ok := strings.CutPrefix(strings.TrimSpace(line), "URIs: "); ok {
+			switch {
+			case strings.HasSuffix(u, "/debian"):
+				m.Debian, m.Proxy = u, strings.TrimSuffix(u, "debian")
+			case strings.HasSuffix(u, "/debian-security"):
+				m.Security = u
+			}
+		}
+		if !strings.HasPrefix(line, "lab: ") {
+			m.Sources += line // the file itself, without lab.sh's log lines (stderr)
+		}
+	}
+	if m.Debian == "" || m.Security == "" {
+		t.Fatalf("lab: debian-mirror printed no mirror URLs:\n%s", tail(out))
+	}
+	l.debian = m
+	return m
+}
+
+// UseDebianMirror points host name's apt at the lab's Debian package proxy: it writes
+// DebianMirror().Sources to /etc/apt/sources.list.d/debian.sources. Run apt-get update next.
+// (gpukit's own phases configure package sources on hosts; this is for tests that just need
+// Debian packages.)
+func (l *Lab) UseDebianMirror(t testing.TB, name string) {
+	t.Helper()
+	m := l.DebianMirror(t)
+	l.SSH(t, name, "echo "+base64.StdEncoding.EncodeToString([]byte(m.Sources))+
+		" | base64 -d >/etc/apt/sources.list.d/debian.sources")
+}
+
+func (l *Lab) hostCommand(t testing.TB, command, name string, args ...string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if out, err := run(ctx, l.script, l.id, command, name); err != nil {
+	out, err := run(ctx, l.script, l.id, append([]string{command, name}, args...)...)
+	if err != nil {
 		t.Fatalf("lab %s: %s %s: %v\n%s", l.id, command, name, err, tail(out))
 	}
+	return out
 }
 
 // SSH runs cmd on host name ("lab-1", or "user@lab-1"; default user root) with the system ssh
@@ -261,6 +412,12 @@ func (l *Lab) SSH(t testing.TB, name, cmd string) string {
 		t.Fatalf("lab %s: ssh %s@%s %q: %v\nstdout: %s\nstderr: %s", l.id, user, host, cmd, err, tail(stdout.Bytes()), tail(stderr.Bytes()))
 	}
 	return strings.TrimSpace(stdout.String())
+}
+
+// command is the ssh command line SSH runs (user@name), for callers that handle its failure.
+func (l *Lab) command(user, name, cmd string, extra ...string) *exec.Cmd {
+	args := append(extra, l.sshOptions()...) // ssh takes the first value of an option
+	return exec.Command("ssh", append(args, user+"@"+l.address(name), cmd)...)
 }
 
 // sshOptions are the system ssh client's options for lab hosts: nothing from ~/.ssh or

@@ -15,10 +15,18 @@
 #   base                    build/refresh the shared base (cached in $LAB/base)
 #   up [--light] N | NAME.. hosts lab-1..N (full) or lite-1..N (light); last line = inventory path
 #   stop NAME / start NAME  host down (powered off: no link) / back up with the same host key
+#                           (start also ends a reboot delay early, and boots a host that is down/off)
+#   reboot-delay NAME [SECONDS|never|default]  how long a full host stays down when it reboots
+#                           (default GPUKIT_LAB_REBOOT_DELAY, else 3 s); no value: print it
+#   state NAME              running, rebooting, down (rebooted, delay never), off (powered off
+#                           from inside) or stopped
 #   rekey NAME              new ssh host key, sshd reloaded; known_hosts NOT updated
 #   ssh [USER@]NAME [CMD]   ssh with the lab key, known_hosts and StrictHostKeyChecking=yes
 #   status                  labs, hosts, memory, bridge, repository
 #   repo [DEB...]           local apt repository at http://10.251.0.1:8080/ (adds DEBs, reindexes)
+#   debian-mirror [sources] Debian proxy for hosts (bookworm, -updates, -security, all components):
+#                           prints its URLs, or a deb822 sources file; fails if the mirror is unreachable
+#   keep                    the lab outlives the test that started it (until release/down)
 #   release                 tear down this lab only (and the bridge/repository if it was the last)
 #   down                    tear down everything (every lab, bridge, repository, leftovers); keeps the base
 # shellcheck disable=SC2031 # in_lab switches the lab in subshells on purpose
@@ -39,6 +47,9 @@ NET=10.251
 REPO_PORT=8080
 REPO_URL=http://$BRIDGE_ADDR:$REPO_PORT/
 REPO_DIR=$LAB/repo
+DEBIAN_PORT=3143
+DEBIAN_URL=http://$BRIDGE_ADDR:$DEBIAN_PORT
+DEBIAN_DIR=$LAB/debian-mirror
 SUITE=bookworm
 BASE_PACKAGES=openssh-server,sudo,iproute2,systemd,systemd-sysv,dbus,ca-certificates,python3,pciutils,kmod,procps,util-linux
 # cgroup subtree of the lab's full hosts; another name isolates a second lab machine (the sandbox
@@ -150,7 +161,7 @@ cmd_deps() {
 		ssh-keygen:openssh-client ssh-keyscan:openssh-client sshpass:sshpass \
 		dpkg-scanpackages:dpkg-dev dpkg-deb:dpkg ip:iproute2 flock:util-linux unshare:util-linux \
 		nsenter:util-linux pivot_root:util-linux mountpoint:util-linux ps:procps pgrep:procps \
-		sysctl:procps gzip:gzip; do
+		sysctl:procps gzip:gzip apt-cacher-ng:apt-cacher-ng setpriv:util-linux; do
 		command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
 	done
 	[ -x /usr/bin/python3 ] || missing+=(python3)
@@ -160,6 +171,10 @@ cmd_deps() {
 		log "installing ${missing[*]}"
 		{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"; } 2>&1 |
 			scrub >"$LAB/deps.log" || { tail -n 20 "$LAB/deps.log" >&2; die "apt-get install ${missing[*]} failed"; }
+		if [[ " ${missing[*]} " == *" apt-cacher-ng "* ]]; then # the lab runs its own; the package's would serve *:3142
+			if [ -d /run/systemd/system ]; then systemctl disable --now apt-cacher-ng.service >/dev/null 2>&1 || true
+			else update-rc.d apt-cacher-ng disable >/dev/null 2>&1 || true; /etc/init.d/apt-cacher-ng stop >/dev/null 2>&1 || true; fi
+		fi
 	fi
 	grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null || die "the kernel has no overlayfs"
 }
@@ -344,6 +359,128 @@ cmd_repo() {
 }
 repo_locked() { bridge_up; repo_ensure "$@"; }
 
+# ---------------------------------------------------------------- Debian package proxy (apt-cacher-ng)
+# Lab hosts have no route out. Like an air-gapped site's local mirror, apt-cacher-ng on the bridge
+# address serves Debian (bookworm, bookworm-updates: /debian; bookworm-security: /debian-security;
+# every component) from this machine's mirror and caches what hosts fetch in $DEBIAN_DIR/cache,
+# which outlives `down`. Hosts are NOT pointed at it: `debian-mirror` prints the URLs (or a deb822
+# sources file) for whoever configures them. Only these two trees are served (ForceManaged);
+# apt in the hosts checks Debian's signatures as usual. Port 3143, not apt-cacher-ng's 3142: a
+# machine-wide apt-cacher-ng (the package starts one where systemd runs) holds *:3142.
+security_mirror() {
+	if [ -n "${GPUKIT_LAB_SECURITY_MIRROR:-}" ]; then printf '%s' "$GPUKIT_LAB_SECURITY_MIRROR"; return; fi
+	local m=""
+	[ -f /etc/apt/sources.list.d/debian.sources ] && m=$(awk 'BEGIN { RS = "" }
+		{ u = ""; s = ""; n = split($0, l, "\n")
+		  for (i = 1; i <= n; i++) { if (l[i] ~ /^URIs:/) { split(l[i], f, " "); u = f[2] } if (l[i] ~ /^Suites:/) s = l[i] }
+		  if (s ~ /-security/ && u != "") { print u; exit } }' /etc/apt/sources.list.d/debian.sources)
+	[ -z "$m" ] && [ -f /etc/apt/sources.list ] && m=$(awk '$1 == "deb" && $0 ~ /-security/ {for (i = 2; i <= NF; i++) if ($i ~ /:\/\//) {print $i; exit}}' /etc/apt/sources.list)
+	if [ -z "$m" ] && [ -z "${GPUKIT_LAB_MIRROR:-}" ]; then m=$(mirror); [[ $m == */debian ]] && m=$m-security || m=; fi
+	printf '%s' "${m:-http://deb.debian.org/debian-security}"
+}
+debian_conf() { # the proxy's configuration, on stdout
+	local deb sec
+	deb=$(mirror) sec=$(security_mirror)
+	cat <<EOF
+# apt-cacher-ng of the gpukit lab (test/lab/lab.sh): Debian for lab hosts, from this machine's mirror
+CacheDir: $DEBIAN_DIR/cache
+LogDir: $DEBIAN_DIR/log
+SupportDir: /usr/lib/apt-cacher-ng
+Port: $DEBIAN_PORT
+BindAddress: $BRIDGE_ADDR
+SocketPath: $DEBIAN_DIR/acng.socket
+PidFile: $DEBIAN_DIR/acng.pid
+ForeGround: 1
+UnbufferLogs: 1
+# only Debian, only from this machine's mirror; no CONNECT tunnels
+ForceManaged: 1
+PassThroughPattern: ^\$
+# /debian and /debian-security (the mirror form), or the usual names through the proxy form
+Remap-gklabdeb: /debian deb.debian.org/debian ftp.debian.org/debian httpredir.debian.org/debian ; ${deb%/}/
+Remap-gklabsec: /debian-security deb.debian.org/debian-security security.debian.org/debian-security security.debian.org ; ${sec%/}/
+NetworkTimeout: 30
+ExThreshold: 4
+EOF
+}
+debian_serve() { # under the lock, after bridge_up: the proxy runs (restarted if its configuration changed)
+	local acng=/usr/sbin/apt-cacher-ng user=apt-cacher-ng
+	[ -x "$acng" ] || die "apt-cacher-ng is not installed (sudo $SELF deps)"
+	mkdir -p "$DEBIAN_DIR/conf" "$DEBIAN_DIR/cache" "$DEBIAN_DIR/log"
+	debian_conf >"$DEBIAN_DIR/conf/acng.conf.new"
+	if cmp -s "$DEBIAN_DIR/conf/acng.conf.new" "$DEBIAN_DIR/conf/acng.conf"; then
+		rm -f "$DEBIAN_DIR/conf/acng.conf.new"
+	else
+		debian_stop
+		mv "$DEBIAN_DIR/conf/acng.conf.new" "$DEBIAN_DIR/conf/acng.conf"
+	fi
+	if ! live_pid "$DEBIAN_DIR/pid"; then
+		kill_matching "$acng -c $DEBIAN_DIR/conf" # one whose pid file was lost
+		local run=(setpriv --reuid="$user" --regid="$user" --init-groups --)
+		# not as root: as apt-cacher-ng's own user (made by its package), which owns the cache;
+		# as root where that user cannot reach the lab dir (e.g. under a test's 0700 temp dir)
+		if id -u "$user" >/dev/null 2>&1; then
+			chown -R "$user:" "$DEBIAN_DIR/cache" "$DEBIAN_DIR/log"
+			chown "$user:" "$DEBIAN_DIR"
+			"${run[@]}" test -r "$DEBIAN_DIR/conf/acng.conf" -a -w "$DEBIAN_DIR/cache" || run=()
+		else
+			run=()
+		fi
+		setsid "${run[@]}" "$acng" -c "$DEBIAN_DIR/conf" </dev/null >"$DEBIAN_DIR/log/stdout.log" 2>&1 9>&- &
+		write_pid $! "$DEBIAN_DIR/pid"
+	fi
+	wait_tcp 10 "$BRIDGE_ADDR" "$DEBIAN_PORT" ||
+		{ cat "$DEBIAN_DIR/log/stdout.log" "$DEBIAN_DIR/log/apt-cacher.err" 2>/dev/null | tail -n 5 | scrub >&2; die "the Debian proxy (apt-cacher-ng) did not start (logs: $DEBIAN_DIR/log)"; }
+}
+debian_stop() {
+	if live_pid "$DEBIAN_DIR/pid"; then
+		kill "$PID" 2>/dev/null || true
+		wait_gone 5 "$PID"
+	fi
+	rm -f "$DEBIAN_DIR/pid"
+	kill_matching "apt-cacher-ng -c $DEBIAN_DIR/conf"
+}
+debian_locked() { bridge_up; debian_serve; }
+# debian_check: this machine's mirror answers through the proxy (the Release files of the three
+# suites); else a clear error. What it fetches is cached: it also warms the cache.
+debian_check() {
+	local err
+	err=$(/usr/bin/python3 - "$DEBIAN_URL" 2>&1 <<'EOF'
+import sys, urllib.error, urllib.request
+base = sys.argv[1]
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no http_proxy: the lab's address
+for path in ("/debian/dists/bookworm/InRelease", "/debian/dists/bookworm-updates/InRelease",
+             "/debian-security/dists/bookworm-security/InRelease"):
+    try:
+        with opener.open(base + path, timeout=90) as r:
+            body = r.read()
+        if b"BEGIN PGP SIGNED MESSAGE" not in body[:100]:
+            sys.exit(f"{path}: not a signed Release file")
+    except urllib.error.HTTPError as e:
+        sys.exit(f"{path}: HTTP {e.code} {e.reason}")
+    except Exception as e:
+        sys.exit(f"{path}: {e}")
+EOF
+	) && return 0
+	err=$(printf '%s' "$err" | tail -n 3 | scrub)
+	die "this machine's Debian mirror is unreachable through the lab's proxy: $err" \
+		"(the mirror: GPUKIT_LAB_MIRROR / GPUKIT_LAB_SECURITY_MIRROR, else /etc/apt/sources*; logs: $DEBIAN_DIR/log)"
+}
+debian_sources() { # a deb822 sources file for lab hosts, with Debian's keyring
+	local c='main contrib non-free non-free-firmware' k=/usr/share/keyrings/debian-archive-keyring.gpg
+	printf '# Debian from the gpukit lab'"'"'s package proxy (lab.sh debian-mirror)\n'
+	printf 'Types: deb\nURIs: %s/debian\nSuites: %s %s-updates\nComponents: %s\nSigned-By: %s\n\n' "$DEBIAN_URL" "$SUITE" "$SUITE" "$c" "$k"
+	printf 'Types: deb\nURIs: %s/debian-security\nSuites: %s-security\nComponents: %s\nSigned-By: %s\n' "$DEBIAN_URL" "$SUITE" "$c" "$k"
+}
+cmd_debian_mirror() { # debian-mirror [urls|sources]
+	local what=${1:-urls}
+	case $what in urls | sources) ;; *) die "usage: lab.sh debian-mirror [urls|sources]" ;; esac
+	cmd_deps
+	with_lock debian_locked
+	debian_check
+	if [ "$what" = sources ]; then debian_sources; return; fi
+	printf 'debian %s/debian\nsecurity %s/debian-security\nproxy %s/\n' "$DEBIAN_URL" "$DEBIAN_URL" "$DEBIAN_URL"
+}
+
 # ---------------------------------------------------------------- cgroups (full hosts: one per host in every hierarchy)
 # Without a host systemd every nspawn container would share the caller's cgroup (and systemd's
 # "payload" sub-cgroup); a cgroup per host also gives per-host memory accounting and a way to
@@ -466,11 +603,23 @@ host_prepare() { # host_prepare NAME: overlay mounted, identity written
 }
 host_boot() { # host_boot NAME: starts a prepared host, waits until it serves ssh (full: until booted)
 	host "$1"
-	live_pid "$HD/pid" && return 0
+	if live_pid "$HD/pid"; then
+		read_state
+		[ "$KIND" = full ] && [ "$STATE" = rebooting ] || return 0
+		kill -USR1 "$PID" # rebooting: the delay ends now
+		host_wait_booted "$1" "$PID" $((SECONDS + 60))
+		return
+	fi
 	rm -rf "/run/systemd/nspawn/propagate/$NS" "$HD/net-up"
-	setsid "$SELF" _launch "$1" </dev/null >>"$HD/console.log" 2>&1 &
+	# $M on the command line: sweeps by path (kill_matching) find a supervisor whose pid file is lost
+	setsid "$SELF" _launch "$1" "$M" </dev/null >>"$HD/console.log" 2>&1 &
 	local pid=$! end=$((SECONDS + 60)) state
 	write_pid "$pid" "$HD/pid"
+	host_wait_booted "$1" "$pid" "$end"
+}
+host_wait_booted() { # host_wait_booted NAME PID END: until the host serves ssh (full: booted)
+	local pid=$2 end=$3 state
+	host "$1"
 	until host_answers; do
 		alive "$pid" || { tail -n 20 "$HD/console.log" | scrub >&2; die "$1 exited while starting (console: $HD/console.log)"; }
 		((SECONDS < end)) || die "$1: no ssh on $ADDR:22 after 60 s (console: $HD/console.log)"
@@ -492,18 +641,142 @@ host_answers() { # sshd accepts connections (after `host NAME`)
 	if [ "$KIND" = light ]; then [ -e "$HD/net-up" ] && port_open "$ADDR" 22
 	else timeout 2 bash -c "exec 3<>/dev/tcp/$ADDR/22" 2>/dev/null; fi
 }
-# _launch NAME: first process of a host's session; enters its cgroups, then becomes the host.
+# ---------------------------------------------------------------- reboots (full hosts)
+# A full host's pid file holds its supervisor, which boots systemd-nspawn and waits. When the host
+# asks for a reboot (systemctl reboot, reboot, shutdown -r: nspawn exits with status 133), the
+# supervisor cuts the power like a rebooting machine - every process of the host killed, its link
+# down (connections time out) - and boots it again after the host's reboot delay, with the same
+# disk (upper layer), host keys, address, MAC and netns. Any other exit (poweroff: status 0) leaves
+# the host off. SIGTERM (stop, release, down) powers the host off and ends the supervisor; SIGUSR1
+# (start, up) cuts a reboot delay short. When the test that started the lab is gone (its owner
+# file names a dead process), the supervisor powers its host off and exits: a killed test binary
+# leaves no supervisor, nor a running host, behind; the next Start or `down` removes the rest.
+#
+# $HD/state: "WORD BOOTS", WORD running (nspawn runs), rebooting (waiting for the delay), off
+# (powered off from inside, or its owner died), down (reboot with delay "never"), stopped
+# (lab.sh stop); BOOTS counts the host's boots.
+REBOOT_DELAY_DEFAULT=3
+valid_delay() { [[ $1 == never || $1 =~ ^[0-9]{1,6}(\.[0-9]{1,6})?$ ]]; }
+reboot_delay() { # sets DELAY: this host's reboot delay (seconds, or "never"), after `host NAME`
+	DELAY=
+	if [ -f "$HD/reboot-delay" ]; then read -r DELAY <"$HD/reboot-delay" || true; fi
+	if [ -z "$DELAY" ] && [ -f "$HD/reboot-delay.default" ]; then read -r DELAY <"$HD/reboot-delay.default" || true; fi
+	valid_delay "${DELAY:-x}" || DELAY=${GPUKIT_LAB_REBOOT_DELAY:-$REBOOT_DELAY_DEFAULT}
+}
+now_us() { NOW_US=${EPOCHREALTIME//[!0-9]/}; } # microseconds, no fork
+seconds_us() { # seconds_us S[.F]: sets US
+	local f=000000
+	[[ $1 == *.* ]] && f=${1#*.}000000
+	US=$((10#${1%%.*} * 1000000 + 10#${f:0:6}))
+}
+write_state() { printf '%s %s\n' "$1" "$2" >"$HD/state.new" && mv -f "$HD/state.new" "$HD/state"; } # readers never see it half written
+read_state() { # sets STATE and BOOTS from $HD/state (after `host NAME`)
+	STATE='' BOOTS=0
+	if [ -f "$HD/state" ]; then read -r STATE BOOTS <"$HD/state" || true; fi
+	[[ $BOOTS =~ ^[0-9]+$ ]] || BOOTS=0
+}
+host_state() { # sets STATE: running, rebooting, off, down or stopped (after `host NAME`)
+	read_state
+	if live_pid "$HD/pid"; then
+		if [ "$KIND" = light ] || [ -z "$STATE" ] || [ "$STATE" = stopped ]; then STATE=running; fi
+	elif [ "$STATE" != off ] && [ "$STATE" != down ]; then
+		STATE=stopped
+	fi
+}
+owner_gone() { [ ! -d "$HD" ] || { [ -f "$RUN/owner" ] && ! live_pid "$RUN/owner"; }; }
+power_cut() { # after nspawn exited: what a reset takes down (processes, cgroups, link)
+	local cgs=()
+	if [ -f "$HD/cgroups" ]; then mapfile -t cgs <"$HD/cgroups"; fi
+	if ((${#cgs[@]})); then cgroup_kill_remove "${cgs[@]}"; fi
+	rm -f "$HD/cgroups"
+	rm -rf "/run/systemd/nspawn/propagate/$NS"
+	net_down
+}
+supervise() { # supervise NAME (after `host NAME`), in the supervisor's process
+	local name=$1 child='' cstart rc stop=0 wake=0 since
+	read_state
+	local boots=$BOOTS
+	if valid_delay "${GPUKIT_LAB_REBOOT_DELAY:-$REBOOT_DELAY_DEFAULT}"; then
+		printf '%s\n' "${GPUKIT_LAB_REBOOT_DELAY:-$REBOOT_DELAY_DEFAULT}" >"$HD/reboot-delay.default"
+	fi
+	# Signals wake the loops below at once: a trap writes a line to the pipe that nap reads (bash
+	# resumes a `read -t` after running a trap). (No CHLD trap: bash runs it at odd moments, e.g.
+	# while parsing a command substitution, and failed with syntax errors here.)
+	nap 0
+	trap 'stop=1; if [ -n "$child" ]; then kill -TERM "$child" 2>/dev/null || true; fi; echo >&"$NAP_FD"' TERM INT HUP
+	trap 'wake=1; echo >&"$NAP_FD"' USR1
+	while :; do
+		rm -rf "/run/systemd/nspawn/propagate/$NS"
+		(
+			cgroup_enter
+			# shellcheck disable=SC2086 # GPUKIT_LAB_NSPAWN_OPTS: extra options, word-split on purpose
+			exec systemd-nspawn -q -D "$M" -M "$NS" --hostname="$name" --boot --register=no --keep-unit \
+				--network-namespace-path="/run/netns/$NS" --capability=CAP_NET_ADMIN \
+				--console=read-only --link-journal=no --resolv-conf=off --timezone=off \
+				${GPUKIT_LAB_NSPAWN_OPTS:-}
+		) &
+		child=$!
+		proc_stat "$child" && cstart=$PSTART || cstart=
+		boots=$((boots + 1))
+		write_state running "$boots"
+		if ((stop)); then kill -TERM "$child" 2>/dev/null || true; fi
+		# bash's wait would not notice the owner's death: poll (a builtin read with a timeout, no
+		# fork); a reboot is seen within 0.25 s, a stop within 0.05 s
+		while proc_stat "$child" && [ "$PSTATE" != Z ] && [ "$PSTART" = "$cstart" ]; do
+			if ((stop)); then nap 0.05; else nap 0.25; fi
+			if ((!stop)) && owner_gone; then
+				log "$name: the test that started lab $ID is gone: powering off"
+				stop=1
+				kill -TERM "$child" 2>/dev/null || true
+			fi
+		done
+		rc=0
+		wait "$child" || rc=$?
+		child=
+		now_us
+		since=$NOW_US
+		power_cut
+		if owner_gone; then
+			if [ -d "$HD" ]; then write_state off "$boots"; fi
+			exit 0
+		fi
+		if ((stop)); then write_state stopped "$boots"; exit 0; fi
+		if ((rc != 133)); then
+			write_state off "$boots"
+			log "$name: powered off (systemd-nspawn exited with status $rc)"
+			exit 0
+		fi
+		reboot_delay
+		log "$name: reboot (systemd-nspawn exited with status 133); reboot delay $DELAY"
+		write_state rebooting "$boots"
+		wake=0
+		while :; do # the delay is read again and again: reboot-delay applies to a host waiting
+			reboot_delay
+			if [ "$DELAY" = never ]; then
+				write_state down "$boots"
+				log "$name: stays down (reboot delay never) until lab.sh start"
+				exit 0
+			fi
+			((stop == 0)) || { write_state stopped "$boots"; exit 0; }
+			((wake == 0)) || break
+			seconds_us "$DELAY"
+			now_us
+			((NOW_US - since < US)) || break
+			if owner_gone; then
+				if [ -d "$HD" ]; then write_state off "$boots"; fi
+				exit 0
+			fi
+			nap 0.1
+		done
+	done
+}
+
+# _launch NAME ROOT: first process of a host's session. Full hosts: the host's supervisor (below);
+# light hosts: becomes the host.
 cmd__launch() {
 	check_id
 	host "$1"
-	if [ "$KIND" = full ]; then
-		cgroup_enter
-		# shellcheck disable=SC2086 # GPUKIT_LAB_NSPAWN_OPTS: extra options, word-split on purpose
-		exec systemd-nspawn -q -D "$M" -M "$NS" --hostname="$1" --boot --register=no --keep-unit \
-			--network-namespace-path="/run/netns/$NS" --capability=CAP_NET_ADMIN \
-			--console=read-only --link-journal=no --resolv-conf=off --timezone=off \
-			${GPUKIT_LAB_NSPAWN_OPTS:-}
-	fi
+	if [ "$KIND" = full ]; then supervise "$1"; exit; fi
 	exec ip netns exec "$NS" unshare --mount --uts --ipc --pid --fork --kill-child --propagation private \
 		"$SELF" _init "$1" "$M"
 }
@@ -643,6 +916,8 @@ up_shared() { # under the lock: base, bridge, repository, lab id; prints the id
 	base_locked
 	bridge_up
 	repo_ensure
+	# the Debian proxy, for tests that install real packages; labs without it still work
+	(debian_serve) || log "warning: no Debian package proxy (lab.sh debian-mirror says why)"
 	mkdir -p "$LAB/run"
 	local id=$ID i
 	if [ "$id" = auto ]; then
@@ -682,6 +957,7 @@ cmd_up() {
 	done
 	((${#names[@]})) || die "usage: lab.sh up [--light] N | NAME..."
 	[ "$ID" = auto ] || check_id
+	valid_delay "${GPUKIT_LAB_REBOOT_DELAY:-$REBOOT_DELAY_DEFAULT}" || die "GPUKIT_LAB_REBOOT_DELAY: seconds or never, got '$GPUKIT_LAB_REBOOT_DELAY'"
 	cmd_deps
 	local started=$SECONDS id
 	id=$(with_lock up_shared)
@@ -745,6 +1021,7 @@ lab_release_tail() { # under the lock: forget this lab; the last lab out takes t
 }
 shared_down() {
 	repo_stop
+	debian_stop
 	ip link del "$BRIDGE" 2>/dev/null || true
 	rmdir /run/systemd/nspawn/propagate /run/systemd/nspawn/locks /run/systemd/nspawn 2>/dev/null || true # nspawn's, if empty
 	# `ip netns add` bind-mounted /run/netns onto itself; drop that once no namespace is left in it
@@ -785,6 +1062,20 @@ cmd_down() {
 }
 
 # ---------------------------------------------------------------- per-host commands
+host_init() { # sets INIT: the host's PID 1 as this machine sees it (after `host NAME`), or fails
+	local p
+	INIT=
+	live_pid "$HD/pid" || return 1
+	p=$PID
+	if [ "$KIND" = full ]; then # supervisor -> systemd-nspawn -> the host's systemd
+		p=$(pgrep -P "$p" -x systemd-nspawn || true)
+		p=${p%%$'\n'*}
+		[ -n "$p" ] || return 1
+	fi
+	INIT=$(pgrep -P "$p" || true)
+	INIT=${INIT%%$'\n'*}
+	[ -n "$INIT" ]
+}
 need_host() { host "$1"; [ -d "$HD" ] || die "lab $ID has no host $1 (see: lab.sh --lab $ID status)"; }
 cmd_stop() { check_id; need_host "$1"; hosts_stop "$1"; host "$1"; net_down; log "$1 stopped"; }
 cmd_start() { check_id; need_host "$1"; net_up "$1"; host_prepare "$1"; host_boot "$1"; log "$1 started"; }
@@ -795,8 +1086,8 @@ cmd_rekey() {
 	live_pid "$HD/pid" || die "$1 is not running"
 	for t in "$M"/etc/ssh/ssh_host_*_key; do t=${t##*/ssh_host_}; types+=("${t%_key}"); done
 	host_keygen "$M" "$1" "${types[@]}"
-	init=$(pgrep -P "$PID")
-	init=${init%%$'\n'*}
+	host_init || die "$1 is not running"
+	init=$INIT
 	if [ "$KIND" = full ]; then
 		nsenter -t "$init" -m -u -i -n -p -- /bin/systemctl reload ssh.service
 	else
@@ -816,6 +1107,26 @@ ssh_to() { # ssh_to KNOWN_HOSTS USER ADDR [CMD...]
 		-o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes -o BatchMode=yes -o ConnectTimeout=10 \
 		-o LogLevel=ERROR "$user@$addr" "$@"
 }
+cmd_state() { check_id; need_host "${1:?usage: lab.sh state NAME}"; host_state; printf '%s\n' "$STATE"; }
+cmd_reboot_delay() {
+	check_id
+	need_host "${1:?usage: lab.sh reboot-delay NAME [SECONDS|never|default]}"
+	[ "$KIND" = full ] || die "$1 is a light host: it has no systemd and does not reboot"
+	case ${2:-} in
+	"") reboot_delay; printf '%s\n' "$DELAY"; return ;;
+	default) rm -f "$HD/reboot-delay" ;;
+	*) valid_delay "$2" || die "reboot delay: seconds (e.g. 0, 2.5, 30), never or default; got '$2'"
+		printf '%s\n' "$2" >"$HD/reboot-delay.new" && mv -f "$HD/reboot-delay.new" "$HD/reboot-delay" ;; # a waiting supervisor reads it
+	esac
+	reboot_delay
+	log "$1: reboot delay $DELAY"
+}
+cmd_keep() { # the lab outlives its test (GPUKIT_LAB_KEEP): no owner, so nothing reaps it
+	check_id
+	[ -d "$RUN" ] || die "no lab $ID"
+	rm -f "$RUN/owner"
+	log "lab $ID kept: release it with $SELF --lab $ID release"
+}
 cmd_ssh() {
 	check_id
 	local target=${1:?usage: lab.sh ssh [USER@]NAME [CMD...]} user=root name
@@ -826,33 +1137,37 @@ cmd_ssh() {
 	ssh_to "$RUN/known_hosts" "$user" "$ADDR" "$@"
 }
 cmd_status() {
-	local d n state mem cg any=0 init
+	local d n mem cg any=0 init note
 	for d in "$LAB"/run/*/; do
 		d=${d%/}
 		use_lab "${d##*/}"
 		any=1
 		printf 'lab %s  %s%s\n' "$ID" "$d" "$([ -f "$d/owner" ] && printf '  (started by pid %s)' "$(cut -d' ' -f1 "$d/owner")")"
-		printf '  %-10s %-14s %-6s %-8s %9s\n' NAME ADDRESS KIND STATE MEMORY
+		printf '  %-10s %-14s %-6s %-10s %9s  %s\n' NAME ADDRESS KIND STATE MEMORY BOOTS/REBOOT-DELAY
 		for n in $(lab_hosts); do
 			host "$n"
-			state=stopped mem=-
+			host_state
+			mem=- note=
+			if [ "$KIND" = full ]; then reboot_delay; note="$BOOTS boots, reboot delay $DELAY"; fi
 			if live_pid "$HD/pid"; then
-				state=running
 				cg=$(grep '/memory/' "$HD/cgroups" 2>/dev/null || true)
-				if [ -n "$cg" ]; then # full: the host's memory cgroup
+				if [ -n "$cg" ] && [ -f "$cg/memory.usage_in_bytes" ]; then # full: the host's memory cgroup
 					mem="$(($(cat "$cg/memory.usage_in_bytes") / 1048576))MiB"
-				else # light: resident set of its sshd (PID 1 of the host)
-					init=$(pgrep -P "$PID" || true)
-					init=${init%%$'\n'*}
+				elif [ "$KIND" = light ]; then # light: resident set of its sshd (PID 1 of the host)
+					host_init || true
+					init=$INIT
 					mem=$(awk '/^VmRSS/ {printf "%.1fMiB", $2 / 1024}' "/proc/$init/status" 2>/dev/null || true)
 				fi
 			fi
-			printf '  %-10s %-14s %-6s %-8s %9s\n' "$n" "$ADDR" "$KIND" "$state" "$mem"
+			printf '  %-10s %-14s %-6s %-10s %9s  %s\n' "$n" "$ADDR" "$KIND" "$STATE" "$mem" "$note"
 		done
 	done
 	((any)) || echo "no labs"
 	if ip link show "$BRIDGE" >/dev/null 2>&1; then echo "bridge $BRIDGE $BRIDGE_ADDR/16 up"; else echo "bridge $BRIDGE absent"; fi
 	if live_pid "$REPO_DIR/pid"; then echo "repository $REPO_URL serving $REPO_DIR/www"; else echo "repository stopped"; fi
+	if live_pid "$DEBIAN_DIR/pid"; then
+		echo "debian proxy $DEBIAN_URL/debian, $DEBIAN_URL/debian-security (cache $DEBIAN_DIR/cache: $(du -sh "$DEBIAN_DIR/cache" 2>/dev/null | cut -f1))"
+	else echo "debian proxy stopped"; fi
 	if [ -x "$BASE/usr/sbin/sshd" ]; then echo "base $BASE ($(du -sh "$BASE" 2>/dev/null | cut -f1))"; else echo "base not built"; fi
 }
 
@@ -863,7 +1178,9 @@ main() {
 	local cmd=${1:-}
 	shift || true
 	case $cmd in
-	deps | base | up | down | release | stop | start | rekey | ssh | status | repo | _launch | _init) "cmd_$cmd" "$@" ;;
+	deps | base | up | down | release | stop | start | rekey | ssh | status | state | keep | repo | _launch | _init) "cmd_$cmd" "$@" ;;
+	reboot-delay) cmd_reboot_delay "$@" ;;
+	debian-mirror) cmd_debian_mirror "$@" ;;
 	*) sed -n '2,/^# shellcheck/p' "$SELF" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 }

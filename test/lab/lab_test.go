@@ -7,9 +7,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -127,7 +131,7 @@ func TestLightHosts(t *testing.T) {
 	})
 }
 
-// TestReleaseLeavesNothing crashes parts of a lab (a killed nspawn, a killed light host, a host
+// TestReleaseLeavesNothing crashes parts of a lab (a killed supervisor, a killed light host, a host
 // whose pid file was lost), then releases it twice: no namespace, veth, mount, process, cgroup
 // or nspawn leftover may remain. When no other lab runs, the bridge and repository go too.
 func TestReleaseLeavesNothing(t *testing.T) {
@@ -155,7 +159,7 @@ func TestReleaseLeavesNothing(t *testing.T) {
 			t.Fatalf("kill %s: %v", host, err)
 		}
 	}
-	kill("lab-1")  // systemd and its services stay behind in the host's cgroups
+	kill("lab-1")  // its supervisor: nspawn, systemd and its services stay behind in the host's cgroups
 	kill("lite-1") // its pid namespace dies with it; overlay and netns remain
 	if err := os.Remove(filepath.Join(dir, "hosts", "lite-2", "pid")); err != nil {
 		t.Fatal(err) // a running host the lab lost track of
@@ -201,6 +205,10 @@ cut -d' ' -f2 /proc/mounts | sort >/run/mounts.before # incl. the machine's, hid
 GPUKIT_LAB_ID=2 "$SCRIPT" up --light 2 >/dev/null
 "$SCRIPT" ssh lab-2 true
 GPUKIT_LAB_ID=2 "$SCRIPT" ssh lite-2 true
+# no way out of this network namespace: the Debian mirror is unreachable, and must say so
+if "$SCRIPT" debian-mirror >/run/debian-mirror.out 2>&1; then echo "debian-mirror succeeded" >>/run/debian-mirror.out; fi
+"$SCRIPT" reboot-delay lab-2 30
+"$SCRIPT" ssh lab-2 systemctl reboot || true
 kill -KILL "$(cut -d' ' -f1 "$T/run/1/hosts/lab-1/pid")" "$(cut -d' ' -f1 "$T/run/1/hosts/lite-1/pid")"
 rm "$T/run/1/hosts/lite-2/pid"
 "$SCRIPT" down
@@ -211,6 +219,7 @@ echo "== mounts"; cut -d' ' -f2 /proc/mounts | sort | comm -13 /run/mounts.befor
 echo "== processes"; ps -eo args= | grep -vE '^(bash -c set -euo pipefail|ps -eo args=|grep -vE)' || true
 echo "== cgroups"; find /sys/fs/cgroup -name "$GPUKIT_LAB_CGROUP" 2>/dev/null || true
 echo "== state"; ls "$T"
+echo "== debian-mirror"; cat /run/debian-mirror.out
 `
 
 // TestDownLeavesNothing: after `down` (twice, after crashes) no namespace, veth, bridge, mount,
@@ -247,11 +256,20 @@ func TestDownLeavesNothing(t *testing.T) {
 		}
 	}
 	want := map[string][]string{"netns": {}, "links": {"lo"}, "mounts": {}, "processes": {}, "cgroups": {},
-		"state": {"base", "bin", "keys", "lock", "repo", "secrets"}}
+		"state": {"base", "bin", "keys", "lock", "repo", "secrets"}, "debian-mirror": {}}
 	for name, w := range want {
 		got, ok := report[name]
 		if !ok {
 			t.Errorf("no %s section in the sandbox's report:\n%s", name, out)
+			continue
+		}
+		if name == "debian-mirror" { // one clear line, no mirror name
+			msg := strings.Join(got, "\n")
+			if !strings.Contains(msg, "lab: error: this machine's Debian mirror is unreachable") ||
+				strings.Contains(msg, "debian.org") || strings.Contains(msg, "succeeded") {
+				t.Errorf("debian-mirror without a way out: %q", msg)
+			}
+			t.Logf("debian-mirror without a way out: %s", msg)
 			continue
 		}
 		if name == "state" { // what stays: the cached base, keys, the built repository
@@ -410,8 +428,7 @@ func checkFiles(t *testing.T, l *Lab, prefix string, n int) {
 
 // sshCommand is SSH without failing the test, for the cases that must fail.
 func (l *Lab) sshCommand(user, name, cmd string, extra ...string) *exec.Cmd {
-	args := append(extra, l.sshOptions()...) // ssh takes the first value of an option
-	return exec.Command("ssh", append(args, user+"@"+l.address(name), cmd)...)
+	return l.command(user, name, cmd, extra...)
 }
 
 // leftovers lists what remains of lab id on this machine.
@@ -492,4 +509,350 @@ func withLabLock(t *testing.T, f func()) {
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
 	f()
+}
+
+// TestReboots: a full host that reboots from inside comes back like a machine (new boot id, same
+// host key, disk and address) after its reboot delay; "never" keeps it down until start; a
+// poweroff keeps it off. It logs the time from `systemctl reboot` to ssh answering again.
+func TestReboots(t *testing.T) {
+	t.Parallel()
+	l := Start(t, Options{Hosts: 3})
+	t.Run("reboot comes back with a new boot id, same host key and disk", func(t *testing.T) {
+		t.Parallel()
+		before := l.BootID(t, "lab-1")
+		l.SSH(t, "lab-1", "echo kept >/root/written-before-reboot && sync")
+		for i, how := range []string{"systemctl reboot", "shutdown -r now"} {
+			delay := 3 * time.Second // the default
+			if i > 0 {
+				delay = 0
+				l.SetRebootDelay(t, "lab-1", 0)
+			}
+			began := time.Now()
+			l.rebootWith(t, "lab-1", how)
+			down := time.Since(began)
+			if i == 0 {
+				if got := l.State(t, "lab-1"); got != "rebooting" {
+					t.Errorf("state %q right after the reboot, want rebooting", got)
+				}
+				if st := labStatus(t, l); !strings.Contains(st, "rebooting") {
+					t.Errorf("lab.sh status shows no rebooting host:\n%s", st)
+				}
+			}
+			back := waitSSH(t, l, "lab-1", time.Minute)
+			t.Logf("%s (reboot delay %v): down after %.1fs, ssh answers after %.1fs", how, delay, down.Seconds(), back.Sub(began).Seconds())
+			// strict host key checking against the unchanged known_hosts: same host keys
+			after := l.BootID(t, "lab-1")
+			if after == before || after == "" {
+				t.Errorf("boot_id %q after reboot, %q before", after, before)
+			}
+			before = after
+			if got := l.SSH(t, "lab-1", "cat /root/written-before-reboot; hostname; ip -4 -o addr show eth0 | awk '{print $4}'"); got != "kept\nlab-1\n"+l.address("lab-1")+"/16" {
+				t.Errorf("after reboot: %q", got)
+			}
+			if got := l.SSH(t, "lab-1", "systemctl is-system-running --wait || true"); got != "running" && got != "degraded" {
+				t.Errorf("system state after reboot: %q", got)
+			}
+		}
+	})
+	t.Run("slow, then never: stays down until start", func(t *testing.T) {
+		t.Parallel()
+		before := l.BootID(t, "lab-2")
+		l.SetRebootDelay(t, "lab-2", 30*time.Second)
+		l.Reboot(t, "lab-2")
+		time.Sleep(4 * time.Second) // longer than the default delay
+		if got := l.State(t, "lab-2"); got != "rebooting" {
+			t.Errorf("state %q 4 s into a 30 s reboot delay", got)
+		}
+		checkPortClosed(t, l, "lab-2")
+		l.SetRebootDelay(t, "lab-2", RebootNever) // applies to the reboot under way
+		for deadline := time.Now().Add(10 * time.Second); l.State(t, "lab-2") != "down"; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("lab-2 not down 10 s after its delay became never: %s", l.State(t, "lab-2"))
+			}
+		}
+		if st := labStatus(t, l); !regexp.MustCompile(`lab-2 .* down .*reboot delay never`).MatchString(st) {
+			t.Errorf("lab.sh status does not show lab-2 down:\n%s", st)
+		}
+		checkPortClosed(t, l, "lab-2")
+		l.StartHost(t, "lab-2")
+		if after := l.BootID(t, "lab-2"); after == before {
+			t.Errorf("same boot_id after start: %s", after)
+		}
+		if got := l.State(t, "lab-2"); got != "running" {
+			t.Errorf("state after start: %q", got)
+		}
+		// start during a reboot delay: boots at once
+		before = l.BootID(t, "lab-2")
+		l.SetRebootDelay(t, "lab-2", time.Hour)
+		l.Reboot(t, "lab-2")
+		began := time.Now()
+		l.StartHost(t, "lab-2")
+		if took := time.Since(began); took > 30*time.Second {
+			t.Errorf("start of a host in a 1 h reboot delay took %v", took)
+		}
+		if after := l.BootID(t, "lab-2"); after == before {
+			t.Errorf("same boot_id after start during the reboot delay: %s", after)
+		}
+	})
+	t.Run("poweroff stays off", func(t *testing.T) {
+		t.Parallel()
+		if out, err := l.command("root", "lab-3", "systemctl poweroff").CombinedOutput(); err != nil && !isExit(err, 255) {
+			t.Fatalf("systemctl poweroff: %v\n%s", err, out)
+		}
+		for deadline := time.Now().Add(30 * time.Second); l.State(t, "lab-3") != "off"; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("lab-3 not off 30 s after systemctl poweroff: %s", l.State(t, "lab-3"))
+			}
+		}
+		time.Sleep(4 * time.Second) // longer than the default reboot delay
+		if got := l.State(t, "lab-3"); got != "off" {
+			t.Errorf("lab-3 is %s 4 s after poweroff", got)
+		}
+		checkPortClosed(t, l, "lab-3")
+		l.StartHost(t, "lab-3")
+		l.SSH(t, "lab-3", "true")
+	})
+}
+
+// TestReleaseDuringReboot releases a lab while one host waits out its reboot delay and another
+// is shutting down for a reboot: nothing may be left (supervisors included).
+func TestReleaseDuringReboot(t *testing.T) {
+	t.Parallel()
+	Require(t)
+	script := scriptPath(t)
+	out, err := run(context.Background(), script, "auto", "up", "2")
+	if err != nil {
+		t.Fatalf("up: %v\n%s", err, tail(out))
+	}
+	inventory := lastLine(out)
+	dir := filepath.Dir(inventory)
+	id := filepath.Base(dir)
+	t.Cleanup(func() { run(context.Background(), script, id, "release") })
+	l, err := load(script, inventory, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetRebootDelay(t, "lab-1", time.Minute)
+	l.Reboot(t, "lab-1")
+	l.SetRebootDelay(t, "lab-2", 0)
+	if out, err := l.command("root", "lab-2", "systemctl reboot").CombinedOutput(); err != nil && !isExit(err, 255) {
+		t.Fatalf("reboot lab-2: %v\n%s", err, out)
+	}
+	if got := l.State(t, "lab-1"); got != "rebooting" {
+		t.Errorf("lab-1 is %s, want rebooting", got)
+	}
+	if out, err := run(context.Background(), script, id, "release"); err != nil {
+		t.Fatalf("release: %v\n%s", err, tail(out))
+	}
+	if got := leftovers(id, dir); len(got) > 0 {
+		t.Errorf("after release of lab %s during reboots:\n%s", id, strings.Join(got, "\n"))
+	}
+}
+
+// TestOwnerGone: when the test that started a lab dies (killed by -timeout), the supervisors of
+// its full hosts power them off and exit, a rebooting host does not come back, and the next
+// Start releases the rest.
+func TestOwnerGone(t *testing.T) {
+	t.Parallel()
+	Require(t)
+	script := scriptPath(t)
+	owner := exec.Command("sleep", "600") // stands in for a test binary
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Process.Kill()
+	c := exec.Command(script, "up", "2")
+	c.Env = append(os.Environ(), "GPUKIT_LAB_ID=auto", "GPUKIT_LAB_OWNER="+strconv.Itoa(owner.Process.Pid))
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("up: %v\n%s", err, tail(out))
+	}
+	inventory := lastLine(out)
+	dir := filepath.Dir(inventory)
+	id := filepath.Base(dir)
+	t.Cleanup(func() { run(context.Background(), script, id, "release") })
+	l, err := load(script, inventory, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetRebootDelay(t, "lab-1", time.Minute)
+	l.Reboot(t, "lab-1")
+	owner.Process.Kill()
+	owner.Wait()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var running []string
+		for _, h := range l.Hosts { // (not State: another test's Start may reap the lab meanwhile)
+			if st, _ := l.bootState(h.Name); st != "off" && st != "" {
+				running = append(running, h.Name+" "+st)
+			}
+		}
+		if len(running) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after the owner died: %v", running)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		procs := processesUnder(dir)
+		if len(procs) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("hosts off, yet processes of lab %s run:\n%s", id, strings.Join(procs, "\n"))
+			break
+		}
+	}
+	// the next Start reaps the lab (a light host: cheap)
+	if out, err := run(context.Background(), script, "auto", "up", "--light", "1"); err != nil {
+		t.Fatalf("up: %v\n%s", err, tail(out))
+	} else {
+		other := filepath.Base(filepath.Dir(lastLine(out)))
+		run(context.Background(), script, other, "release")
+	}
+	if got := leftovers(id, dir); len(got) > 0 {
+		t.Errorf("lab %s of a dead owner after the next up:\n%s", id, strings.Join(got, "\n"))
+	}
+}
+
+// TestDebianMirror: a full host pointed at the lab's Debian proxy updates (signatures checked
+// against Debian's keyring) and installs a real package from non-free.
+func TestDebianMirror(t *testing.T) {
+	t.Parallel()
+	l := Start(t, Options{Hosts: 1})
+	m := l.DebianMirror(t)
+	if m.Debian != "http://"+l.Bridge+":3143/debian" || m.Security != "http://"+l.Bridge+":3143/debian-security" {
+		t.Errorf("mirror URLs %q, %q", m.Debian, m.Security)
+	}
+	for _, want := range []string{"Components: main contrib non-free non-free-firmware\n",
+		"Suites: bookworm bookworm-updates\n", "Suites: bookworm-security\n",
+		"Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"} {
+		if !strings.Contains(m.Sources, want) {
+			t.Errorf("sources lack %q:\n%s", want, m.Sources)
+		}
+	}
+	if strings.Contains(m.Sources, "trusted") {
+		t.Errorf("sources trust without signatures:\n%s", m.Sources)
+	}
+	if got := l.SSH(t, "lab-1", "ls /etc/apt/sources.list.d/; grep -v '^#' /etc/apt/sources.list || true"); got != "" {
+		t.Errorf("a new host has package sources already: %q", got)
+	}
+	l.UseDebianMirror(t, "lab-1")
+	began := time.Now()
+	l.SSH(t, "lab-1", "apt-get -q update >/tmp/update.log 2>&1 || { cat /tmp/update.log; exit 1; }")
+	update := time.Since(began)
+	began = time.Now()
+	// unrar: a small real package from non-free
+	got := l.SSH(t, "lab-1", "DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends unrar >/tmp/install.log 2>&1 || "+
+		"{ cat /tmp/install.log; exit 1; }; apt-cache policy unrar | grep -m1 -o 'bookworm[a-z-]*/non-free'; unrar | grep -m1 -o UNRAR")
+	t.Logf("apt-get update %.1fs, install unrar %.1fs", update.Seconds(), time.Since(began).Seconds())
+	if got != "bookworm/non-free\nUNRAR" && got != "bookworm-security/non-free\nUNRAR" && got != "bookworm-updates/non-free\nUNRAR" {
+		t.Errorf("unrar from non-free: %q", got)
+	}
+	t.Run("proxy form serves Debian only", func(t *testing.T) {
+		proxy, err := url.Parse(m.Proxy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxy)}, Timeout: time.Minute}
+		for target, want := range map[string]int{
+			"http://deb.debian.org/debian/dists/bookworm/InRelease":                        200,
+			"http://security.debian.org/debian-security/dists/bookworm-security/InRelease": 200,
+			"http://example.com/": 403,
+		} {
+			resp, err := client.Get(target)
+			if err != nil {
+				t.Errorf("GET %s through %s: %v", target, m.Proxy, err)
+				continue
+			}
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("GET %s through %s: %s, want %d", target, m.Proxy, resp.Status, want)
+			}
+		}
+	})
+	// signatures are checked: the same mirror with a keyring that lacks Debian's keys fails
+	out, err := l.command("root", "lab-1", "sed 's#debian-archive-keyring.gpg#debian-archive-removed-keys.gpg#' /etc/apt/sources.list.d/debian.sources >/tmp/wrongkey.sources && "+
+		"mkdir -p /tmp/lists/partial && apt-get update -o Dir::Etc::SourceList=/tmp/wrongkey.sources -o Dir::Etc::SourceParts=/nonexistent -o Dir::State::Lists=/tmp/lists 2>&1").CombinedOutput()
+	if err == nil || !bytes.Contains(out, []byte("NO_PUBKEY")) {
+		t.Errorf("apt-get update with the wrong keyring: %v (want a failure: NO_PUBKEY)\n%s", err, tail(out))
+	}
+}
+
+// TestDebianNvidiaDriver installs nvidia-driver (~135 packages, 244 MB) from the lab's Debian
+// proxy in two hosts, one after the other: the first fills the cache unless an earlier run did,
+// the second is served from the cache. Opt-in (GPUKIT_LAB_NVIDIA_DRIVER=1): a measurement.
+func TestDebianNvidiaDriver(t *testing.T) {
+	if os.Getenv("GPUKIT_LAB_NVIDIA_DRIVER") != "1" {
+		t.Skip("GPUKIT_LAB_NVIDIA_DRIVER=1 installs nvidia-driver (244 MB download) in two lab hosts")
+	}
+	t.Parallel()
+	l := Start(t, Options{Hosts: 2})
+	cached, _ := filepath.Glob(filepath.Join(labDir(), "debian-mirror", "cache", "*", "pool", "non-free", "n", "nvidia-graphics-drivers", "nvidia-driver_*.deb"))
+	for i, h := range l.Hosts {
+		l.UseDebianMirror(t, h.Name)
+		began := time.Now()
+		got := l.SSH(t, h.Name, "export DEBIAN_FRONTEND=noninteractive; apt-get -q update >/tmp/apt.log 2>&1 && "+
+			"apt-get install -y -q --no-install-recommends nvidia-driver >>/tmp/apt.log 2>&1 || { tail -n 40 /tmp/apt.log; exit 1; }; "+
+			"grep -E '^(Need to get|Fetched)' /tmp/apt.log; dpkg-query -W -f='${Version}' nvidia-driver")
+		cache := "warm"
+		if i == 0 && len(cached) == 0 {
+			cache = "cold"
+		}
+		t.Logf("%s: apt-get update + install nvidia-driver (%s cache): %.1fs\n%s", h.Name, cache, time.Since(began).Seconds(), got)
+	}
+}
+
+func isExit(err error, code int) bool {
+	ee, ok := err.(*exec.ExitError)
+	return ok && ee.ExitCode() == code
+}
+
+// waitSSH waits until host name accepts an ssh login (strict host key checking) and returns when.
+func waitSSH(t *testing.T, l *Lab, name string, timeout time.Duration) time.Time {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); ; {
+		if c, err := net.DialTimeout("tcp", l.address(name)+":22", time.Second); err == nil {
+			c.Close()
+			if err := l.command("root", name, "true").Run(); err == nil {
+				return time.Now()
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no ssh within %v", name, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkPortClosed: nothing answers on host name's port 22 (a machine that is down).
+func checkPortClosed(t *testing.T, l *Lab, name string) {
+	t.Helper()
+	if c, err := net.DialTimeout("tcp", l.address(name)+":22", 3*time.Second); err == nil {
+		c.Close()
+		t.Errorf("%s: port 22 accepts connections while the host is down", name)
+	}
+}
+
+func labStatus(t *testing.T, l *Lab) string {
+	t.Helper()
+	out, err := run(context.Background(), l.script, l.id, "status")
+	if err != nil {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// processesUnder lists the processes whose command line names something under dir.
+func processesUnder(dir string) []string {
+	var found []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(dir+"/")) {
+			found = append(found, filepath.Base(filepath.Dir(p))+": "+string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
+		}
+	}
+	return found
 }
