@@ -171,7 +171,11 @@ func (p *persistencedPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool
 }
 
 func (p *persistencedPhase) Run(ctx context.Context, h *engine.Host) error {
-	cmd, err := scripts.Persistenced()
+	w, err := p.l.want(ctx, h)
+	if err != nil {
+		return err
+	}
+	cmd, err := scripts.Persistenced(scripts.PersistencedParams{Family: w.Family})
 	return p.l.apply(ctx, h, "nvidia-persistenced", cmd, err)
 }
 

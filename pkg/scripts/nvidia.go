@@ -18,7 +18,7 @@ var (
 	nvidiaRepoTemplate       = parse[NVIDIARepoParams]("nvidia-repo.sh")
 	nvidiaDriverTemplate     = parse[NVIDIADriverParams]("nvidia-driver.sh")
 	fabricManagerTemplate    = parse[FabricManagerParams]("nvidia-fabricmanager.sh")
-	persistencedTemplate     = parse[NoParams]("nvidia-persistenced.sh")
+	persistencedTemplate     = parse[PersistencedParams]("nvidia-persistenced.sh")
 	cudaToolkitTemplate      = parse[CUDAToolkitParams]("cuda-toolkit.sh")
 	containerToolkitTemplate = parse[ContainerToolkitParams]("nvidia-container-toolkit.sh")
 	rebootTemplate           = parse[NoParams]("reboot.sh")
@@ -216,9 +216,16 @@ func FabricManager(p FabricManagerParams) (ssh.Command, error) {
 	return command("install the fabric manager", fabricManagerTemplate, p)
 }
 
-// Persistenced returns the command that enables persistence mode.
-func Persistenced() (ssh.Command, error) {
-	return command("enable persistence mode", persistencedTemplate, NoParams{})
+// PersistencedParams enable persistence mode.
+type PersistencedParams struct{ Family osfamily.Info }
+
+// Validate checks the family.
+func (p PersistencedParams) Validate() error { return checkFamily(p.Family) }
+
+// Persistenced returns the command that enables persistence mode
+// (installing nvidia-persistenced where the driver did not).
+func Persistenced(p PersistencedParams) (ssh.Command, error) {
+	return command("enable persistence mode", persistencedTemplate, p)
 }
 
 // CUDAToolkitParams install a CUDA toolkit release.

@@ -36,7 +36,6 @@ func cases() []goldenCase {
 		{nvidiaStateTemplate.name, anyFamily, "", func() (ssh.Command, error) {
 			return NVIDIAState(NVIDIAStateParams{SMIFields: []string{"index", "uuid", "driver_version", "persistence_mode"}})
 		}},
-		{persistencedTemplate.name, anyFamily, "", Persistenced},
 		{rebootTemplate.name, anyFamily, "", Reboot},
 		{nvidiaHealthTemplate.name, anyFamily, "", NVIDIAHealth},
 	}
@@ -68,6 +67,7 @@ func familyCases(f osfamily.Info) []goldenCase {
 		{nvidiaRepoTemplate.name, fam, "", func() (ssh.Command, error) { return NVIDIARepo(repo) }},
 		{nvidiaDriverTemplate.name, fam, "", func() (ssh.Command, error) { return NVIDIADriver(driver) }},
 		{fabricManagerTemplate.name, fam, "", func() (ssh.Command, error) { return FabricManager(fm) }},
+		{persistencedTemplate.name, fam, "", func() (ssh.Command, error) { return Persistenced(PersistencedParams{Family: f}) }},
 		{cudaToolkitTemplate.name, fam, "", func() (ssh.Command, error) {
 			return CUDAToolkit(CUDAToolkitParams{Family: f, CUDA: "13.0"})
 		}},

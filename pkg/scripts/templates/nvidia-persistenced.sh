@@ -6,8 +6,12 @@ want='[Service]
 ExecStart=
 ExecStart=/usr/bin/nvidia-persistenced --user root --persistence-mode --verbose'
 if ! systemctl cat nvidia-persistenced >/dev/null 2>&1; then
-  echo "gpukit: no nvidia-persistenced unit on this host: the driver packages should have installed it" >&2
-  exit 3
+  # Some driver packages only recommend it (Debian's nvidia-driver).
+{{- if eq .Family.PackageManager "apt"}}
+  apt-get install -y -q --no-install-recommends nvidia-persistenced
+{{- else}}
+  dnf install -y -q nvidia-persistenced
+{{- end}}
 fi
 if [ "$(cat "$dropin" 2>/dev/null)" != "$want" ]; then
   mkdir -p "${dropin%/*}"

@@ -1,0 +1,22 @@
+set -euo pipefail
+export LC_ALL=C DEBIAN_FRONTEND=noninteractive
+# Keeps the GPUs initialised between jobs (persistence mode): without it the
+# driver tears the GPU state down when the last process exits, and the next
+# job pays seconds of initialisation and loses MIG and clock settings.
+dropin=/etc/systemd/system/nvidia-persistenced.service.d/gpukit.conf
+want='[Service]
+ExecStart=
+ExecStart=/usr/bin/nvidia-persistenced --user root --persistence-mode --verbose'
+if ! systemctl cat nvidia-persistenced >/dev/null 2>&1; then
+  # Some driver packages only recommend it (Debian's nvidia-driver).
+  apt-get install -y -q --no-install-recommends nvidia-persistenced
+fi
+if [ "$(cat "$dropin" 2>/dev/null)" != "$want" ]; then
+  mkdir -p "${dropin%/*}"
+  printf '%s\n' "$want" >"$dropin"
+  systemctl daemon-reload
+fi
+systemctl enable nvidia-persistenced
+# A persistence daemon started before the driver loaded (fresh install,
+# reboot pending) starts at the next boot.
+if [ -e /sys/module/nvidia ]; then systemctl restart nvidia-persistenced; fi
