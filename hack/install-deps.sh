@@ -8,6 +8,7 @@ pkgs=(
   debootstrap systemd-container iproute2 util-linux   # the lab: base image, full hosts, netns
   openssh-client sshpass                               # lab assertions, password-auth tests
   dpkg-dev python3                                     # the lab's local apt repository
+  gnupg                                                # the GPU simulator's signed stand-in repositories (test/gpusim)
   apt-cacher-ng                                        # the lab's Debian package proxy
   tmux                                                 # real-terminal test of the TUI
   shellcheck                                           # lint of rendered scripts

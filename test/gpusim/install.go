@@ -28,9 +28,13 @@ func BuildNvidiaSMI(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
-// Install puts the stand-in nvidia-smi and capture's recordings on a host, as
-// root (sudo when the login user is not root): /usr/bin/nvidia-smi,
-// /usr/share/gpusim/<capture files> and /etc/gpusim/capture.
+// Install is the replay-only simulation: it puts the stand-in nvidia-smi and
+// capture's recordings on a host (light hosts too), as root (sudo when the
+// login user is not root): /usr/bin/nvidia-smi, /usr/share/gpusim/<capture
+// files> and /etc/gpusim/capture. nvidia-smi then answers as if the capture's
+// driver were installed and loaded (and reports a driver/library version
+// mismatch while /etc/gpusim/mismatch exists); there are no PCI devices, no
+// packages, no kernel module. InstallHardware simulates the whole host.
 func Install(ctx context.Context, host Uploader, capture Capture, nvidiaSMI string) error {
 	put := func(path string, mode os.FileMode, content []byte) error {
 		return host.Upload(ctx, ssh.File{Path: path, Mode: mode, Content: bytes.NewReader(content), Sudo: true})

@@ -314,11 +314,11 @@ Priority: optional
 Description: gpukit lab test package
  Installed by lab tests from the lab's local repository; prints a greeting.
 EOF
-	dpkg-deb --root-owner-group -Zgzip -b "$b" "$REPO_DIR/www/gpukit-lab-hello_1.0_all.deb" >/dev/null
+	dpkg-deb --root-owner-group -Zgzip -b "$b" "$REPO_DIR/www/pool/gpukit-lab-hello_1.0_all.deb" >/dev/null
 }
-repo_index() {
+repo_index() { # the packages in pool/ only: other trees under www (the GPU simulator's) are repositories of their own
 	local w=$REPO_DIR/www f
-	(cd "$w" && dpkg-scanpackages --multiversion . /dev/null 2>/dev/null >Packages && gzip -9kf Packages)
+	(cd "$w" && dpkg-scanpackages --multiversion pool /dev/null 2>/dev/null >Packages && gzip -9kf Packages)
 	{
 		printf 'Origin: gpukit-lab\nLabel: gpukit-lab\nSuite: lab\nCodename: lab\nArchitectures: all amd64 arm64\n'
 		printf 'Date: %s\nSHA256:\n' "$(LC_ALL=C date -u '+%a, %d %b %Y %H:%M:%S UTC')"
@@ -335,11 +335,12 @@ repo_serve() {
 	wait_tcp 10 "$BRIDGE_ADDR" "$REPO_PORT" || die "repository server did not start (log: $REPO_DIR/http.log)"
 }
 repo_ensure() { # repo_ensure [DEB...]
-	mkdir -p "$REPO_DIR/www"
-	[ -f "$REPO_DIR/www/gpukit-lab-hello_1.0_all.deb" ] || build_hello_package
+	mkdir -p "$REPO_DIR/www/pool"
+	rm -f "$REPO_DIR"/www/*.deb # before pool/ (cached repositories of older lab.sh)
+	[ -f "$REPO_DIR/www/pool/gpukit-lab-hello_1.0_all.deb" ] || build_hello_package
 	local f reindex=0
-	for f in "$@"; do cp -f "$f" "$REPO_DIR/www/"; reindex=1; done
-	if ((reindex)) || [ ! -f "$REPO_DIR/www/Release" ]; then repo_index; fi
+	for f in "$@"; do cp -f "$f" "$REPO_DIR/www/pool/"; reindex=1; done
+	if ((reindex)) || [ ! -f "$REPO_DIR/www/Release" ] || ! grep -qs '^Filename: pool/' "$REPO_DIR/www/Packages"; then repo_index; fi
 	repo_serve
 }
 repo_stop() {

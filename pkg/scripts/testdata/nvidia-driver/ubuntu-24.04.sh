@@ -25,6 +25,9 @@ candidates() {
 }
 want=580.95.05
 pkgs=(nvidia-open)
+# A run that failed half-way (a DKMS build that did not finish) left
+# packages unconfigured: finish them first, or apt refuses to go on.
+dpkg --configure -a
 args=()
 for p in "${pkgs[@]}"; do
   v=$(newest "$p" "$want")
@@ -37,6 +40,16 @@ done
 drv=${args[0]#*=}
 drv=${drv#*:}
 drv=${drv%%-*}
+# Pin every package of the driver to this release: apt resolves dependencies
+# with the newest versions of the repository otherwise, and a repository
+# holds several releases of the driver (what NVIDIA's pinning packages do).
+re=${drv//./\\.}
+cat >/etc/apt/preferences.d/gpukit-nvidia-driver <<PIN
+# Written by gpukit: the NVIDIA driver stays at $drv; gpukit upgrade driver moves it.
+Package: nvidia-* libnvidia-* libcuda* firmware-nvidia-* xserver-xorg-video-nvidia* cuda-drivers*
+Pin: version /^([0-9]+:)?$re-/
+Pin-Priority: 1001
+PIN
 # Unhold what an earlier run held, so that apt may move it to the wanted version.
 held=$(apt-mark showhold | grep -E '^(nvidia-|libnvidia-|libcuda|firmware-nvidia-|xserver-xorg-video-nvidia)' || true)
 if [ -n "$held" ]; then

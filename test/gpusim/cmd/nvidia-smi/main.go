@@ -1,65 +1,209 @@
 // Command nvidia-smi is the lab's GPU SIMULATOR stand-in for NVIDIA's
 // nvidia-smi. Test tooling only, never shipped. It replays a real capture
 // named by $GPUSIM_CAPTURE or the first line of /etc/gpusim/capture (a path
-// prefix such as /usr/share/gpusim/h100-80gb-hbm3__drv590.48.01). If
-// /etc/gpusim/mismatch exists it fails as a real nvidia-smi does after a
-// driver package upgrade without reboot.
+// prefix such as /usr/share/gpusim/captures/h100-80gb-hbm3__drv590.48.01).
+//
+// On a host with simulated hardware (/etc/gpusim/hardware.conf, written by
+// gpusim.InstallHardware; this binary then comes with the stand-in nvidia-smi
+// package) it answers like the real one for the host's driver state:
+//
+//   - no NVML library (libnvidia-ml.so.1) installed: it cannot find it (exit 12);
+//   - no module loaded (/sys/module/nvidia/version): it cannot communicate
+//     with the driver (exit 9);
+//   - loaded module != installed library: "Failed to initialize NVML:
+//     Driver/library version mismatch" (exit 18), until the host boots;
+//   - open modules on a pre-Turing GPU: no devices (exit 6);
+//   - otherwise the capture, with the loaded driver's version (and its CUDA
+//     version) in place of the recorded one, and persistence mode Enabled only
+//     while the stand-in nvidia-persistenced runs in persistence mode.
+//
+// Without hardware.conf (gpusim.Install, the replay-only simulation) it
+// replays the capture as recorded, and reports the version mismatch while
+// /etc/gpusim/mismatch exists.
 package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
-	"github.com/gpukit/gpukit/test/gpusim"
+	"github.com/gpukit/gpukit/pkg/nvidia/compat"
+	"github.com/gpukit/gpukit/test/gpusim/capture"
+	"github.com/gpukit/gpukit/test/gpusim/hoststate"
 )
 
 func main() {
-	if _, err := os.Stat("/etc/gpusim/mismatch"); err == nil {
-		fmt.Println("Failed to initialize NVML: Driver/library version mismatch")
-		fmt.Println("NVML library version: 580.95")
-		os.Exit(18)
-	}
-	prefix := os.Getenv("GPUSIM_CAPTURE")
-	if prefix == "" {
-		b, err := os.ReadFile("/etc/gpusim/capture")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")
-			os.Exit(9)
-		}
-		prefix = strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
-	}
-	c := gpusim.Capture{Prefix: prefix}
-	out, err := run(c, os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	fmt.Print(out)
+	os.Exit(run(hoststate.FromEnv(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(c gpusim.Capture, args []string) (string, error) {
-	var fields []string
-	format := "csv"
-	for _, a := range args {
+// NVML's return codes, which nvidia-smi exits with.
+const (
+	exitNotFound        = 6
+	exitDriverNotLoaded = 9
+	exitLibraryNotFound = 12
+	exitVersionMismatch = 18
+)
+
+func run(h hoststate.Host, args []string, stdout, stderr io.Writer) int {
+	prefix := os.Getenv("GPUSIM_CAPTURE")
+	if prefix == "" {
+		prefix = h.Capture()
+	}
+	hw := h.Hardware()
+	var live capture.Live
+	if hw == nil { // replay-only simulation
+		if h.Exists(hoststate.MismatchFile) {
+			fmt.Fprintln(stdout, "Failed to initialize NVML: Driver/library version mismatch")
+			fmt.Fprintln(stdout, "NVML library version: 580.95")
+			return exitVersionMismatch
+		}
+		if prefix == "" {
+			return noDriver(stdout)
+		}
+	} else {
+		lib := h.Library()
+		loaded, flavor := h.Loaded()
 		switch {
-		case a == "-L" || a == "--list-gpus":
-			b, err := c.List()
-			return string(b), err
-		case a == "-q" || a == "--query":
-			b, err := c.Query()
-			return string(b), err
-		case strings.HasPrefix(a, "--query-gpu="):
-			fields = strings.Split(strings.TrimPrefix(a, "--query-gpu="), ",")
-		case strings.HasPrefix(a, "--format="):
-			format = strings.TrimPrefix(a, "--format=")
-		default:
-			return "", fmt.Errorf("gpusim nvidia-smi: unsupported argument %q", a)
+		case lib == "":
+			fmt.Fprintln(stdout, "NVIDIA-SMI couldn't find libnvidia-ml.so library in your system. Please make sure that the NVIDIA Display Driver is properly installed and present in your system.")
+			fmt.Fprintln(stdout, "Please also try adding directory that contains libnvidia-ml.so to your system PATH.")
+			return exitLibraryNotFound
+		case loaded == "":
+			return noDriver(stdout)
+		case loaded != lib:
+			fmt.Fprintln(stdout, "Failed to initialize NVML: Driver/library version mismatch")
+			fmt.Fprintln(stdout, "NVML library version: "+nvmlVersion(lib))
+			return exitVersionMismatch
+		case prefix == "":
+			fmt.Fprintln(stderr, "nvidia-smi (gpukit GPU SIMULATOR stand-in): no capture configured in "+hoststate.CaptureFile)
+			return 2
+		}
+		c := capture.Capture{Prefix: prefix}
+		if flavor == "open" && preTuring(c) {
+			// The open modules do not drive GPUs older than Turing.
+			fmt.Fprintln(stdout, "No devices were found")
+			return exitNotFound
+		}
+		live = capture.Live{Driver: loaded, CUDA: cudaFor(loaded, c), Persistence: "Disabled"}
+		if h.PersistenceMode() {
+			live.Persistence = "Enabled"
 		}
 	}
-	if fields != nil {
-		return c.QueryGPU(fields, format)
+	out, err := replay(capture.Capture{Prefix: prefix}, args, live)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
 	}
-	b, err := c.Table()
+	fmt.Fprint(stdout, out)
+	return 0
+}
+
+func noDriver(stdout io.Writer) int {
+	fmt.Fprintln(stdout, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.")
+	fmt.Fprintln(stdout)
+	return exitDriverNotLoaded
+}
+
+// nvmlVersion is how nvidia-smi names the library: 580.95.05 -> 580.95.
+func nvmlVersion(v string) string {
+	f := strings.Split(v, ".")
+	if len(f) > 2 {
+		f = f[:2]
+	}
+	return strings.Join(f, ".")
+}
+
+// cudaFor is the newest CUDA version the driver runs (what nvidia-smi calls
+// "CUDA Version"); the capture's own when the driver is the recorded one or
+// newer than the compatibility table knows.
+func cudaFor(driver string, c capture.Capture) string {
+	if driver == c.RecordedDriver() {
+		return ""
+	}
+	d, err := compat.ParseDriver(driver)
+	if err != nil {
+		return ""
+	}
+	cuda := ""
+	for _, r := range compat.Releases() {
+		if d.Compare(r.MinDriver) >= 0 {
+			cuda = r.CUDA.String()
+		}
+	}
+	return cuda
+}
+
+func preTuring(c capture.Capture) bool {
+	gpus, err := c.GPUs()
+	if err != nil {
+		return false
+	}
+	for _, g := range gpus {
+		if g.Device() < 0x1e00 {
+			return true
+		}
+	}
+	return false
+}
+
+func replay(c capture.Capture, args []string, live capture.Live) (string, error) {
+	var fields []string
+	format := "csv"
+	query, xml := false, false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-L" || a == "--list-gpus":
+			b, err := c.Replay(capture.KindList, live)
+			return string(b), err
+		case a == "-q" || a == "--query":
+			query = true
+		case a == "-x" || a == "--xml-format":
+			xml = true
+		case a == "-qx" || a == "-xq":
+			query, xml = true, true
+		case a == "--version":
+			return version(c, live), nil
+		case strings.HasPrefix(a, "--query-gpu="):
+			fields = strings.Split(strings.TrimPrefix(a, "--query-gpu="), ",")
+		case a == "--query-gpu" && i+1 < len(args):
+			i++
+			fields = strings.Split(args[i], ",")
+		case strings.HasPrefix(a, "--format="):
+			format = strings.TrimPrefix(a, "--format=")
+		case a == "--format" && i+1 < len(args):
+			i++
+			format = args[i]
+		default:
+			return "", capture.Unsupported(a)
+		}
+	}
+	switch {
+	case fields != nil:
+		return c.ReplayQueryGPU(fields, format, live)
+	case query && xml:
+		b, err := c.Replay(capture.KindQueryXML, live)
+		return string(b), err
+	case query:
+		b, err := c.Replay(capture.KindQuery, live)
+		return string(b), err
+	case xml:
+		return "", capture.Unsupported("-x without -q")
+	}
+	b, err := c.Replay(capture.KindTable, live)
 	return string(b), err
+}
+
+func version(c capture.Capture, live capture.Live) string {
+	drv := live.Driver
+	if drv == "" {
+		drv = c.RecordedDriver()
+	}
+	cuda := live.CUDA
+	if cuda == "" {
+		cuda = cudaFor(drv, capture.Capture{})
+	}
+	return fmt.Sprintf("NVIDIA-SMI version  : %s\nNVML version        : %s\nDRIVER version      : %s\nCUDA Version        : %s\n",
+		drv, nvmlVersion(drv), drv, cuda)
 }

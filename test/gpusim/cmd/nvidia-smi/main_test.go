@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gpukit/gpukit/test/fixtures"
+	"github.com/gpukit/gpukit/test/gpusim/hoststate"
+)
+
+// fakeHost is a simulated host's files below a temporary root.
+type fakeHost struct {
+	t    *testing.T
+	root string
+}
+
+func newHost(t *testing.T, capture string) fakeHost {
+	t.Helper()
+	h := fakeHost{t: t, root: t.TempDir()}
+	files, err := filepath.Glob(filepath.Join(fixtures.Dir(t, "nvidia-smi"), capture+"__*"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("capture %s: %v", capture, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.write("/usr/share/gpusim/captures/"+filepath.Base(f), string(b))
+	}
+	h.write(hoststate.CaptureFile, "/usr/share/gpusim/captures/"+capture+"\n")
+	h.write(hoststate.HardwareFile, "nvswitches=0\nnouveau=no\n")
+	return h
+}
+
+func (h fakeHost) write(p, content string) {
+	h.t.Helper()
+	full := filepath.Join(h.root, p)
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// library installs the stand-in NVML library of version v.
+func (h fakeHost) library(v string) {
+	dir := filepath.Join(h.root, "usr/lib/x86_64-linux-gnu/nvidia/current")
+	h.write("usr/lib/x86_64-linux-gnu/nvidia/current/libnvidia-ml.so."+v, "stand-in")
+	os.Remove(filepath.Join(dir, "libnvidia-ml.so.1"))
+	if err := os.Symlink("libnvidia-ml.so."+v, filepath.Join(dir, "libnvidia-ml.so.1")); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h fakeHost) loaded(v, flavor string) {
+	h.write(hoststate.LoadedDriverFile, v+"\n")
+	h.write(hoststate.LoadedFlavorFile, flavor+"\n")
+}
+
+// persistenced records a daemon with this command line as running.
+func (h fakeHost) persistenced(args ...string) {
+	const pid = 4242
+	h.write(hoststate.PersistencedPIDFile, strconv.Itoa(pid)+"\n")
+	h.write("/proc/"+strconv.Itoa(pid)+"/cmdline", strings.Join(append([]string{"/usr/bin/nvidia-persistenced"}, args...), "\x00")+"\x00")
+}
+
+func (h fakeHost) smi(args ...string) (int, string) {
+	var out, errb bytes.Buffer
+	code := run(hoststate.Host{Root: h.root}, args, &out, &errb)
+	return code, out.String() + errb.String()
+}
+
+var probeFields = "--query-gpu=index,uuid,name,memory.total,driver_version,mig.mode.current"
+var stateFields = "--query-gpu=index,uuid,driver_version,persistence_mode"
+
+func TestDriverStates(t *testing.T) {
+	const capture = "h100-80gb-hbm3__drv590.48.01"
+	t.Run("no library", func(t *testing.T) {
+		h := newHost(t, capture)
+		code, out := h.smi()
+		if code != 12 || !strings.Contains(out, "couldn't find libnvidia-ml.so") {
+			t.Fatalf("exit %d: %s", code, out)
+		}
+	})
+	t.Run("installed, nothing loaded", func(t *testing.T) {
+		h := newHost(t, capture)
+		h.library("580.95.05")
+		code, out := h.smi(stateFields, "--format=csv,noheader,nounits")
+		if code != 9 || !strings.HasPrefix(out, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.") {
+			t.Fatalf("exit %d: %s", code, out)
+		}
+	})
+	t.Run("loaded differs from installed", func(t *testing.T) {
+		h := newHost(t, capture)
+		h.library("590.48.01")
+		h.loaded("580.95.05", "open")
+		code, out := h.smi(probeFields, "--format=csv,noheader,nounits")
+		if code != 18 || out != "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 590.48\n" {
+			t.Fatalf("exit %d: %q", code, out)
+		}
+	})
+	t.Run("loaded, no persistence daemon", func(t *testing.T) {
+		h := newHost(t, capture)
+		h.library("580.95.05")
+		h.loaded("580.95.05", "open")
+		code, out := h.smi(stateFields, "--format=csv,noheader,nounits")
+		if code != 0 || out != "0, GPU-00000000-0000-0000-0000-000000000000, 580.95.05, Disabled\n" {
+			t.Fatalf("exit %d: %q", code, out)
+		}
+		_, out = h.smi(probeFields, "--format=csv,noheader,nounits")
+		if out != "0, GPU-00000000-0000-0000-0000-000000000000, NVIDIA H100 80GB HBM3, 81559, 580.95.05, Disabled\n" {
+			t.Fatalf("probe row %q", out)
+		}
+		_, table := h.smi()
+		if !strings.Contains(table, "| NVIDIA-SMI 580.95.05              Driver Version: 580.95.05      CUDA Version: 13.0     |") ||
+			!strings.Contains(table, "NVIDIA H100 80GB HBM3          Off |") || strings.Contains(table, "590.48") {
+			t.Fatalf("table:\n%s", table)
+		}
+		_, q := h.smi("-q")
+		for _, want := range []string{"Driver Version                                         : 580.95.05\n",
+			"CUDA Version                                           : 13.0\n", "Persistence Mode                                   : Disabled\n"} {
+			if !strings.Contains(q, want) {
+				t.Errorf("-q lacks %q", want)
+			}
+		}
+		if _, l := h.smi("-L"); l != "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-0000-0000-0000-000000000000)\n" {
+			t.Errorf("-L: %q", l)
+		}
+	})
+	t.Run("persistence daemon", func(t *testing.T) {
+		h := newHost(t, capture)
+		h.library("580.95.05")
+		h.loaded("580.95.05", "open")
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"--user", "root", "--persistence-mode", "--verbose"}, "Enabled"},
+			{[]string{"--user", "nvidia-persistenced", "--no-persistence-mode", "--verbose"}, "Disabled"},
+			{nil, "Enabled"}, // the real daemon's default
+		} {
+			h.persistenced(c.args...)
+			_, out := h.smi(stateFields, "--format=csv,noheader")
+			if !strings.HasSuffix(out, ", "+c.want+"\n") {
+				t.Errorf("daemon %v: %q, want persistence %s", c.args, out, c.want)
+			}
+		}
+		h.write(hoststate.PersistencedPIDFile, "999999\n") // gone
+		if _, out := h.smi(stateFields, "--format=csv,noheader"); !strings.HasSuffix(out, ", Disabled\n") {
+			t.Errorf("dead daemon: %q", out)
+		}
+	})
+}
+
+func TestOpenModulesDoNotDrivePreTuring(t *testing.T) {
+	h := newHost(t, "h100-80gb-hbm3__drv590.48.01")
+	// the same capture, with a Volta device id
+	b, err := os.ReadFile(filepath.Join(h.root, "usr/share/gpusim/captures/h100-80gb-hbm3__drv590.48.01__query-gpu-idle.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.write("usr/share/gpusim/captures/h100-80gb-hbm3__drv590.48.01__query-gpu-idle.csv", strings.ReplaceAll(string(b), "0x233010DE", "0x1DB510DE"))
+	h.library("580.95.05")
+	h.loaded("580.95.05", "open")
+	if code, out := h.smi(); code != 6 || out != "No devices were found\n" {
+		t.Fatalf("exit %d: %q", code, out)
+	}
+	h.loaded("580.95.05", "proprietary")
+	if code, out := h.smi("-L"); code != 0 || !strings.HasPrefix(out, "GPU 0:") {
+		t.Fatalf("proprietary modules: exit %d: %q", code, out)
+	}
+}
+
+func TestCaptureOfAnotherDriverAndWidth(t *testing.T) {
+	h := newHost(t, "l40s__drv595.80") // recorded with a shorter version string
+	h.library("580.95.05")
+	h.loaded("580.95.05", "open")
+	_, table := h.smi()
+	lines := strings.Split(table, "\n")
+	if !strings.Contains(lines[2], "NVIDIA-SMI 580.95.05") || !strings.Contains(lines[2], "Driver Version: 580.95.05") || !strings.Contains(lines[2], "CUDA Version: 13.0") {
+		t.Fatalf("header %q", lines[2])
+	}
+	if len(lines[2]) != len(lines[1]) {
+		t.Errorf("header width %d, frame %d:\n%s\n%s", len(lines[2]), len(lines[1]), lines[1], lines[2])
+	}
+	if strings.Contains(table, "595.80") {
+		t.Error("the recorded driver version is still in the table")
+	}
+	_, v := h.smi("--version")
+	if !strings.Contains(v, "DRIVER version      : 580.95.05") || !strings.Contains(v, "NVML version        : 580.95") {
+		t.Errorf("--version: %q", v)
+	}
+}
+
+func TestReplayOnly(t *testing.T) {
+	h := newHost(t, "h100-80gb-hbm3__drv590.48.01")
+	os.Remove(filepath.Join(h.root, hoststate.HardwareFile))
+	code, out := h.smi(probeFields, "--format=csv,noheader,nounits")
+	if code != 0 || !strings.Contains(out, ", 590.48.01, ") {
+		t.Fatalf("replay-only: exit %d: %q", code, out)
+	}
+	h.write(hoststate.MismatchFile, "")
+	if code, out := h.smi(); code != 18 || !strings.Contains(out, "Driver/library version mismatch") {
+		t.Fatalf("replay-only mismatch: exit %d: %q", code, out)
+	}
+	if code, out := h.smi("--bogus"); code != 18 {
+		t.Fatalf("exit %d: %q", code, out)
+	}
+	os.Remove(filepath.Join(h.root, hoststate.MismatchFile))
+	if code, out := h.smi("--bogus"); code != 2 || !strings.Contains(out, "gpukit GPU SIMULATOR") {
+		t.Fatalf("unsupported argument: exit %d: %q", code, out)
+	}
+}

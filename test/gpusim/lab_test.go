@@ -1,0 +1,438 @@
+package gpusim
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpukit/gpukit/pkg/facts"
+	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/nvidia"
+	"github.com/gpukit/gpukit/pkg/osfamily"
+	"github.com/gpukit/gpukit/pkg/scripts"
+	"github.com/gpukit/gpukit/pkg/ssh"
+	"github.com/gpukit/gpukit/test/lab"
+)
+
+// simHost drives one lab host of the test: gpukit's rendered scripts over
+// gpukit's SSH transport, as root.
+type simHost struct {
+	l    *lab.Lab
+	name string
+}
+
+// try returns a runner of gpukit's rendered commands on the host (it takes a
+// renderer's results as they are); the connection is made per call (hosts reboot).
+func (h simHost) try(t *testing.T) func(ssh.Command, error) (ssh.Result, error) {
+	t.Helper()
+	return func(cmd ssh.Command, err error) (ssh.Result, error) { return h.run(t, cmd, err) }
+}
+
+func (h simHost) run(t *testing.T, cmd ssh.Command, err error) (ssh.Result, error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: rendering %s: %v", h.name, cmd.Name, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := DialRoot(ctx, h.l, h.name)
+	if err != nil {
+		return ssh.Result{}, err
+	}
+	defer c.Close()
+	cmd.Sudo = true
+	return c.Run(ctx, cmd)
+}
+
+// must is try that fails the test when the command fails, and returns its output.
+func (h simHost) must(t *testing.T) func(ssh.Command, error) string {
+	t.Helper()
+	return func(cmd ssh.Command, err error) string { return h.mustRun(t, cmd, err) }
+}
+
+func (h simHost) mustRun(t *testing.T, cmd ssh.Command, err error) string {
+	t.Helper()
+	res, err := h.run(t, cmd, err)
+	if err != nil {
+		t.Fatalf("%s: %s: %v\nstdout: %s\nstderr: %s", h.name, cmd.Name, err, tailOf(res.Stdout), tailOf(res.Stderr))
+	}
+	return string(res.Stdout)
+}
+
+// sh runs a shell snippet as root and returns its output and exit code.
+func (h simHost) sh(t *testing.T, script string) (string, int) {
+	t.Helper()
+	res, err := h.run(t, ssh.Command{Name: "check", Script: script}, nil)
+	var exit *ssh.ExitError
+	if err != nil && !asExit(err, &exit) {
+		t.Fatalf("%s: %s: %v", h.name, script, err)
+	}
+	return strings.TrimSpace(string(res.Stdout) + string(res.Stderr)), res.ExitCode
+}
+
+func asExit(err error, target **ssh.ExitError) bool {
+	e, ok := err.(*ssh.ExitError)
+	if ok {
+		*target = e
+	}
+	return ok
+}
+
+func tailOf(b []byte) string {
+	if len(b) > 3000 {
+		return "..." + string(b[len(b)-3000:])
+	}
+	return string(b)
+}
+
+// state reads the host the way gpukit's NVIDIA layer does.
+func (h simHost) state(t *testing.T) *nvidia.State {
+	t.Helper()
+	out := h.must(t)(scripts.NVIDIAState(scripts.NVIDIAStateParams{SMIFields: nvidia.SMIFields()}))
+	s, err := nvidia.ParseState([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// facts probe the host the way gpukit's preflight does.
+func (h simHost) facts(t *testing.T) *facts.Facts {
+	t.Helper()
+	out := h.must(t)(scripts.Probe(scripts.ProbeParams{GPUFields: facts.GPUQueryFields()}))
+	f, err := facts.Parse([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// reboot reboots the host as gpukit's nvidia/reboot phase does and waits
+// until it has booted again with a new boot id.
+func (h simHost) reboot(t *testing.T) {
+	t.Helper()
+	before := h.l.BootID(t, h.name)
+	h.must(t)(scripts.Reboot())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for {
+		if ctx.Err() != nil {
+			t.Fatalf("%s did not come back from its reboot within 2 min", h.name)
+		}
+		c, err := DialRoot(ctx, h.l, h.name)
+		if err != nil {
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		res, err := c.Run(ctx, ssh.Command{Name: "boot id", Script: "systemctl is-system-running --wait >/dev/null || true; cat /proc/sys/kernel/random/boot_id"})
+		c.Close()
+		if err == nil && strings.TrimSpace(string(res.Stdout)) != before {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// parallel runs f for each host at once, as parallel subtests, and waits.
+func parallel(t *testing.T, hosts []simHost, f func(*testing.T, simHost)) {
+	t.Helper()
+	t.Run("hosts", func(t *testing.T) {
+		for _, h := range hosts {
+			t.Run(h.name, func(t *testing.T) { t.Parallel(); f(t, h) })
+		}
+	})
+}
+
+func fixture(t *testing.T, name string) Capture {
+	t.Helper()
+	c := Capture{Prefix: filepath.Join(FixturesDir(t), name)}
+	if _, err := c.Files(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// copyCapture copies a capture to dir under another name: a capture from
+// anywhere on this machine, not only the fixtures.
+func copyCapture(t *testing.T, c Capture, dir, name string) Capture {
+	t.Helper()
+	files, err := c.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kind := strings.TrimPrefix(filepath.Base(f), filepath.Base(c.Prefix))
+		if err := os.WriteFile(filepath.Join(dir, name+kind), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return Capture{Prefix: filepath.Join(dir, name)}
+}
+
+// TestLabGPUSimulator drives three simulated GPU hosts through what gpukit's
+// NVIDIA layer does to them, with its own rendered Debian 12 scripts over its
+// own SSH transport: package sources, driver install and holds, a failed
+// install, reboots, a downgrade with its version mismatch, nouveau,
+// persistence mode, the fabric manager, CUDA and the container toolkit.
+func TestLabGPUSimulator(t *testing.T) {
+	lab.Require(t)
+	requireTools(t, "dpkg-deb", "dpkg-scanpackages", "gpg")
+	l := lab.Start(t, lab.Options{Hosts: 4}) // lab-4: the replay-only simulation
+	h100 := fixture(t, "h100-80gb-hbm3__drv590.48.01")
+	// a capture outside the fixtures, under a name of its own
+	l40s := copyCapture(t, fixture(t, "l40s__drv595.80"), t.TempDir(), "my-l40s__drv595.80")
+	rtx := fixture(t, "rtx-2080-super__drv610.57.04")
+	repo := Simulate(t, l, map[string]Hardware{
+		"lab-1": {Capture: h100, NVSwitches: 4},
+		"lab-2": {Capture: l40s, Nouveau: true},
+		"lab-3": {Capture: rtx},
+	})
+	hosts := []simHost{{l, "lab-1"}, {l, "lab-2"}, {l, "lab-3"}}
+	h1, h2, h3 := hosts[0], hosts[1], hosts[2]
+	for _, h := range hosts {
+		l.SetRebootDelay(t, h.name, 0)
+	}
+	deb12, err := osfamily.Detect("debian", "12")
+	if err != nil {
+		t.Fatal(err)
+	}
+	driver := func(release, flavor string) (ssh.Command, error) {
+		// every package of the release at its version (see DriverPackages), and
+		// the persistence daemon of the same release
+		return scripts.NVIDIADriver(scripts.NVIDIADriverParams{Family: deb12, Version: release,
+			Packages: append(DriverPackages(release, flavor), "nvidia-persistenced")})
+	}
+
+	t.Run("hardware", func(t *testing.T) {
+		f := h1.facts(t)
+		if len(f.PCIGPUs) != 1 || f.PCIGPUs[0].Address != "0000:00:09.0" || f.PCIGPUs[0].DeviceID != "0x2330" {
+			t.Errorf("lab-1 PCI GPUs %+v, want the H100 of the capture at 0000:00:09.0, device 0x2330", f.PCIGPUs)
+		}
+		if f.NvidiaSMI || f.LoadedDriver != "" || f.NouveauLoaded {
+			t.Errorf("lab-1 before any driver: nvidia-smi %v, loaded %q, nouveau %v", f.NvidiaSMI, f.LoadedDriver, f.NouveauLoaded)
+		}
+		if s := h1.state(t); s.NVSwitchPCI != 4 || s.ModuleLoaded != "" || len(s.SMI) != 0 {
+			t.Errorf("lab-1 state: %d NVSwitches, module %q, GPUs %v", s.NVSwitchPCI, s.ModuleLoaded, s.SMI)
+		}
+		if f := h2.facts(t); len(f.PCIGPUs) != 1 || f.PCIGPUs[0].DeviceID != "0x26b9" || !f.NouveauLoaded {
+			t.Errorf("lab-2: PCI GPUs %+v, nouveau %v; want the L40S and nouveau loaded", f.PCIGPUs, f.NouveauLoaded)
+		}
+		if out, code := h3.sh(t, "modprobe nvidia"); code == 0 || !strings.Contains(out, "GPU SIMULATOR") {
+			t.Errorf("modprobe nvidia: exit %d: %s", code, out)
+		}
+		if out, _ := h3.sh(t, "lspci -nn -s 0c:00.0; systemctl is-active gpusim-boot; ls /sys/module | wc -l; test -e /lib/modules/$(uname -r)/build && echo headers"); !strings.Contains(out, "VGA compatible controller [0300]: NVIDIA Corporation") || !strings.Contains(out, "[10de:1e81] (rev a1)") ||
+			!strings.Contains(out, "\nactive\n") || !strings.HasSuffix(out, "headers") {
+			t.Errorf("lab-3: %s", out)
+		}
+	})
+
+	t.Run("replay only", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		bin, err := BuildNvidiaSMI(ctx, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := DialRoot(ctx, l, "lab-4")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := Install(ctx, c, h100, bin); err != nil {
+			t.Fatal(err)
+		}
+		h4 := simHost{l, "lab-4"}
+		if f := h4.facts(t); len(f.GPUs) != 1 || f.GPUs[0].Driver != "590.48.01" || len(f.PCIGPUs) != 0 {
+			t.Errorf("lab-4: GPUs %+v, PCI GPUs %+v; want the capture as recorded and no PCI devices", f.GPUs, f.PCIGPUs)
+		}
+		if out, code := h4.sh(t, "touch /etc/gpusim/mismatch; nvidia-smi"); code != 18 || !strings.Contains(out, "version mismatch") {
+			t.Errorf("lab-4 with /etc/gpusim/mismatch: exit %d: %s", code, out)
+		}
+	})
+
+	t.Run("repository", func(t *testing.T) {
+		parallel(t, hosts, func(t *testing.T, h simHost) {
+			h.must(t)(scripts.NVIDIARepo(scripts.NVIDIARepoParams{Family: deb12, Source: "cuda-repo", Arch: "x86_64",
+				RepoURL: repo.CUDA, Components: []string{"contrib"}}))
+		})
+		out, _ := h1.sh(t, "cat /etc/apt/sources.list.d/cuda-debian12-x86_64.list; apt-cache policy nvidia-open")
+		if !strings.Contains(out, "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] "+repo.CUDA+" /") ||
+			!strings.Contains(out, "Candidate: 590.48.01-1") || !strings.Contains(out, "580.95.05-1 600") {
+			t.Errorf("lab-1 sources and policy:\n%s", out)
+		}
+		inv, err := repo.Inventory(l, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if loaded, err := inventory.Load(inv); err != nil || loaded.Cluster.Spec.Mirrors.NVIDIA != repo.URL {
+			t.Errorf("inventory with the stand-in mirror: %v", err)
+		}
+		if s := h1.state(t); s.Repos["cuda-debian12-x86_64.list"] != repo.CUDA {
+			t.Errorf("state sees the CUDA source as %q", s.Repos["cuda-debian12-x86_64.list"])
+		}
+		// NVIDIA's metapackages pin their dependencies to one version; apt
+		// takes candidate versions for dependencies, so the metapackage alone
+		// at an older version cannot be installed.
+		if out, code := h1.sh(t, "apt-get install -s -y nvidia-open=580.95.05-1"); code == 0 || !strings.Contains(out, "but 590.48.01-1 is to be installed") {
+			t.Errorf("apt-get install nvidia-open=580.95.05-1 alone: exit %d\n%s", code, out)
+		}
+	})
+
+	t.Run("failed install", func(t *testing.T) {
+		h3.sh(t, "touch /etc/gpusim/fail-install")
+		res, err := h3.try(t)(driver("580.95.05", "proprietary"))
+		if err == nil || !strings.Contains(string(res.Stdout)+string(res.Stderr), "this failure is simulated") {
+			t.Fatalf("install with /etc/gpusim/fail-install: %v\n%s%s", err, res.Stdout, res.Stderr)
+		}
+		if out, _ := h3.sh(t, "dpkg-query -W -f='${db:Status-Status}' nvidia-kernel-dkms; test -e /var/lib/gpusim/installed-driver && echo recorded"); out != "half-configured" {
+			t.Errorf("after the failed postinst: %q", out)
+		}
+		h3.sh(t, "rm /etc/gpusim/fail-install")
+		h3.must(t)(driver("580.95.05", "proprietary"))
+		if out, _ := h3.sh(t, "cat /var/lib/gpusim/installed-driver"); out != "580.95.05 proprietary" {
+			t.Errorf("installed driver %q after the re-run", out)
+		}
+	})
+
+	t.Run("install and hold", func(t *testing.T) {
+		parallel(t, []simHost{h1, h2}, func(t *testing.T, h simHost) {
+			release := map[string]string{"lab-1": "580.95.05", "lab-2": "590.48.01"}[h.name]
+			h.must(t)(driver(release, "open"))
+		})
+		s := h1.state(t)
+		for _, name := range DriverPackages("580.95.05", "open") {
+			if p := s.Packages[name]; p.Version != "580.95.05-1" || !p.Held {
+				t.Errorf("lab-1 %s: %+v, want 580.95.05-1 held", name, p)
+			}
+		}
+		if !s.UnattendedBlacklist || s.InstalledDriver() != "580.95.05" || s.NeedsReboot() == "" {
+			t.Errorf("lab-1: unattended blacklist %v, installed %q, needs reboot %q", s.UnattendedBlacklist, s.InstalledDriver(), s.NeedsReboot())
+		}
+		// gpukit pins the release (priority 1001) and holds it: the newer
+		// release in the repository is not even a candidate.
+		out, _ := h1.sh(t, "apt-get -s upgrade; apt-get -s dist-upgrade | grep -c '^Inst ' || true")
+		if strings.Contains(out, "Inst nvidia") || strings.Contains(out, "Inst lib") || !strings.HasSuffix(out, "\n0") {
+			t.Errorf("lab-1: an upgrade would move held packages:\n%s", out)
+		}
+		if out, code := h1.sh(t, "nvidia-smi"); code != 9 || !strings.Contains(out, "couldn't communicate with the NVIDIA driver") {
+			t.Errorf("lab-1 nvidia-smi before a boot: exit %d: %s", code, out)
+		}
+	})
+
+	t.Run("boot loads the installed driver", func(t *testing.T) {
+		parallel(t, []simHost{h1, h3}, func(t *testing.T, h simHost) { h.reboot(t) })
+		s := h1.state(t)
+		if s.ModuleLoaded != "580.95.05" || s.NeedsReboot() != "" || len(s.SMI) != 1 || s.SMI[0].Driver != "580.95.05" {
+			t.Fatalf("lab-1 after the boot: module %q, needs reboot %q, GPUs %+v", s.ModuleLoaded, s.NeedsReboot(), s.SMI)
+		}
+		// the default unit runs the daemon with --no-persistence-mode
+		if s.SMI[0].Persistence != "Disabled" {
+			t.Errorf("persistence %q before gpukit's drop-in", s.SMI[0].Persistence)
+		}
+		f := h1.facts(t)
+		if len(f.GPUs) != 1 || f.GPUs[0].Name != "NVIDIA H100 80GB HBM3" || f.GPUs[0].Driver != "580.95.05" || f.LoadedDriver != "580.95.05" {
+			t.Errorf("lab-1 facts: GPUs %+v, loaded %q", f.GPUs, f.LoadedDriver)
+		}
+		out, _ := h1.sh(t, "nvidia-smi; nvidia-smi -q | head -8; nvidia-smi -L")
+		for _, want := range []string{"Driver Version: 580.95.05      CUDA Version: 13.0", "Driver Version                                         : 580.95.05",
+			"GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("lab-1 nvidia-smi lacks %q:\n%s", want, out)
+			}
+		}
+		if s := h3.state(t); s.ModuleLoaded != "580.95.05" || len(s.SMI) != 1 {
+			t.Errorf("lab-3 (proprietary) after the boot: module %q, GPUs %+v, smi error %q", s.ModuleLoaded, s.SMI, s.SMIError)
+		}
+	})
+
+	t.Run("persistence mode", func(t *testing.T) {
+		h1.must(t)(scripts.Persistenced(scripts.PersistencedParams{Family: deb12}))
+		if s := h1.state(t); len(s.SMI) != 1 || s.SMI[0].Persistence != "Enabled" || !s.PersistencedDropIn || s.Services["nvidia-persistenced"].Active != "active" {
+			t.Fatalf("after gpukit's persistenced phase: %+v, drop-in %v, service %+v", s.SMI, s.PersistencedDropIn, s.Services["nvidia-persistenced"])
+		}
+		h1.sh(t, "systemctl stop nvidia-persistenced")
+		if s := h1.state(t); s.SMI[0].Persistence != "Disabled" {
+			t.Errorf("persistence %q with the daemon stopped", s.SMI[0].Persistence)
+		}
+		h1.reboot(t) // enabled: it comes back at boot, in persistence mode
+		if s := h1.state(t); s.SMI[0].Persistence != "Enabled" {
+			t.Errorf("persistence %q after a boot", s.SMI[0].Persistence)
+		}
+	})
+
+	t.Run("fabric manager, CUDA, container toolkit", func(t *testing.T) {
+		h1.must(t)(scripts.FabricManager(scripts.FabricManagerParams{Family: deb12, Package: "nvidia-fabricmanager", Version: "580.95.05"}))
+		s := h1.state(t)
+		if fm := s.Services["nvidia-fabricmanager"]; fm.Enabled != "enabled" || fm.Active != "active" || !s.Packages["nvidia-fabricmanager"].Held || s.NVSwitchDriver != 4 {
+			t.Errorf("fabric manager: %+v, package %+v, NVSwitches the driver sees %d", fm, s.Packages["nvidia-fabricmanager"], s.NVSwitchDriver)
+		}
+		out := h1.must(t)(scripts.CUDAToolkit(scripts.CUDAToolkitParams{Family: deb12, CUDA: CUDAToolkit}))
+		if !strings.Contains(out, "Cuda compilation tools, release 13.0") {
+			t.Errorf("CUDA toolkit: %s", out)
+		}
+		h1.sh(t, `mkdir -p /etc/docker && echo '{"log-level": "warn"}' >/etc/docker/daemon.json`)
+		out = h1.must(t)(scripts.ContainerToolkit(scripts.ContainerToolkitParams{Family: deb12, RepoURL: repo.ContainerToolkit,
+			Version: "1.20.0", DebArch: "amd64"}))
+		if !strings.Contains(out, "NVIDIA Container Toolkit CLI version 1.20.0") {
+			t.Errorf("container toolkit: %s", out)
+		}
+		out, _ = h1.sh(t, "apt-cache policy nvidia-container-toolkit | grep -E 'Installed|Candidate'; nvidia-ctk runtime configure --runtime=docker --set-as-default 2>/dev/null; cat /etc/docker/daemon.json")
+		if !strings.Contains(out, "Installed: 1.20.0-1") || !strings.Contains(out, `"log-level": "warn"`) || !strings.Contains(out, `"default-runtime": "nvidia"`) {
+			t.Errorf("toolkit and docker configuration:\n%s", out)
+		}
+	})
+
+	t.Run("nouveau until blacklisted, then downgrade", func(t *testing.T) {
+		h2.reboot(t) // 590 installed, nouveau not blacklisted: nouveau takes the GPU
+		if s := h2.state(t); !s.NouveauLoaded || s.ModuleLoaded != "" || !strings.Contains(s.SMIError, "couldn't communicate") {
+			t.Fatalf("lab-2 with nouveau: nouveau %v, module %q, smi %q", s.NouveauLoaded, s.ModuleLoaded, s.SMIError)
+		}
+		// what gpukit's nvidia/prepare writes (its headers and DKMS steps need the Debian mirror)
+		h2.sh(t, "printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' >/etc/modprobe.d/blacklist-nouveau.conf")
+		h2.reboot(t)
+		s := h2.state(t)
+		if s.NouveauLoaded || s.ModuleLoaded != "590.48.01" || len(s.SMI) != 1 || s.SMI[0].Driver != "590.48.01" {
+			t.Fatalf("lab-2 blacklisted: nouveau %v, module %q, GPUs %+v (%s)", s.NouveauLoaded, s.ModuleLoaded, s.SMI, s.SMIError)
+		}
+		out, _ := h2.sh(t, "nvidia-smi | sed -n 3p")
+		if !strings.Contains(out, "NVIDIA-SMI 590.48.01") || !strings.Contains(out, "CUDA Version: 13.1") {
+			t.Errorf("lab-2 table header %q: the capture (595.80) with the loaded driver", out)
+		}
+		h2.must(t)(driver("580.95.05", "open")) // a downgrade: the module in memory stays 590
+		s = h2.state(t)
+		if !strings.Contains(s.SMIError, "Driver/library version mismatch") || !strings.Contains(s.SMIError, "NVML library version: 580.95") || s.NeedsReboot() == "" {
+			t.Errorf("lab-2 after the downgrade: smi %q, needs reboot %q", s.SMIError, s.NeedsReboot())
+		}
+		if out, code := h2.sh(t, "nvidia-smi -L"); code != 18 {
+			t.Errorf("nvidia-smi exit %d: %s", code, out)
+		}
+		h2.reboot(t)
+		if s := h2.state(t); len(s.SMI) != 1 || s.SMI[0].Driver != "580.95.05" || s.NeedsReboot() != "" {
+			t.Errorf("lab-2 after the boot: GPUs %+v, smi %q, needs reboot %q", s.SMI, s.SMIError, s.NeedsReboot())
+		}
+	})
+
+	t.Run("removal", func(t *testing.T) {
+		// Held packages first need unholding; and removing only the module
+		// package would make apt satisfy nvidia-driver's "open | proprietary"
+		// dependency with the newest open module instead: the driver goes too.
+		out, code := h3.sh(t, "apt-mark unhold $(apt-mark showhold) >/dev/null && "+
+			"log=$(apt-get remove -y -q cuda-drivers cuda-drivers-580 nvidia-driver nvidia-kernel-dkms 2>&1) || { echo \"$log\"; exit 1; }; "+
+			"test -e /var/lib/gpusim/installed-driver && echo still-recorded; "+
+			"dpkg-query -W -f='${db:Status-Status}\\n' nvidia-kernel-dkms nvidia-kernel-open-dkms 2>/dev/null | grep -x installed && echo module-still-installed; cat /sys/module/nvidia/version")
+		if code != 0 || out != "580.95.05" {
+			t.Errorf("after removing the driver (still loaded until the next boot): exit %d: %q", code, out)
+		}
+		h3.reboot(t)
+		if s := h3.state(t); s.ModuleLoaded != "" || !strings.Contains(s.SMIError, "couldn't communicate") {
+			t.Errorf("lab-3 after the boot: module %q, smi %q", s.ModuleLoaded, s.SMIError)
+		}
+	})
+}
