@@ -101,6 +101,8 @@ func (s *simHost) handle(_ context.Context, e *enginetest.Executor, cmd ssh.Comm
 		return out("")
 	case "enable persistence mode":
 		s.dropin, s.persistenced = true, true
+		s.pkgs["nvidia-persistenced"] = "580.95.05-1"
+		s.held["nvidia-persistenced"] = true
 		return out("")
 	case "install the container toolkit":
 		for _, p := range []string{"nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools", "libnvidia-container1"} {
@@ -111,6 +113,8 @@ func (s *simHost) handle(_ context.Context, e *enginetest.Executor, cmd ssh.Comm
 	case "reboot":
 		s.rebooting = 2
 		return out("")
+	case "wait for the boot to finish":
+		return out("system running")
 	case "nvidia health":
 		return out(fmt.Sprintf(healthXML, s.loaded, s.eccErrors))
 	}
@@ -245,7 +249,7 @@ func writes(rec *enginetest.Recorder) []string {
 	var out []string
 	for _, e := range rec.OfType(event.StepStart) {
 		switch e.Step {
-		case "probe", "read the NVIDIA state", "read the GPUs' health", "wait for the host to come back":
+		case "probe", "read the NVIDIA state", "read the GPUs' health", "wait for the host to come back", "wait for the boot to finish":
 		default:
 			out = append(out, e.Host+":"+e.Step)
 		}

@@ -164,7 +164,13 @@ func (p *persistencedPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool
 	if err != nil || skip != "" {
 		return false, skip, err
 	}
-	if s.PersistencedDropIn && s.Services["nvidia-persistenced"].Enabled == "enabled" {
+	svc := s.Services["nvidia-persistenced"]
+	pkg, installed := s.Packages["nvidia-persistenced"]
+	// A daemon left at another release than the driver's refuses to start
+	// with the new module; one that runs is fine whatever its version (the
+	// distributions package it separately).
+	follows := installed && (upstream(pkg.Version) == s.InstalledDriver() || svc.Active == "active")
+	if s.PersistencedDropIn && svc.Enabled == "enabled" && follows && pkg.Held {
 		return false, "nvidia-persistenced enabled in persistence mode", nil
 	}
 	return true, "", nil
@@ -313,9 +319,22 @@ func (p *rebootPhase) Run(ctx context.Context, h *engine.Host) error {
 			p.l.changed(h) // not down yet: read again on the next attempt
 			return false, nil
 		}
+		// SSH answers before the boot is over: wait for the units that
+		// start after it (persistence daemon, fabric manager).
+		wait, err := scripts.WaitBoot(scripts.WaitBootParams{TimeoutSeconds: bootSettle})
+		if err != nil {
+			return false, err
+		}
+		if _, err := h.Run(ctx, "wait for the boot to finish", wait); err != nil {
+			return false, err
+		}
+		p.l.changed(h)
 		return true, nil
 	})
 }
+
+// bootSettle bounds the wait for a booted host's units, in seconds.
+const bootSettle = 300
 
 // health reads nvidia-smi's full report and returns the failing GPUs'
 // reasons (uncorrectable ECC errors, a failed row remap, a fabric that did

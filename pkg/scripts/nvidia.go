@@ -23,6 +23,7 @@ var (
 	containerToolkitTemplate = parse[ContainerToolkitParams]("nvidia-container-toolkit.sh")
 	rebootTemplate           = parse[NoParams]("reboot.sh")
 	nvidiaHealthTemplate     = parse[NoParams]("nvidia-health.sh")
+	waitBootTemplate         = parse[WaitBootParams]("wait-boot.sh")
 )
 
 // NoParams is the parameter set of a script that takes none.
@@ -313,6 +314,23 @@ func ContainerToolkit(p ContainerToolkitParams) (ssh.Command, error) {
 // returned.
 func Reboot() (ssh.Command, error) {
 	return command("reboot", rebootTemplate, NoParams{})
+}
+
+// WaitBootParams wait for a boot to finish.
+type WaitBootParams struct{ TimeoutSeconds int }
+
+// Validate checks the timeout.
+func (p WaitBootParams) Validate() error {
+	if p.TimeoutSeconds < 1 || p.TimeoutSeconds > 86400 {
+		return fmt.Errorf("boot timeout %d s", p.TimeoutSeconds)
+	}
+	return nil
+}
+
+// WaitBoot returns the read-only command that waits until systemd has
+// finished starting the host (at most p.TimeoutSeconds).
+func WaitBoot(p WaitBootParams) (ssh.Command, error) {
+	return command("wait for the boot to finish", waitBootTemplate, p)
 }
 
 // NVIDIAHealth returns the read-only command that prints nvidia-smi's full

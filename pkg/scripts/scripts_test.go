@@ -38,6 +38,7 @@ func cases() []goldenCase {
 		}},
 		{rebootTemplate.name, anyFamily, "", Reboot},
 		{nvidiaHealthTemplate.name, anyFamily, "", NVIDIAHealth},
+		{waitBootTemplate.name, anyFamily, "", func() (ssh.Command, error) { return WaitBoot(WaitBootParams{TimeoutSeconds: 300}) }},
 	}
 	for _, f := range osfamily.All() {
 		out = append(out, familyCases(f)...)

@@ -5,14 +5,16 @@ dropin=/etc/systemd/system/nvidia-persistenced.service.d/gpukit.conf
 want='[Service]
 ExecStart=
 ExecStart=/usr/bin/nvidia-persistenced --user root --persistence-mode --verbose'
-if ! systemctl cat nvidia-persistenced >/dev/null 2>&1; then
-  # Some driver packages only recommend it (Debian's nvidia-driver).
+# Some driver packages only recommend the daemon (Debian's nvidia-driver): it
+# is installed here, at the driver's release where the repository has it (the
+# driver's pin gives it that one), and held with the driver.
 {{- if eq .Family.PackageManager "apt"}}
-  apt-get install -y -q --no-install-recommends nvidia-persistenced
+apt-mark unhold nvidia-persistenced >/dev/null 2>&1 || true
+apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-confold nvidia-persistenced
+apt-mark hold nvidia-persistenced >/dev/null
 {{- else}}
-  dnf install -y -q nvidia-persistenced
+dnf install -y -q nvidia-persistenced
 {{- end}}
-fi
 if [ "$(cat "$dropin" 2>/dev/null)" != "$want" ]; then
   mkdir -p "${dropin%/*}"
   printf '%s\n' "$want" >"$dropin"

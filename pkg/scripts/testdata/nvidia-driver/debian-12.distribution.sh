@@ -50,11 +50,16 @@ Package: nvidia-* libnvidia-* libcuda* firmware-nvidia-* xserver-xorg-video-nvid
 Pin: version /^([0-9]+:)?$re-/
 Pin-Priority: 1001
 PIN
-# Unhold what an earlier run held, so that apt may move it to the wanted version.
-held=$(apt-mark showhold | grep -E '^(nvidia-|libnvidia-|libcuda|firmware-nvidia-|xserver-xorg-video-nvidia)' || true)
-if [ -n "$held" ]; then
-  # shellcheck disable=SC2086
-  apt-mark unhold $held >/dev/null
+# Unhold what an earlier run held (the container toolkit's own packages
+# aside), so that apt may move it to the wanted version, and name it in the
+# install: packages the driver only recommends (nvidia-persistenced) must
+# follow the driver too, or they refuse to run with the new module. The pin
+# above gives them this release where the repository has it.
+mapfile -t held < <(apt-mark showhold | grep -E '^(nvidia-|libnvidia-|libcuda|firmware-nvidia-|xserver-xorg-video-nvidia)' |
+  grep -Ev '^(nvidia-container-|libnvidia-container)' || true)
+if [ ${#held[@]} -gt 0 ]; then
+  apt-mark unhold "${held[@]}" >/dev/null
+  args+=("${held[@]}")
 fi
 apt-get install -y -q --no-install-recommends --allow-downgrades -o Dpkg::Options::=--force-confold "${args[@]}"
 # Hold every installed package of this driver release.

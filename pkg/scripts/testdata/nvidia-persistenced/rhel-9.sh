@@ -7,10 +7,10 @@ dropin=/etc/systemd/system/nvidia-persistenced.service.d/gpukit.conf
 want='[Service]
 ExecStart=
 ExecStart=/usr/bin/nvidia-persistenced --user root --persistence-mode --verbose'
-if ! systemctl cat nvidia-persistenced >/dev/null 2>&1; then
-  # Some driver packages only recommend it (Debian's nvidia-driver).
-  dnf install -y -q nvidia-persistenced
-fi
+# Some driver packages only recommend the daemon (Debian's nvidia-driver): it
+# is installed here, at the driver's release where the repository has it (the
+# driver's pin gives it that one), and held with the driver.
+dnf install -y -q nvidia-persistenced
 if [ "$(cat "$dropin" 2>/dev/null)" != "$want" ]; then
   mkdir -p "${dropin%/*}"
   printf '%s\n' "$want" >"$dropin"

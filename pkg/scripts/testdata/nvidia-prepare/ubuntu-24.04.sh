@@ -16,6 +16,7 @@ if [ ! -e "/lib/modules/$k/build" ]; then
   apt-get install -y -q --no-install-recommends "linux-headers-$k"
 fi
 if ! dpkg-query -W -f='${db:Status-Status}' dkms 2>/dev/null | grep -qx installed; then
+  if ! apt-cache show dkms >/dev/null 2>&1; then apt-get update -q; fi
   apt-get install -y -q --no-install-recommends dkms build-essential
 fi
 
