@@ -41,15 +41,10 @@ lint:
 e2e: deps
 	$(GO_TEST) -run 'Lab' ./...
 
-## demo: a 3-host local lab and `gpukit preflight` against it, with the terminal UI. The
-## workers get the GPU simulator (test/gpusim: nvidia-smi replaying a real H100 capture).
+## demo: a 3-host local lab; the workers get the GPU simulator (test/gpusim, test only: simulated
+## GPUs replaying a real H100 capture); gpukit plan, gpukit init, and init again (0 changed).
 demo: deps build
-	@inv=$$($(LAB) up $(HOSTS) | tail -n 1) && \
-	  echo "lab inventory: $$inv" && \
-	  if [ -d ../shared/fixtures/nvidia-smi ]; then go run ./test/gpusim/cmd/gpusim-install -i "$$inv"; fi && \
-	  $(BIN) inventory validate -i "$$inv" && \
-	  $(BIN) preflight -i "$$inv"; rc=$$?; \
-	  echo "(the lab stays up for you to explore: 'make lab-down' removes it)"; exit $$rc
+	@hack/demo.sh $(HOSTS)
 
 bench: deps build
 	bench/facts.sh

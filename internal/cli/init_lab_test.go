@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -88,6 +89,7 @@ func bootIDs(t *testing.T, l *lab.Lab, hosts ...string) map[string]string {
 // never comes back from its reboot, failed within the timeout.
 func TestLabInitNVIDIA(t *testing.T) {
 	lab.Require(t)
+	t.Parallel()
 	captures, err := gpusim.Captures(gpusim.FixturesDir(t))
 	if err != nil {
 		t.Fatal(err)
@@ -266,4 +268,175 @@ func TestLabInitNVIDIA(t *testing.T) {
 			t.Logf("inventory:\n%s", b)
 		}
 	}
+}
+
+// The distribution's own driver, with REAL packages (Debian's nvidia-driver
+// from non-free, through the lab's caching proxy of this machine's Debian
+// mirror, as an offline site's mirror), on two hosts: nvidia/prepare refuses
+// a kernel without headers, naming it; the driver phase enables the
+// components, installs one release of the branch for every package of the
+// set (Debian's open modules lag its security update: that set stays at the
+// older release), holds it and keeps unattended-upgrades away - which then
+// runs for real on lab-2 and cannot move the release it holds although a
+// newer one waits in bookworm-security; on lab-1 DKMS really builds the
+// module once the headers of a Debian kernel are there (the lab's own kernel,
+// which Debian has no headers for, cannot load it).
+func TestLabInitDistributionDriver(t *testing.T) {
+	lab.Require(t)
+	t.Parallel()
+	if os.Getenv("GPUKIT_LAB_SKIP_REAL_DRIVER") == "1" {
+		t.Skip("GPUKIT_LAB_SKIP_REAL_DRIVER=1: the real Debian driver test (about 250 MB and a 4-minute DKMS build) is skipped")
+	}
+	captures, err := gpusim.Captures(gpusim.FixturesDir(t))
+	if err != nil || len(captures) == 0 {
+		t.Skipf("no nvidia-smi captures: %v", err)
+	}
+	var capture gpusim.Capture
+	for _, c := range captures {
+		if strings.Contains(c.Prefix, "/h100-80gb-hbm3__") {
+			capture = c
+		}
+	}
+	l := lab.Start(t, lab.Options{Hosts: 2})
+	hosts := []string{"lab-1", "lab-2"}
+	repo := gpusim.Simulate(t, l, map[string]gpusim.Hardware{
+		"lab-1": {Capture: capture, NoKernelHeaders: true},
+		"lab-2": {Capture: capture, NoKernelHeaders: true},
+	})
+	base, err := repo.Inventory(l, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := writeFile(t, "distribution.yaml", string(raw)+"  nvidia: {driverSource: distribution}\n  versions: {nvidiaDriver: \"535\", cuda: \"12.2\"}\n")
+	// The hosts' own sources name main only, as Debian's installer writes
+	// them: gpukit enables what the driver needs.
+	m := l.DebianMirror(t)
+	for _, h := range hosts {
+		l.SSH(t, h, "printf 'Types: deb\\nURIs: "+m.Debian+"\\nSuites: bookworm bookworm-updates\\nComponents: main\\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\\n\\n"+
+			"Types: deb\\nURIs: "+m.Security+"\\nSuites: bookworm-security\\nComponents: main\\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\\n' >/etc/apt/sources.list.d/debian.sources")
+	}
+
+	t.Run("prepare refuses a kernel without headers", func(t *testing.T) {
+		r := runInit(t, "init", "-i", inv)
+		kernel := l.SSH(t, "lab-1", "uname -r")
+		for _, h := range hosts {
+			msg := r.failed[h]
+			if r.code != ExitHostsFailed || !strings.HasPrefix(msg, "nvidia/prepare") ||
+				!strings.Contains(msg, "no kernel headers for the running kernel "+kernel) {
+				t.Errorf("%s: exit %d, failed %q", h, r.code, msg)
+			}
+		}
+		if out := l.SSH(t, "lab-1", "dpkg-query -W nvidia-driver 2>/dev/null || echo none"); out != "none" {
+			t.Errorf("a driver was installed after prepare refused: %s", out)
+		}
+	})
+
+	t.Run("real packages", func(t *testing.T) {
+		// Both ask for branch 535. lab-2 takes the open kernel modules:
+		// Debian's security update (535.309.01) left nvidia-open-kernel-dkms
+		// at 535.261.03, and the first package decides the release, so the
+		// whole set stays at 535.261.03 - which also leaves unattended-upgrades
+		// a newer driver it could install. lab-1 takes the proprietary
+		// modules: 535.309.01 from bookworm-security. prepare is skipped: it
+		// refuses these hosts (above), and the packages install without a
+		// kernel to build for.
+		modules := map[string]string{"lab-1": "proprietary", "lab-2": "open"}
+		invs := map[string]string{}
+		for h, m := range modules {
+			invs[h] = writeFile(t, h+".yaml", singleHost(t, string(raw), h)+
+				"  nvidia: {driverSource: distribution, kernelModules: "+m+"}\n  versions: {nvidiaDriver: \"535\", cuda: \"12.2\"}\n")
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		results := map[string]initResult{}
+		start := time.Now()
+		for h, p := range invs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := runInit(t, "init", "-i", p, "--only-phases", "nvidia/driver")
+				mu.Lock()
+				results[h] = r
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		t.Logf("real nvidia-driver installed on 2 hosts in %s", time.Since(start).Round(100*time.Millisecond))
+		for h, r := range results {
+			if r.code != ExitOK || r.counts.Changed != 1 {
+				t.Fatalf("%s: exit %d %+v %v\n%s", h, r.code, r.counts, r.failed, r.out)
+			}
+		}
+		want := map[string][]string{
+			"lab-1": {"nvidia-driver 535.309.01-0+deb12u1", "nvidia-kernel-dkms 535.309.01-0+deb12u1"},
+			"lab-2": {"nvidia-driver 535.261.03-1", "nvidia-open-kernel-dkms 535.261.03-1", "firmware-nvidia-gsp 535.261.03-1"},
+		}
+		for _, h := range hosts {
+			out := l.SSH(t, h, "grep -h '^Components:' /etc/apt/sources.list.d/debian.sources; "+
+				"dpkg-query -W -f='${Package} ${Version}\\n' nvidia-driver nvidia-kernel-dkms nvidia-open-kernel-dkms firmware-nvidia-gsp 2>/dev/null; apt-mark showhold")
+			if strings.Count(out, "Components: main contrib non-free non-free-firmware") != 2 ||
+				slices.ContainsFunc(want[h], func(w string) bool { return !strings.Contains(out, "\n"+w+"\n") }) || !strings.Contains(out, "\nnvidia-driver\n") {
+				t.Errorf("%s after the install:\n%s", h, out)
+			}
+		}
+		for h, p := range invs {
+			if r := runInit(t, "init", "-i", p, "--only-phases", "nvidia/driver"); r.code != ExitOK || r.counts.Changed != 0 {
+				t.Errorf("%s second run: exit %d %+v", h, r.code, r.counts)
+			}
+		}
+	})
+
+	t.Run("unattended-upgrades cannot move the driver", func(t *testing.T) {
+		// Installed and run for real, with Debian's default origins
+		// (security included): 535.309.01 waits in bookworm-security.
+		l.SSH(t, "lab-2", "DEBIAN_FRONTEND=noninteractive apt-get install -y -q unattended-upgrades >/dev/null 2>&1")
+		log := l.SSH(t, "lab-2", "unattended-upgrade -v 2>&1 | tail -n 30 || true")
+		if v := l.SSH(t, "lab-2", "dpkg-query -W -f='${Version}' nvidia-driver"); v != "535.261.03-1" {
+			t.Errorf("unattended-upgrades moved the driver to %s:\n%s", v, log)
+		}
+		if cand := l.SSH(t, "lab-2", "apt-cache policy nvidia-driver | grep -E 'Candidate|Installed'"); !strings.Contains(cand, "Candidate: 535.261.03-1") {
+			t.Errorf("apt's candidate is not the pinned release:\n%s", cand)
+		}
+	})
+
+	t.Run("DKMS builds the module against an installed Debian kernel's headers", func(t *testing.T) {
+		start := time.Now()
+		out := l.SSH(t, "lab-1", "DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends linux-headers-amd64 >/tmp/headers.log 2>&1; echo rc=$?; tail -n 25 /tmp/headers.log")
+		status := l.SSH(t, "lab-1", "dkms status")
+		t.Logf("DKMS after linux-headers-amd64 (%s): %s", time.Since(start).Round(time.Second), status)
+		if !strings.HasPrefix(out, "rc=0") || !strings.Contains(status, "535.309.01") || !strings.Contains(status, "-amd64, x86_64: installed") {
+			t.Errorf("dkms status %q; install:\n%s", status, out)
+		}
+		if n := l.SSH(t, "lab-1", "ls /lib/modules/*-amd64/updates/dkms/ 2>/dev/null | grep -c '^nvidia' || true"); n == "0" || n == "" {
+			t.Error("no nvidia module built")
+		}
+	})
+}
+
+// singleHost is the lab inventory with host as its only host, made the
+// control plane.
+func singleHost(t *testing.T, inv, host string) string {
+	t.Helper()
+	var out []string
+	keep, found := true, false
+	for _, line := range strings.Split(inv, "\n") {
+		switch {
+		case strings.HasPrefix(line, "    - name: "):
+			keep = strings.TrimPrefix(line, "    - name: ") == host
+			found = found || keep
+		case !strings.HasPrefix(line, "      "):
+			keep = true
+		}
+		if keep {
+			out = append(out, strings.Replace(line, "roles: [worker]", "roles: [control-plane]", 1))
+		}
+	}
+	if !found {
+		t.Fatalf("no host %s in the inventory", host)
+	}
+	return strings.Join(out, "\n")
 }

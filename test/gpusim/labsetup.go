@@ -73,9 +73,16 @@ func DialRoot(ctx context.Context, l *lab.Lab, name string) (*ssh.Client, error)
 // stand-in repositories (the other mirrors stay the lab repository) into
 // dir and returns its path.
 func (r Repo) Inventory(l *lab.Lab, dir string) (string, error) {
-	b, err := os.ReadFile(l.Inventory)
+	p := filepath.Join(dir, "inventory-gpusim.yaml")
+	return p, r.WriteInventory(l.Inventory, p)
+}
+
+// WriteInventory writes the lab inventory src to dst with spec.mirrors.nvidia
+// naming these stand-in repositories.
+func (r Repo) WriteInventory(src, dst string) error {
+	b, err := os.ReadFile(src)
 	if err != nil {
-		return "", err
+		return err
 	}
 	lines := strings.Split(string(b), "\n")
 	done := false
@@ -87,8 +94,7 @@ func (r Repo) Inventory(l *lab.Lab, dir string) (string, error) {
 		}
 	}
 	if !done {
-		return "", fmt.Errorf("gpusim: no spec.mirrors.nvidia line in %s", l.Inventory)
+		return fmt.Errorf("gpusim: no spec.mirrors.nvidia line in %s", src)
 	}
-	p := filepath.Join(dir, "inventory-gpusim.yaml")
-	return p, os.WriteFile(p, []byte(strings.Join(lines, "\n")), 0o644)
+	return os.WriteFile(dst, []byte(strings.Join(lines, "\n")), 0o644)
 }

@@ -7,10 +7,10 @@ ExecStart=
 ExecStart=/usr/bin/nvidia-persistenced --user root --persistence-mode --verbose'
 # Some driver packages only recommend the daemon (Debian's nvidia-driver): it
 # is installed here, at the driver's release where the repository has it (the
-# driver's pin gives it that one), and held with the driver.
+# driver's pin gives it that one, down as well as up), and held with the driver.
 {{- if eq .Family.PackageManager "apt"}}
 apt-mark unhold nvidia-persistenced >/dev/null 2>&1 || true
-apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-confold nvidia-persistenced
+apt-get install -y -q --no-install-recommends --allow-downgrades -o Dpkg::Options::=--force-confold nvidia-persistenced
 apt-mark hold nvidia-persistenced >/dev/null
 {{- else}}
 dnf install -y -q nvidia-persistenced

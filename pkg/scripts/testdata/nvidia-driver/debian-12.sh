@@ -28,45 +28,59 @@ pkgs=(nvidia-open)
 # A run that failed half-way (a DKMS build that did not finish) left
 # packages unconfigured: finish them first, or apt refuses to go on.
 dpkg --configure -a
+# The first package decides the release (the newest of a branch); the
+# others are taken at exactly that release, so that the set fits together
+# (a security update may carry some of the driver's packages and not others).
 args=()
 for p in "${pkgs[@]}"; do
-  v=$(newest "$p" "$want")
+  v=$(newest "$p" "${drv:-$want}")
   if [ -z "$v" ]; then
-    echo "gpukit: no version $want of $p in this host's package sources (available: $(apt-cache madison "$p" 2>/dev/null | awk -F'|' '{gsub(/ /, "", $2); printf "%s ", $2}'))" >&2
+    echo "gpukit: no version ${drv:-$want} of $p in this host's package sources (available: $(apt-cache madison "$p" 2>/dev/null | awk -F'|' '{gsub(/ /, "", $2); printf "%s ", $2}'))" >&2
     exit 3
   fi
   args+=("$p=$v")
+  if [ -z "${drv:-}" ]; then
+    drv=${v#*:}
+    drv=${drv%%-*}
+  fi
 done
-drv=${args[0]#*=}
-drv=${drv#*:}
-drv=${drv%%-*}
-# Pin every package of the driver to this release: apt resolves dependencies
-# with the newest versions of the repository otherwise, and a repository
-# holds several releases of the driver (what NVIDIA's pinning packages do).
+# Pin every package of this release (every package whose version is the
+# release's - only the driver's are): apt resolves dependencies with the
+# newest versions of the repository otherwise, and a repository holds several
+# releases of the driver, or a security update of some of its packages (what
+# NVIDIA's pinning packages do, for any package name of any packaging).
 re=${drv//./\\.}
 cat >/etc/apt/preferences.d/gpukit-nvidia-driver <<PIN
 # Written by gpukit: the NVIDIA driver stays at $drv; gpukit upgrade driver moves it.
-Package: nvidia-* libnvidia-* libcuda* firmware-nvidia-* xserver-xorg-video-nvidia* cuda-drivers*
+Package: /^[a-z0-9]/
 Pin: version /^([0-9]+:)?$re-/
 Pin-Priority: 1001
 PIN
-# Unhold what an earlier run held (the container toolkit's own packages
-# aside), so that apt may move it to the wanted version, and name it in the
-# install: packages the driver only recommends (nvidia-persistenced) must
-# follow the driver too, or they refuse to run with the new module. The pin
-# above gives them this release where the repository has it.
-mapfile -t held < <(apt-mark showhold | grep -E '^(nvidia-|libnvidia-|libcuda|firmware-nvidia-|xserver-xorg-video-nvidia)' |
-  grep -Ev '^(nvidia-container-|libnvidia-container)' || true)
+# What is held at the release gpukit installed before is unheld and named in
+# the install, so that it follows - packages the driver only recommends, such
+# as nvidia-persistenced, too; the pin gives each this release where there is
+# one. Found by release, not by name: packagings name their packages apart.
+mkdir -p /var/lib/gpukit
+state=/var/lib/gpukit/nvidia-driver.release
+at_release() { # at_release RELEASE: the installed packages of that release
+  dpkg-query -W -f='${Package} ${Version} ${db:Status-Status}\n' |
+    awk -v d="$1" '$3 == "installed" { u = $2; sub(/^[0-9]+:/, "", u); if (index(u, d "-") == 1) print $1 }'
+}
+held=()
+if [ -s "$state" ]; then
+  mapfile -t held < <(sort <(apt-mark showhold | sort -u) <(at_release "$(cat "$state")" | sort -u) | uniq -d)
+fi
 if [ ${#held[@]} -gt 0 ]; then
   apt-mark unhold "${held[@]}" >/dev/null
-  args+=("${held[@]}")
+  for p in "${held[@]}"; do
+    case " ${pkgs[*]} " in *" $p "*) ;; *) args+=("$p") ;; esac
+  done
 fi
 apt-get install -y -q --no-install-recommends --allow-downgrades -o Dpkg::Options::=--force-confold "${args[@]}"
-# Hold every installed package of this driver release.
-mapfile -t mine < <(dpkg-query -W -f='${Package} ${Version} ${db:Status-Status}\n' \
-  'nvidia-*' 'libnvidia-*' 'libcuda*' 'firmware-nvidia-*' 'xserver-xorg-video-nvidia*' 2>/dev/null |
-  awk -v d="$drv" '$3 == "installed" { u = $2; sub(/^[0-9]+:/, "", u); if (index(u, d) == 1) print $1 }')
+# Hold every installed package of this release, and remember the release.
+mapfile -t mine < <(at_release "$drv")
 apt-mark hold "${mine[@]}" >/dev/null
+printf '%s\n' "$drv" >"$state"
 echo "gpukit: held ${#mine[@]} packages of driver $drv"
 cat >/etc/apt/apt.conf.d/51gpukit-nvidia <<'CONF'
 // Written by gpukit. The NVIDIA driver changes only through `gpukit upgrade
@@ -76,6 +90,9 @@ Unattended-Upgrade::Package-Blacklist {
     "nvidia-";
     "libnvidia-";
     "libcuda";
+    "libnvcuvid";
+    "libnvoptix";
+    "lib(gl1|egl|gles|glx|glvnd0)-nvidia";
     "cuda-drivers";
     "firmware-nvidia-";
     "xserver-xorg-video-nvidia";

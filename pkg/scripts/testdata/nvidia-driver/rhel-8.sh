@@ -34,16 +34,17 @@ if ! dnf -q module list --enabled nvidia-driver 2>/dev/null | grep -q "^nvidia-d
 fi
 args=()
 for p in "${pkgs[@]}"; do
-  v=$(newest "$p" "$want")
+  v=$(newest "$p" "${drv:-$want}")
   if [ -z "$v" ]; then
-    echo "gpukit: no version $want of $p in this host's repositories" >&2
+    echo "gpukit: no version ${drv:-$want} of $p in this host's repositories" >&2
     exit 3
   fi
   args+=("$p-$v")
+  if [ -z "${drv:-}" ]; then
+    drv=${v#*:}
+    drv=${drv%%-*}
+  fi
 done
-drv=${args[0]#"${pkgs[0]}-"}
-drv=${drv#*:}
-drv=${drv%%-*}
 if ! rpm -q python3-dnf-plugin-versionlock >/dev/null 2>&1; then dnf install -y -q python3-dnf-plugin-versionlock; fi
 dnf -q versionlock delete 'nvidia-*' 'libnvidia-*' 'kmod-nvidia-*' 'cuda-drivers*' >/dev/null 2>&1 || true
 dnf install -y -q --allowerasing "${args[@]}"

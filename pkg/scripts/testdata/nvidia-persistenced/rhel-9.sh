@@ -9,7 +9,7 @@ ExecStart=
 ExecStart=/usr/bin/nvidia-persistenced --user root --persistence-mode --verbose'
 # Some driver packages only recommend the daemon (Debian's nvidia-driver): it
 # is installed here, at the driver's release where the repository has it (the
-# driver's pin gives it that one), and held with the driver.
+# driver's pin gives it that one, down as well as up), and held with the driver.
 dnf install -y -q nvidia-persistenced
 if [ "$(cat "$dropin" 2>/dev/null)" != "$want" ]; then
   mkdir -p "${dropin%/*}"

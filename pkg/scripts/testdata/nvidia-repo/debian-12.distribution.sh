@@ -6,9 +6,10 @@ export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 # it is, and the package index is refreshed only after a change.
 changed=0
 # enable_components COMPONENT...: adds the components to every source of the
-# distribution's release (bookworm, -updates, -security), in
-# deb822 .sources files and one-line .list files alike; other repositories
-# are left alone. Prints the files it changed.
+# distribution's release - suite bookworm (or -updates, -security)
+# with component main, which the archive has and third-party repositories
+# such as Docker's do not - in deb822 .sources files and one-line .list files
+# alike. Prints the files it changed.
 enable_components() {
   local f tmp
   for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
@@ -22,16 +23,23 @@ enable_components() {
           for (i = 1; i <= n; i++) if (line !~ "(^|[ :])" w[i] "( |$)") line = line " " w[i]
           return line
         }
-        NR == FNR { if (/^[[:space:]]*$/) s++; else if ($1 == "Suites:" && $0 ~ "[ :]" suite "([ -]|$)") match_[s] = 1; next }
+        BEGIN { s = 0 } # a number: an unset variable would be "" as an array index
+        NR == FNR {
+          if (/^[[:space:]]*$/) s++
+          else if ($1 == "Suites:" && $0 ~ "[ :]" suite "([ -]|$)") suiteOK[s] = 1
+          else if ($1 == "Components:" && $0 ~ "[ :]main( |$)") mainOK[s] = 1
+          next
+        }
         FNR == 1 { s = 0 }
         /^[[:space:]]*$/ { s++ }
-        $1 == "Components:" && match_[s] { $0 = add($0) }
+        $1 == "Components:" && suiteOK[s] && mainOK[s] { $0 = add($0) }
         { print }' "$f" "$f" >"$tmp" ;;
     *)
       awk -v want="$*" -v suite=bookworm '
         $1 ~ /^deb(-src)?$/ {
           i = 2; if ($2 ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
-          if ($(i + 1) ~ "^" suite "(-|$)") {
+          main = 0; for (j = i + 2; j <= NF; j++) if ($j == "main") main = 1
+          if ($(i + 1) ~ "^" suite "(-|$)" && main) {
             n = split(want, w, " ")
             for (k = 1; k <= n; k++) { found = 0; for (j = i + 2; j <= NF; j++) if ($j == w[k]) found = 1; if (!found) $0 = $0 " " w[k] }
           }

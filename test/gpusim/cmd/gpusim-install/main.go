@@ -4,14 +4,16 @@
 //
 //	go run ./test/gpusim/cmd/gpusim-install -i INVENTORY [--role worker]
 //	    [--capture NAME|PATH] [--capture HOST=NAME|PATH]...
-//	    [--hardware [--nvswitches HOST=N]... [--nouveau HOST]... [--lab-dir DIR]]
+//	    [--hardware [--nvswitches HOST=N]... [--nouveau HOST]... [--lab-dir DIR]
+//	    [--inventory-out FILE]]
 //
 // Without --hardware (the replay-only simulation) the hosts get an nvidia-smi
 // stand-in replaying a capture as recorded, as if its driver were installed
 // and loaded. With --hardware they get simulated GPUs instead (PCI devices, a
 // kernel module loaded at boot; full lab hosts only) and the stand-in NVIDIA
 // repositories are published in the lab repository: the command prints the
-// URL to set as spec.mirrors.nvidia, and `gpukit init` installs the driver.
+// URL to set as spec.mirrors.nvidia (--inventory-out writes the inventory
+// with it), and `gpukit init` installs the driver.
 //
 // --capture names a capture in --fixtures (file names up to the driver,
 // h100-80gb-hbm3__drv590.48.01) or, with a "/", any path prefix on this
@@ -42,6 +44,7 @@ func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 
 type options struct {
 	inventory, fixtures, role, labDir, bridge string
+	inventoryOut                              string
 	hardware                                  bool
 	defaultCapture                            string
 	captures                                  map[string]string // host -> name or path
@@ -60,6 +63,7 @@ func main() {
 	flag.Var(&switches, "nvswitches", "HOST=N: NVSwitches on that host's PCI bus (--hardware); repeatable")
 	flag.Var(&nouveau, "nouveau", "HOST: nouveau is loaded on that host until a boot after it is blacklisted (--hardware); repeatable")
 	flag.StringVar(&o.labDir, "lab-dir", "", "the lab's directory (default: from the inventory's path, $GPUKIT_LAB_DIR/run/ID/inventory.yaml)")
+	flag.StringVar(&o.inventoryOut, "inventory-out", "", "write the inventory with spec.mirrors.nvidia naming the stand-in repositories to this file (--hardware)")
 	flag.StringVar(&o.bridge, "bridge", "10.251.0.1", "the lab bridge's address (the lab repository's host)")
 	flag.Parse()
 	o.defaultCapture = "h100-80gb-hbm3__drv590.48.01"
@@ -81,6 +85,9 @@ func main() {
 	}
 	for _, h := range nouveau {
 		o.nouveau[h] = true
+	}
+	if !o.hardware && (o.inventoryOut != "" || len(switches) > 0 || len(nouveau) > 0) {
+		fail(fmt.Errorf("--inventory-out, --nvswitches and --nouveau go with --hardware"))
 	}
 	if err := run(o); err != nil {
 		fail(err)
@@ -186,7 +193,14 @@ func run(o options) error {
 	sort.Strings(done)
 	if o.hardware {
 		fmt.Printf("GPU SIMULATOR (test only): simulated GPUs on %s, no driver installed yet.\n", strings.Join(done, ", "))
-		fmt.Printf("Stand-in NVIDIA repositories: set spec.mirrors.nvidia: %s\n", repo.URL)
+		if o.inventoryOut == "" {
+			fmt.Printf("Stand-in NVIDIA repositories: set spec.mirrors.nvidia: %s\n", repo.URL)
+			return nil
+		}
+		if err := repo.WriteInventory(o.inventory, o.inventoryOut); err != nil {
+			return err
+		}
+		fmt.Printf("Stand-in NVIDIA repositories: %s, in %s\n", repo.URL, o.inventoryOut)
 		return nil
 	}
 	fmt.Printf("GPU SIMULATOR (test only): nvidia-smi on %s replays the real capture as recorded\n", strings.Join(done, ", "))
