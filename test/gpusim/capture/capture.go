@@ -66,23 +66,8 @@ func (c Capture) Raw(kind string) ([]byte, error) {
 	return nil, fmt.Errorf("gpusim: capture %s has no %q output", filepath.Base(c.Prefix), kind)
 }
 
-// Has says whether the capture has a recording of that kind.
-func (c Capture) Has(kind string) bool {
-	_, err := c.Raw(kind)
-	return err == nil
-}
-
-// List is `nvidia-smi -L`.
-func (c Capture) List() ([]byte, error) { return c.Raw(KindList) }
-
-// Table is plain `nvidia-smi`.
-func (c Capture) Table() ([]byte, error) { return c.Raw(KindTable) }
-
 // Query is `nvidia-smi -q`.
 func (c Capture) Query() ([]byte, error) { return c.Raw(KindQuery) }
-
-// QueryXML is `nvidia-smi -q -x`.
-func (c Capture) QueryXML() ([]byte, error) { return c.Raw(KindQueryXML) }
 
 // QueryGPU is `nvidia-smi --query-gpu=FIELDS --format=FORMAT`: the requested
 // columns selected by name from the full recorded CSV. format is nvidia-smi's

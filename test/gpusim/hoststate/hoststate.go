@@ -97,18 +97,6 @@ func (h Host) Hardware() map[string]string {
 	return m
 }
 
-// Installed is the version and flavor of the kernel module on disk.
-func (h Host) Installed() (version, flavor string) {
-	f := strings.Fields(h.firstLine(InstalledDriverFile))
-	if len(f) > 0 {
-		version = f[0]
-	}
-	if len(f) > 1 {
-		flavor = f[1]
-	}
-	return version, flavor
-}
-
 // Loaded is the version and flavor of the module in memory ("" for none).
 func (h Host) Loaded() (version, flavor string) {
 	return h.firstLine(LoadedDriverFile), h.firstLine(LoadedFlavorFile)
