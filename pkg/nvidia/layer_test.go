@@ -394,3 +394,23 @@ func TestVerifyChecksGPUHealth(t *testing.T) {
 		t.Errorf("gpu-001: %s %v", h.Status, h.Err)
 	}
 }
+
+func TestCheckCUDA(t *testing.T) {
+	for _, tc := range []struct {
+		cuda, driver string
+		wantErr      string
+	}{
+		{"", "535.261.03", ""},
+		{"13.0", "580", ""},                   // a branch: its newest release
+		{"13.0", "580.95.05", ""},             // new enough
+		{"13.0", "580.10.01", "needs driver"}, // a release of the branch, too old
+		{"13.0", "570", "needs driver"},       // an older branch
+		{"99.0", "580.95.05", ""},             // newer than the table: validation warned
+		{"13.0", "not-a-driver", "driver \"not-a-driver\""},
+	} {
+		err := nvidia.Want{CUDA: tc.cuda}.CheckCUDA(tc.driver)
+		if (tc.wantErr == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("CUDA %q, driver %q: %v, want %q", tc.cuda, tc.driver, err, tc.wantErr)
+		}
+	}
+}

@@ -202,7 +202,7 @@ func (p *cudaPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string
 	}
 	// Checked against the driver that is there (or will be, in dry-run)
 	// before anything is installed.
-	if err := w.CheckCUDA(releaseFor(w, s)); err != nil && !(h.DryRun() && strings.Contains(err.Error(), "installed driver")) {
+	if err := w.CheckCUDA(releaseFor(w, s)); err != nil {
 		return false, "", err
 	}
 	pkg := "cuda-toolkit-" + strings.ReplaceAll(w.CUDA, ".", "-")

@@ -1,6 +1,7 @@
 package nvidia
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -252,22 +253,26 @@ func (w Want) NeedsFabricManager(choice string, s *State) bool {
 	return s.NVSwitchPCI > 0 || s.NVSwitchDriver > 0 || s.DGX
 }
 
-// CheckCUDA says whether the installed driver can run the CUDA toolkit.
-func (w Want) CheckCUDA(installed string) error {
+// CheckCUDA says whether driver (the release installed, or in dry-run the
+// one asked for) can run the CUDA toolkit. A CUDA release newer than the
+// compatibility table passes: the inventory's validation warned about it.
+func (w Want) CheckCUDA(driver string) error {
 	if w.CUDA == "" {
 		return nil
 	}
-	d, err := compat.ParseDriver(installed)
+	d, err := compat.ParseDriver(driver)
 	if err != nil {
-		return fmt.Errorf("installed driver %q: %w", installed, err)
+		return fmt.Errorf("driver %q: %w", driver, err)
 	}
 	ok, err := compat.Satisfies(d, w.CUDA)
-	if err != nil {
+	switch {
+	case errors.Is(err, compat.ErrUnknownCUDA):
+		return nil
+	case err != nil:
 		return err
-	}
-	if !ok {
+	case !ok:
 		min, _ := compat.MinDriver(w.CUDA)
-		return fmt.Errorf("CUDA %s needs driver %s or newer; the installed driver is %s", w.CUDA, min, installed)
+		return fmt.Errorf("CUDA %s needs driver %s or newer; the driver is %s", w.CUDA, min, driver)
 	}
 	return nil
 }
