@@ -79,6 +79,8 @@ type GPU struct {
 	MemMiB  int64  `json:"memMiB"`
 	Driver  string `json:"driver"`
 	MIGMode string `json:"migMode,omitempty"`
+	// Persistence is persistence mode, "Enabled" or "Disabled".
+	Persistence string `json:"persistence,omitempty"`
 }
 
 // SecureBootEnabled reports whether the probe saw Secure Boot switched on.
@@ -202,7 +204,7 @@ func parseDisk(v string) (Disk, error) {
 // for, in the order ParseGPU reads them: the one list, which the probe
 // template receives as a parameter.
 func GPUQueryFields() []string {
-	return []string{"index", "uuid", "name", "memory.total", "driver_version", "mig.mode.current"}
+	return []string{"index", "uuid", "name", "memory.total", "driver_version", "mig.mode.current", "persistence_mode"}
 }
 
 // ParseGPU reads one line of
@@ -226,6 +228,9 @@ func ParseGPU(line string) (GPU, error) {
 	}
 	if len(fields) > 5 && fields[5] != "[N/A]" {
 		g.MIGMode = fields[5]
+	}
+	if len(fields) > 6 {
+		g.Persistence = fields[6]
 	}
 	return g, nil
 }

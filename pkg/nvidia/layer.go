@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/probe"
 	"github.com/gpukit/gpukit/pkg/scripts"
@@ -91,7 +92,7 @@ func (l *Layer) state(ctx context.Context, h *engine.Host) (*State, error) {
 	if hi.state != nil {
 		return hi.state, nil
 	}
-	cmd, err := scripts.NVIDIAState(scripts.NVIDIAStateParams{SMIFields: SMIFields()})
+	cmd, err := scripts.NVIDIAState(scripts.NVIDIAStateParams{GPUFields: facts.GPUQueryFields()})
 	if err != nil {
 		return nil, err
 	}

@@ -203,7 +203,7 @@ func (s *simHost) state() string {
 	kv("service", "nvidia-persistenced "+en+" active")
 	kv("nvswitch.pci", "0")
 	if s.loaded != "" {
-		kv("smi.gpu", "0, GPU-1, "+s.loaded+", Enabled")
+		kv("smi.gpu", "0, GPU-1, NVIDIA H100 80GB HBM3, 81559, "+s.loaded+", Disabled, Enabled")
 	} else if s.pkgs["nvidia-open"] != "" {
 		kv("smi.error", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")
 	}

@@ -399,7 +399,7 @@ func (p *verifyPhase) Run(ctx context.Context, h *engine.Host) error {
 	if err != nil {
 		return err
 	}
-	f, err := probe.Facts(ctx, h) // the verified GPUs become the host's facts
+	f, err := probe.Ensure(ctx, h) // the PCI bus: a reboot does not change it
 	if err != nil {
 		return err
 	}
@@ -427,6 +427,10 @@ func (p *verifyPhase) Run(ctx context.Context, h *engine.Host) error {
 	if len(problems) > 0 {
 		return fmt.Errorf("not verified: %s", strings.Join(problems, "; "))
 	}
+	// The verified GPUs become the host's facts.
+	verified := *f
+	verified.GPUs, verified.NvidiaSMIError, verified.NvidiaSMI, verified.LoadedDriver = s.SMI, "", true, s.ModuleLoaded
+	h.Facts = &verified
 	h.Logf("nvidia/verify: %d GPUs, driver %s, persistence mode on", len(s.SMI), s.InstalledDriver())
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gpukit/gpukit/pkg/facts"
 )
 
 // State is what of the NVIDIA stack is on a host, from the nvidia-state
@@ -28,8 +30,6 @@ type State struct {
 	Packages map[string]Package
 	// UnattendedBlacklist: unattended-upgrades is told to keep off.
 	UnattendedBlacklist bool
-	// Repos maps a package source file to the URL it names.
-	Repos map[string]string
 	// Services maps nvidia-persistenced and nvidia-fabricmanager to their
 	// state.
 	Services           map[string]Service
@@ -40,10 +40,8 @@ type State struct {
 	// those the driver sees (-1: the driver shows none).
 	NVSwitchPCI, NVSwitchDriver int
 	DGX                         bool
-	// CTK is nvidia-ctk's version line.
-	CTK string
 	// SMI are the GPUs nvidia-smi lists; SMIError what it said instead.
-	SMI      []SMIGPU
+	SMI      []facts.GPU
 	SMIError string
 }
 
@@ -58,18 +56,10 @@ type Service struct {
 	Enabled, Active string
 }
 
-// SMIGPU is one row of the probe's nvidia-smi query.
-type SMIGPU struct {
-	Index       int
-	UUID        string
-	Driver      string
-	Persistence string
-}
-
 // ParseState reads the nvidia-state probe's output. Unknown keys are
 // ignored, so a newer probe works with an older parser.
 func ParseState(out []byte) (*State, error) {
-	s := &State{Packages: map[string]Package{}, Repos: map[string]string{}, Services: map[string]Service{}, NVSwitchDriver: -1}
+	s := &State{Packages: map[string]Package{}, Services: map[string]Service{}, NVSwitchDriver: -1}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	line := 0
@@ -117,9 +107,6 @@ func (s *State) set(key, value string) error {
 		s.Packages[f[0]] = Package{Version: f[1], Held: f[2] == "yes"}
 	case "unattended.blacklist":
 		s.UnattendedBlacklist = value == "yes"
-	case "repo":
-		name, url, _ := strings.Cut(value, " ")
-		s.Repos[name] = url
 	case "service":
 		if len(f) < 1 {
 			return fmt.Errorf("no service name")
@@ -142,35 +129,14 @@ func (s *State) set(key, value string) error {
 		s.NVSwitchDriver, err = strconv.Atoi(strings.TrimSpace(value))
 	case "dgx":
 		s.DGX = value == "yes"
-	case "ctk":
-		s.CTK = value
 	case "smi.gpu":
-		var g SMIGPU
-		g, err = parseSMIRow(value)
+		var g facts.GPU
+		g, err = facts.ParseGPU(value)
 		s.SMI = append(s.SMI, g)
 	case "smi.error":
 		s.SMIError = strings.TrimSpace(value)
 	}
 	return err
-}
-
-// SMIFields are the --query-gpu fields the state probe asks for, in the
-// order parseSMIRow reads them.
-func SMIFields() []string { return []string{"index", "uuid", "driver_version", "persistence_mode"} }
-
-func parseSMIRow(v string) (SMIGPU, error) {
-	f := strings.Split(v, ",")
-	if len(f) < 4 {
-		return SMIGPU{}, fmt.Errorf("nvidia-smi row %q: want 4 fields", v)
-	}
-	for i := range f {
-		f[i] = strings.TrimSpace(f[i])
-	}
-	idx, err := strconv.Atoi(f[0])
-	if err != nil {
-		return SMIGPU{}, fmt.Errorf("nvidia-smi row %q: index: %w", v, err)
-	}
-	return SMIGPU{Index: idx, UUID: f[1], Driver: f[2], Persistence: f[3]}, nil
 }
 
 // driverPackages are the packages whose version is the driver's, most

@@ -74,13 +74,13 @@ func checkPackages(list []string) error {
 
 // NVIDIAStateParams are the parameters of the NVIDIA state probe.
 type NVIDIAStateParams struct {
-	// SMIFields are the nvidia-smi --query-gpu fields, in the order the
-	// parser (pkg/nvidia) reads them.
-	SMIFields []string
+	// GPUFields are the nvidia-smi --query-gpu fields, in the order
+	// facts.ParseGPU reads them (facts.GPUQueryFields).
+	GPUFields []string
 }
 
 // Validate checks the field names.
-func (p NVIDIAStateParams) Validate() error { return ProbeParams{GPUFields: p.SMIFields}.Validate() }
+func (p NVIDIAStateParams) Validate() error { return ProbeParams{GPUFields: p.GPUFields}.Validate() }
 
 // NVIDIAState returns the read-only command that reports the state of the
 // NVIDIA stack on a host (pkg/nvidia parses it). It runs as root: holds,

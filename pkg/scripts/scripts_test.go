@@ -34,7 +34,7 @@ func cases() []goldenCase {
 			return Probe(ProbeParams{GPUFields: facts.GPUQueryFields()})
 		}},
 		{nvidiaStateTemplate.name, anyFamily, "", func() (ssh.Command, error) {
-			return NVIDIAState(NVIDIAStateParams{SMIFields: []string{"index", "uuid", "driver_version", "persistence_mode"}})
+			return NVIDIAState(NVIDIAStateParams{GPUFields: facts.GPUQueryFields()})
 		}},
 		{rebootTemplate.name, anyFamily, "", Reboot},
 		{nvidiaHealthTemplate.name, anyFamily, "", NVIDIAHealth},

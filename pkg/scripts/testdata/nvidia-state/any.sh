@@ -38,10 +38,6 @@ elif command -v rpm >/dev/null 2>&1; then
     kv pkg "$name $version $h"
   done < <(rpm -qa --qf '%{NAME} %{VERSION}-%{RELEASE}\n' 'nvidia*' 'libnvidia*' 'cuda*' 'kmod-nvidia*' dkms 2>/dev/null || true)
 fi
-for f in /etc/apt/sources.list.d/cuda-*.list /etc/yum.repos.d/cuda-*.repo \
-  /etc/apt/sources.list.d/nvidia-container-toolkit.list /etc/yum.repos.d/nvidia-container-toolkit.repo; do
-  if [ -e "$f" ]; then kv repo "$(basename "$f") $(grep -ohE 'https?://[^ ]+' "$f" | head -n1)"; fi
-done
 
 if [ -e /etc/systemd/system/nvidia-persistenced.service.d/gpukit.conf ]; then kv persistenced.dropin yes; fi
 if grep -qs nvidia /etc/docker/daemon.json; then kv runtime.nvidia docker; fi
@@ -60,9 +56,8 @@ done
 kv nvswitch.pci "$n"
 if [ -d /proc/driver/nvidia-nvswitch/devices ]; then kv nvswitch.driver "$(find /proc/driver/nvidia-nvswitch/devices -mindepth 1 -maxdepth 1 | wc -l)"; fi
 if [ -e /etc/dgx-release ]; then kv dgx yes; fi
-if command -v nvidia-ctk >/dev/null 2>&1; then kv ctk "$(nvidia-ctk --version 2>/dev/null | head -n1)"; fi
 if command -v nvidia-smi >/dev/null 2>&1; then
-  if out=$(nvidia-smi --query-gpu=index,uuid,driver_version,persistence_mode --format=csv,noheader,nounits 2>&1); then
+  if out=$(nvidia-smi --query-gpu=index,uuid,name,memory.total,driver_version,mig.mode.current,persistence_mode --format=csv,noheader,nounits 2>&1); then
     while IFS= read -r line; do kv smi.gpu "$line"; done <<<"$out"
   else
     kv smi.error "$(printf '%s' "$out" | tr '\n' ' ')"
