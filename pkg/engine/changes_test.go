@@ -78,20 +78,45 @@ func TestChangedUnchangedFailed(t *testing.T) {
 }
 
 // MaxParallel bounds a phase below the run's concurrency: at most so many
-// hosts rebooting at once.
+// hosts rebooting at once. Deciding is not bounded: hosts that need no
+// reboot do not wait for those that do.
 func TestPhaseMaxParallel(t *testing.T) {
 	t.Parallel()
 	fleet := &enginetest.Fleet{Handler: func(ctx context.Context, _ *enginetest.Executor, _ ssh.Command) (ssh.Result, error) {
 		time.Sleep(5 * time.Millisecond)
 		return ssh.Result{}, nil
 	}}
-	p := &limitedPhase{funcPhase: *probeAndApply("reboot"), max: 2}
+	var deciding, changing gauge
+	p := &limitedPhase{funcPhase: funcPhase{name: "reboot",
+		shouldRun: func(ctx context.Context, h *engine.Host) (bool, string, error) {
+			defer deciding.enter()()
+			_, err := h.Run(ctx, "probe", ssh.Command{Script: "echo probe"})
+			return !strings.HasSuffix(h.Name(), "5"), "", err // host-05 needs nothing
+		},
+		run: func(ctx context.Context, h *engine.Host) error {
+			defer changing.enter()()
+			_, err := h.Apply(ctx, "change", ssh.Command{Script: "echo change"})
+			return err
+		}}, max: 2}
 	if _, err, _ := run(t, &engine.Runner{Phases: []engine.Phase{p}, Concurrency: 8}, fleet, 10); err != nil {
 		t.Fatal(err)
 	}
-	if m := fleet.Running.Max(); m > 2 || m < 1 {
-		t.Errorf("%d hosts at once, want at most 2", m)
+	if m := changing.max.Load(); m > 2 || m < 1 {
+		t.Errorf("%d hosts changed at once, want at most 2", m)
 	}
+	if m := deciding.max.Load(); m <= 2 {
+		t.Errorf("%d hosts decided at once: deciding is bounded by the phase's limit, want up to the run's 8", m)
+	}
+}
+
+// gauge measures calls in flight.
+type gauge struct{ now, max atomic.Int32 }
+
+func (g *gauge) enter() (leave func()) {
+	n := g.now.Add(1)
+	for m := g.max.Load(); n > m && !g.max.CompareAndSwap(m, n); m = g.max.Load() {
+	}
+	return func() { g.now.Add(-1) }
 }
 
 type limitedPhase struct {
@@ -131,8 +156,9 @@ func TestReconnect(t *testing.T) {
 			return err == nil && strings.TrimSpace(string(res.Stdout)) == "boot-2", err
 		})
 	}}
+	const interval = 50 * time.Millisecond
 	start := time.Now()
-	sum, err, _ := run(t, &engine.Runner{Phases: []engine.Phase{p, probeAndApply("after")}}, fleet, 1)
+	sum, err, _ := run(t, &engine.Runner{Phases: []engine.Phase{p, probeAndApply("after")}, ReconnectInterval: interval}, fleet, 1)
 	if err != nil {
 		t.Fatalf("%v %+v", err, sum.Hosts)
 	}
@@ -147,8 +173,8 @@ func TestReconnect(t *testing.T) {
 	if e.Closes() == 0 {
 		t.Error("the new connection was not closed at the end of the run")
 	}
-	if took := time.Since(start); took < 3*engine.ReconnectInterval {
-		t.Errorf("reconnected in %s: attempts are %s apart", took, engine.ReconnectInterval)
+	if took := time.Since(start); took < 3*interval {
+		t.Errorf("reconnected in %s: attempts are %s apart", took, interval)
 	}
 }
 
@@ -167,7 +193,7 @@ func TestReconnectTimeout(t *testing.T) {
 		return h.Reconnect(ctx, "wait for the host", 3*time.Second, nil)
 	}}
 	start := time.Now()
-	sum, _, _ := run(t, &engine.Runner{Phases: []engine.Phase{p}}, fleet, 1)
+	sum, _, _ := run(t, &engine.Runner{Phases: []engine.Phase{p}, ReconnectInterval: 100 * time.Millisecond}, fleet, 1)
 	h := sum.Hosts[0]
 	if h.Status != engine.StatusFailed || !strings.Contains(h.Err.Error(), "gpu-001 did not come back within 3s: dial tcp 10.0.0.1:22: connect: no route to host") {
 		t.Errorf("%s %v", h.Status, h.Err)
@@ -179,5 +205,26 @@ func TestReconnectTimeout(t *testing.T) {
 	sum, err, rec := run(t, &engine.Runner{Phases: []engine.Phase{p}, DryRun: true}, fleet, 1)
 	if err != nil || len(rec.OfType(event.Planned)) != 1 || sum.Hosts[0].Changed {
 		t.Errorf("dry-run: %v, planned %v", err, rec.OfType(event.Planned))
+	}
+}
+
+// The timeout holds during an attempt too: a host that accepts the
+// connection but never answers the readiness check is failed on time.
+func TestReconnectTimeoutDuringAttempt(t *testing.T) {
+	t.Parallel()
+	p := &funcPhase{name: "reboot", run: func(ctx context.Context, h *engine.Host) error {
+		return h.Reconnect(ctx, "wait for the host", 300*time.Millisecond, func(ctx context.Context) (bool, error) {
+			<-ctx.Done() // a boot that never finishes
+			return false, ctx.Err()
+		})
+	}}
+	start := time.Now()
+	sum, _, _ := run(t, &engine.Runner{Phases: []engine.Phase{p}}, &enginetest.Fleet{}, 1)
+	h := sum.Hosts[0]
+	if h.Status != engine.StatusFailed || !strings.Contains(h.Err.Error(), "gpu-001 did not come back within 300ms") {
+		t.Errorf("%s %v", h.Status, h.Err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("a timeout of 300ms took %s", took)
 	}
 }

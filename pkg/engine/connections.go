@@ -34,6 +34,13 @@ func (c *connections) add(i int, e Executor) bool {
 	return true
 }
 
+// drop forgets host i's executor, which its host closed (Reconnect).
+func (c *connections) drop(i int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.execs, i)
+}
+
 // closeAll closes every executor, in parallel since closing a connection to a
 // dead host can take a while. Concurrent callers wait for the first.
 func (c *connections) closeAll() {

@@ -18,6 +18,9 @@ type runState struct {
 	logs     *runLogs
 	dryRun   bool
 	now      func() time.Time
+	// reconnectInterval is the pause between Reconnect's attempts; zero:
+	// DefaultReconnectInterval.
+	reconnectInterval time.Duration
 }
 
 // emit redacts e, logs it to run.log (the timeline: everything but steps and

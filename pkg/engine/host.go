@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ type Host struct {
 
 	conn    Executor
 	redial  func(ctx context.Context) (Executor, error) // a new connection, registered with the run
+	forget  func()                                      // unregisters conn from the run once closed
 	run     *runState
 	log     *logFile
 	phase   string
@@ -46,8 +48,6 @@ type HostOptions struct {
 	Redactor *redact.Redactor
 	// Phase is the phase name put on events.
 	Phase string
-	// Dial makes a new connection for Reconnect; nil: Reconnect fails.
-	Dial Dialer
 }
 
 // NewHost returns a host for m that runs its steps on exec.
@@ -66,9 +66,6 @@ func NewHost(m inventory.Machine, exec Executor, opts HostOptions) *Host {
 			sink: opts.Sink, redactor: opts.Redactor, logs: &runLogs{redactor: opts.Redactor},
 			dryRun: opts.DryRun, now: time.Now,
 		},
-	}
-	if opts.Dial != nil {
-		h.redial = func(ctx context.Context) (Executor, error) { return opts.Dial(ctx, m) }
 	}
 	return h
 }
@@ -143,15 +140,16 @@ func (h *Host) Upload(ctx context.Context, step string, f ssh.File) error {
 	return h.finish(ctx, step, start, err)
 }
 
-// ReconnectInterval is the pause between connection attempts of Reconnect.
-const ReconnectInterval = 2 * time.Second
+// DefaultReconnectInterval is the pause between connection attempts of
+// Reconnect (Runner.ReconnectInterval overrides it).
+const DefaultReconnectInterval = 2 * time.Second
 
 // Reconnect closes the host's connection and connects again, for a step that
 // takes the host away (a reboot). It dials until a connection succeeds and
 // ready, run on it (through the host's step helpers), says the host is back
-// as expected (a new boot id), or timeout passes: then the error says so and
-// the host is failed by its phase. Attempts are ReconnectInterval apart. In
-// dry-run nothing was taken away: it records the wait and returns.
+// as expected (a new boot id), or timeout passes - also during an attempt:
+// then the error says so and the host is failed by its phase. In dry-run
+// nothing was taken away: it records the wait and returns.
 func (h *Host) Reconnect(ctx context.Context, step string, timeout time.Duration, ready func(ctx context.Context) (bool, error)) error {
 	if h.DryRun() {
 		h.emit(event.Event{Type: event.Planned, Step: step, Message: fmt.Sprintf("reconnect, waiting up to %s for the host to come back", timeout)})
@@ -159,52 +157,72 @@ func (h *Host) Reconnect(ctx context.Context, step string, timeout time.Duration
 	}
 	h.emit(event.Event{Type: event.StepStart, Step: step})
 	h.Logf("$ %s: reconnect within %s", step, timeout)
-	if h.redial == nil {
-		return fmt.Errorf("%s: cannot reconnect: no dialer", step)
-	}
 	start := time.Now()
-	if h.conn != nil {
-		_ = h.conn.Close() // the host is going away; the runner forgets it below
-		h.conn = nil
+	if h.redial == nil {
+		return h.finish(ctx, step, start, errors.New("cannot reconnect: the host is not part of a run"))
 	}
+	h.disconnect() // the host is going away
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	interval := cmp.Or(h.state().reconnectInterval, DefaultReconnectInterval)
 	var last error
 	for attempt := 1; ; attempt++ {
-		ex, err := h.redial(ctx)
+		err := h.connectReady(wctx, ready)
 		if err == nil {
-			h.conn = ex
-			ok, rerr := true, error(nil)
-			if ready != nil {
-				ok, rerr = ready(ctx)
-			}
-			if rerr == nil && ok {
-				if d, isD := ex.(describer); isD {
-					h.Logf("connected: %s", d.Describe())
-				}
-				h.Logf("  %s: back after %s (%d attempts)", step, time.Since(start).Round(time.Millisecond), attempt)
-				return nil
-			}
-			_ = ex.Close()
-			h.conn = nil
-			err = rerr
-			if err == nil {
-				err = errors.New("connected, but not back yet")
-			}
+			h.Logf("  %s: back after %s (%d attempts)", step, time.Since(start).Round(time.Millisecond), attempt)
+			return nil
 		}
-		last = err
 		if ctx.Err() != nil {
 			return h.finish(ctx, step, start, ctx.Err())
 		}
-		left := timeout - time.Since(start)
-		if left <= 0 {
+		if wctx.Err() != nil { // the deadline passed, maybe cutting this attempt short
+			if last == nil {
+				last = err
+			}
 			return h.finish(ctx, step, start, fmt.Errorf("%s did not come back within %s: %w", h.Name(), timeout, last))
 		}
+		last = err
 		h.Logf("  %s: attempt %d: %v", step, attempt, err)
-		t := time.NewTimer(min(ReconnectInterval, left))
+		t := time.NewTimer(interval)
 		select {
-		case <-ctx.Done():
+		case <-wctx.Done():
 			t.Stop()
 		case <-t.C:
 		}
+	}
+}
+
+// connectReady dials once and asks ready; the connection is kept only when
+// the host is back.
+func (h *Host) connectReady(ctx context.Context, ready func(ctx context.Context) (bool, error)) error {
+	ex, err := h.redial(ctx)
+	if err != nil {
+		return err
+	}
+	h.conn = ex
+	ok := true
+	if ready != nil {
+		ok, err = ready(ctx)
+	}
+	if err == nil && ok {
+		return nil
+	}
+	h.disconnect()
+	if err == nil {
+		err = errors.New("connected, but not back yet")
+	}
+	return err
+}
+
+// disconnect closes the host's connection and takes it out of the run's.
+func (h *Host) disconnect() {
+	if h.conn == nil {
+		return
+	}
+	_ = h.conn.Close()
+	h.conn = nil
+	if h.forget != nil {
+		h.forget()
 	}
 }
 

@@ -121,6 +121,11 @@ func TestPreparePanic(t *testing.T) {
 	if _, failed, _ := sum.Counts(); failed != 2 {
 		t.Errorf("%+v", sum.Hosts)
 	}
+	for _, h := range sum.Hosts {
+		if h.Err == nil || !strings.HasSuffix(h.Err.Error(), "panic: bug") || strings.Contains(h.Err.Error(), "goroutine ") {
+			t.Errorf("%s: error %v, want the panic without its stack", h.Host, h.Err)
+		}
+	}
 }
 
 // The summary carries what the run learned about each host.

@@ -47,6 +47,8 @@ type Runner struct {
 	Redact []string
 	// CancelGrace overrides DefaultCancelGrace.
 	CancelGrace time.Duration
+	// ReconnectInterval overrides DefaultReconnectInterval.
+	ReconnectInterval time.Duration
 }
 
 // Selected returns the phases that Only and Skip leave, or a usage error.
@@ -98,7 +100,7 @@ func (r *Runner) Run(ctx context.Context, machines []inventory.Machine, dial Dia
 	if sink == nil {
 		sink = event.Discard
 	}
-	st := &runState{sink: sink, redactor: redactor, logs: logs, dryRun: r.DryRun, now: time.Now}
+	st := &runState{sink: sink, redactor: redactor, logs: logs, dryRun: r.DryRun, now: time.Now, reconnectInterval: r.ReconnectInterval}
 	limit := r.Concurrency
 	if limit <= 0 {
 		limit = DefaultConcurrency
@@ -124,8 +126,12 @@ func (r *Runner) Run(ctx context.Context, machines []inventory.Machine, dial Dia
 				_ = ex.Close()
 				return nil, context.Cause(ctx)
 			}
+			if d, ok := ex.(describer); ok {
+				hr.h.Logf("connected: %s", d.Describe())
+			}
 			return ex, nil
 		}
+		hr.h.forget = func() { conns.drop(i) }
 	}
 	names := make([]string, 0, len(phases)+1)
 	names = append(names, ConnectPhase)
@@ -220,9 +226,6 @@ func (r *Runner) connect(ctx context.Context, st *runState, limit int, hosts []*
 			return "", err
 		}
 		hr.h.conn = ex
-		if d, ok := ex.(describer); ok {
-			hr.h.Logf("connected: %s", d.Describe())
-		}
 		return "", nil
 	})
 }
@@ -247,14 +250,18 @@ func (r *Runner) runPhase(ctx context.Context, st *runState, limit int, p Phase,
 		}
 		prepErr = prepare(ctx, p.Name(), pr, healthy, targets)
 	}
-	if l, ok := p.(ParallelLimiter); ok && l.MaxParallel() > 0 {
-		limit = min(limit, l.MaxParallel())
+	// A phase's own limit bounds the hosts it changes at once (reboots), not
+	// the hosts it looks at: the others decide, and are done, at the run's
+	// concurrency.
+	var slots chan struct{}
+	if l, ok := p.(ParallelLimiter); ok && l.MaxParallel() > 0 && l.MaxParallel() < limit {
+		slots = make(chan struct{}, l.MaxParallel())
 	}
 	return r.fanOut(ctx, st, limit, p.Name(), p.Title(), targets, before, func(hr *hostRun) (string, error) {
 		if prepErr != nil {
 			return "", prepErr
 		}
-		return invoke(ctx, p, hr)
+		return invoke(ctx, p, hr, slots)
 	})
 }
 
@@ -272,7 +279,7 @@ func prepare(ctx context.Context, phase string, pr Preparer, healthy, targets []
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			err = fmt.Errorf("panic: %v\n%s", v, debug.Stack())
+			err = recovered(v, ts)
 		}
 	}()
 	if err := pr.Prepare(ctx, all, ts); err != nil {
@@ -329,15 +336,25 @@ func (r *Runner) fanOut(ctx context.Context, st *runState, limit int, phase, tit
 func safely(hr *hostRun, work hostWork) (skipped string, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			hr.h.Logf("panic: %v\n%s", v, debug.Stack())
-			skipped, err = "", fmt.Errorf("panic: %v", v)
+			skipped, err = "", recovered(v, []*Host{hr.h})
 		}
 	}()
 	return work(hr)
 }
 
-// invoke is one phase on one host: ShouldRun, then Plan (dry-run) or Run.
-func invoke(ctx context.Context, p Phase, hr *hostRun) (string, error) {
+// recovered is a recovered panic as the hosts' error: the stack goes to
+// their logs, not into the error that every event and the summary carry.
+func recovered(v any, hosts []*Host) error {
+	stack := debug.Stack()
+	for _, h := range hosts {
+		h.Logf("panic: %v\n%s", v, stack)
+	}
+	return fmt.Errorf("panic: %v", v)
+}
+
+// invoke is one phase on one host: ShouldRun, then Plan (dry-run) or Run,
+// which waits for one of slots first when the phase has them.
+func invoke(ctx context.Context, p Phase, hr *hostRun, slots chan struct{}) (string, error) {
 	h := hr.h
 	if s, ok := p.(ShouldRunner); ok {
 		run, reason, err := s.ShouldRun(ctx, h)
@@ -365,6 +382,14 @@ func invoke(ctx context.Context, p Phase, hr *hostRun) (string, error) {
 			h.emit(e)
 		}
 		return "", err
+	}
+	if slots != nil {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
 	}
 	return "", p.Run(ctx, h)
 }

@@ -238,7 +238,7 @@ func initRun(t *testing.T, inv *inventory.Inventory, sims map[string]*simHost, d
 		BeforeDial: func(ctx context.Context, host string) error { return sims[host].dial(ctx, host) },
 	}
 	rec := &enginetest.Recorder{}
-	r := &engine.Runner{Name: "gpukit init", Phases: phases, DryRun: dryRun, Sink: rec}
+	r := &engine.Runner{Name: "gpukit init", Phases: phases, DryRun: dryRun, Sink: rec, ReconnectInterval: 10 * time.Millisecond}
 	sum, _ := r.Run(context.Background(), inv.Machines, fleet.Dial)
 	return sum, fleet, rec
 }
