@@ -88,11 +88,11 @@ func Decide(inv *inventory.Inventory, m inventory.Machine, f *facts.Facts) (Want
 	if f.SecureBootEnabled() {
 		switch n.SecureBoot {
 		case inventory.SecureBootRefuse:
-			return w, &SecureBootError{State: f.SecureBoot, Msg: "a driver module built by DKMS would not load. Choose in spec.nvidia.secureBoot: " +
-				"signed (modules signed by the OS vendor: Ubuntu, RHEL), mok (DKMS modules signed with a Machine Owner Key you enroll at the console), " +
+			return w, &SecureBootError{State: f.SecureBoot, Msg: "a driver module built by DKMS would not load; choose spec.nvidia.secureBoot: signed or mok " +
+				"(signed: modules signed by the OS vendor, Ubuntu and RHEL; mok: DKMS modules signed with a Machine Owner Key you enroll at the console), " +
 				"or turn Secure Boot off in the firmware"}
 		case inventory.SecureBootSigned:
-			if fam.PackageManager == osfamily.Apt && !strings.HasPrefix(string(fam.Family), "ubuntu") {
+			if !fam.SignedNVIDIAModules {
 				return w, &SecureBootError{State: f.SecureBoot, Msg: fmt.Sprintf("spec.nvidia.secureBoot is signed, but %s offers no vendor-signed NVIDIA modules: use mok, or turn Secure Boot off", fam.Name)}
 			}
 			w.DKMS = false

@@ -7,6 +7,7 @@ package osfamily
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -40,8 +41,8 @@ type Info struct {
 	Name string
 	// IDs are the os-release ID values of the family.
 	IDs []string
-	// Version is the VERSION_ID it matches: the whole value for Ubuntu, the
-	// major version for the others (Rocky's "9.4" is 9).
+	// Version is the VERSION_ID it matches: the whole value when it has a
+	// dot (Ubuntu's "24.04"), else the major version (Rocky's "9.4" is 9).
 	Version        string
 	PackageManager PackageManager
 	// Codename is the Debian/Ubuntu release name (apt sources); empty for RHEL.
@@ -49,15 +50,19 @@ type Info struct {
 	// CUDARepo is the distro directory of NVIDIA's CUDA repository
 	// (developer.download.nvidia.com/compute/cuda/repos/<CUDARepo>/<arch>/).
 	CUDARepo string
+	// SignedNVIDIAModules: the OS vendor ships NVIDIA kernel modules signed
+	// for Secure Boot (Ubuntu's linux-modules-nvidia, RHEL's precompiled
+	// streams), so spec.nvidia.secureBoot: signed can work.
+	SignedNVIDIAModules bool
 }
 
 // table is in the order documentation lists the families.
 var table = []Info{
-	{Family: Ubuntu2204, Name: "Ubuntu 22.04", IDs: []string{"ubuntu"}, Version: "22.04", PackageManager: Apt, Codename: "jammy", CUDARepo: "ubuntu2204"},
-	{Family: Ubuntu2404, Name: "Ubuntu 24.04", IDs: []string{"ubuntu"}, Version: "24.04", PackageManager: Apt, Codename: "noble", CUDARepo: "ubuntu2404"},
+	{Family: Ubuntu2204, Name: "Ubuntu 22.04", IDs: []string{"ubuntu"}, Version: "22.04", PackageManager: Apt, Codename: "jammy", CUDARepo: "ubuntu2204", SignedNVIDIAModules: true},
+	{Family: Ubuntu2404, Name: "Ubuntu 24.04", IDs: []string{"ubuntu"}, Version: "24.04", PackageManager: Apt, Codename: "noble", CUDARepo: "ubuntu2404", SignedNVIDIAModules: true},
 	{Family: Debian12, Name: "Debian 12", IDs: []string{"debian"}, Version: "12", PackageManager: Apt, Codename: "bookworm", CUDARepo: "debian12"},
-	{Family: RHEL8, Name: "RHEL/Rocky/Alma 8", IDs: []string{"rhel", "rocky", "almalinux"}, Version: "8", PackageManager: Dnf, CUDARepo: "rhel8"},
-	{Family: RHEL9, Name: "RHEL/Rocky/Alma 9", IDs: []string{"rhel", "rocky", "almalinux"}, Version: "9", PackageManager: Dnf, CUDARepo: "rhel9"},
+	{Family: RHEL8, Name: "RHEL/Rocky/Alma 8", IDs: []string{"rhel", "rocky", "almalinux"}, Version: "8", PackageManager: Dnf, CUDARepo: "rhel8", SignedNVIDIAModules: true},
+	{Family: RHEL9, Name: "RHEL/Rocky/Alma 9", IDs: []string{"rhel", "rocky", "almalinux"}, Version: "9", PackageManager: Dnf, CUDARepo: "rhel9", SignedNVIDIAModules: true},
 }
 
 // All returns every supported family, in documentation order (a copy).
@@ -87,11 +92,11 @@ func (e *UnsupportedError) Error() string {
 func Detect(id, versionID string) (Info, error) {
 	var versions []string
 	for _, i := range table {
-		if !contains(i.IDs, id) {
+		if !slices.Contains(i.IDs, id) {
 			continue
 		}
 		v := versionID
-		if i.PackageManager != Apt || id != "ubuntu" {
+		if !strings.Contains(i.Version, ".") {
 			v, _, _ = strings.Cut(versionID, ".")
 		}
 		if v == i.Version {
@@ -109,13 +114,4 @@ func Supported() string {
 		names[i] = row.Name
 	}
 	return strings.Join(names, ", ")
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -49,8 +49,9 @@ func CheckHost(inv *inventory.Inventory, m inventory.Machine, f *facts.Facts) []
 	c.disk()
 	c.gpus()
 	c.nouveau()
-	c.secureBoot()
-	c.nvidia()
+	w, err := nvidia.Decide(inv, m, f)
+	c.secureBoot(w, err)
+	c.nvidia(w, err)
 	c.runtimes()
 	c.initSystem()
 	c.timeSync()
@@ -193,28 +194,30 @@ func (c *checker) nouveau() {
 	c.add("nouveau", Pass, "not loaded")
 }
 
-func (c *checker) secureBoot() {
+// secureBoot reports what Secure Boot means for the driver; whether the
+// inventory's choice (spec.nvidia.secureBoot) can work on the host is the
+// NVIDIA layer's decision (nvidia.Decide), not a second copy of it.
+func (c *checker) secureBoot(w nvidia.Want, err error) {
+	var sb *nvidia.SecureBootError
 	switch {
 	case !c.f.SecureBootEnabled():
 		c.add("secure-boot", Pass, "%s", c.f.SecureBoot)
-	case len(c.f.PCIGPUs) == 0 && len(c.f.GPUs) == 0:
+	case errors.As(err, &sb):
+		c.add("secure-boot", Fail, "%s: %s", c.f.SecureBoot, sb.Msg)
+	case err != nil:
+		c.add("secure-boot", Warn, "%s: what it means for the driver depends on the nvidia check", c.f.SecureBoot)
+	case !w.GPU:
 		c.add("secure-boot", Pass, "%s; no NVIDIA GPU, so no driver module to sign", c.f.SecureBoot)
+	case w.DKMS: // mok
+		c.add("secure-boot", Warn, "%s: DKMS signs the driver with its Machine Owner Key; enroll it at the console (mokutil --import /var/lib/dkms/mok.pub, then confirm at the next boot) or the module will not load", c.f.SecureBoot)
 	default:
-		switch c.inv.Cluster.Spec.NVIDIA.SecureBoot {
-		case inventory.SecureBootSigned:
-			c.add("secure-boot", Warn, "%s: the driver uses modules signed by the OS vendor (spec.nvidia.secureBoot: signed)", c.f.SecureBoot)
-		case inventory.SecureBootMOK:
-			c.add("secure-boot", Warn, "%s: DKMS signs the driver with its Machine Owner Key; enroll it at the console (mokutil --import /var/lib/dkms/mok.pub, then confirm at the next boot) or the module will not load", c.f.SecureBoot)
-		default:
-			c.add("secure-boot", Fail, "%s: a driver module built by DKMS would not load; choose spec.nvidia.secureBoot: signed or mok, or turn Secure Boot off", c.f.SecureBoot)
-		}
+		c.add("secure-boot", Warn, "%s: the driver uses modules signed by the OS vendor (spec.nvidia.secureBoot: signed)", c.f.SecureBoot)
 	}
 }
 
 // nvidia reports what the NVIDIA layer will install on the host, or why it
 // cannot (Secure Boot is the secure-boot check's).
-func (c *checker) nvidia() {
-	w, err := nvidia.Decide(c.inv, c.m, c.f)
+func (c *checker) nvidia(w nvidia.Want, err error) {
 	var sb *nvidia.SecureBootError
 	switch {
 	case errors.As(err, &sb):

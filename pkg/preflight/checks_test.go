@@ -87,6 +87,10 @@ func TestCheckHost(t *testing.T) {
 		{name: "secure boot refused", m: worker, mutate: func(f *facts.Facts) { f.SecureBoot = "SecureBoot enabled" }, check: "secure-boot", want: Fail, reason: "choose spec.nvidia.secureBoot: signed or mok"},
 		{name: "secure boot without gpu", m: worker, mutate: func(f *facts.Facts) { f.SecureBoot = "SecureBoot enabled"; f.PCIGPUs = nil }, check: "secure-boot", want: Pass, reason: "no driver module"},
 		{name: "secure boot with mok", secureBoot: "mok", m: worker, mutate: func(f *facts.Facts) { f.SecureBoot = "SecureBoot enabled" }, check: "secure-boot", want: Warn, reason: "mokutil --import"},
+		{name: "secure boot signed on ubuntu", secureBoot: "signed", m: worker, mutate: func(f *facts.Facts) { f.SecureBoot = "SecureBoot enabled" }, check: "secure-boot", want: Warn, reason: "signed by the OS vendor"},
+		{name: "secure boot signed on debian refused", secureBoot: "signed", m: worker, mutate: func(f *facts.Facts) {
+			f.SecureBoot, f.OS = "SecureBoot enabled", facts.OS{ID: "debian", Version: "12"}
+		}, check: "secure-boot", want: Fail, reason: "Debian 12 offers no vendor-signed NVIDIA modules"},
 		{name: "nvidia decision", m: worker, check: "nvidia", want: Pass, reason: "driver 580.95.05, open kernel modules (every GPU is Turing or newer), from cuda-repo"},
 		{name: "volta gets proprietary modules", m: worker, mutate: func(f *facts.Facts) { f.PCIGPUs[0].DeviceID = "0x1db4" }, check: "nvidia", want: Pass, reason: "proprietary kernel modules (GPU 0000:17:00.0 (device 0x1db4) is older than Turing)"},
 		{name: "no distribution driver on rhel", source: "distribution", m: worker, mutate: func(f *facts.Facts) { f.OS = facts.OS{ID: "rocky", Version: "9.4"} }, check: "nvidia", want: Fail, reason: "RHEL/Rocky/Alma 9 has no NVIDIA driver packages of its own"},
