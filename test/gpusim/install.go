@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 
 	"github.com/gpukit/gpukit/pkg/ssh"
@@ -16,16 +15,19 @@ type Uploader interface {
 	Upload(ctx context.Context, f ssh.File) error
 }
 
-// BuildNvidiaSMI builds the nvidia-smi stand-in (static, for any lab host)
-// into dir and returns its path.
+// BuildNvidiaSMI writes the nvidia-smi stand-in (static, for any lab host)
+// into dir and returns its path: the binary the stand-in repositories
+// package (built once per process, see Publish).
 func BuildNvidiaSMI(ctx context.Context, dir string) (string, error) {
-	bin := filepath.Join(dir, "nvidia-smi")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/gpukit/gpukit/test/gpusim/cmd/nvidia-smi")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the nvidia-smi stand-in: %w\n%s", err, out)
+	bin, err := standInBinaries(ctx)
+	if err != nil {
+		return "", fmt.Errorf("build the nvidia-smi stand-in: %w", err)
 	}
-	return bin, nil
+	p := filepath.Join(dir, "nvidia-smi")
+	if err := os.WriteFile(p, bin.NvidiaSMI, 0o755); err != nil {
+		return "", err
+	}
+	return p, nil
 }
 
 // Install is the replay-only simulation: it puts the stand-in nvidia-smi and

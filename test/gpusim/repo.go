@@ -102,7 +102,7 @@ func (r Repo) check(ctx context.Context) error {
 // Publish builds the stand-in repositories into labDir's repository web root
 // (labDir/repo/www/gpusim/<hash>/), unless identical ones are there already,
 // and returns them with URLs on the lab bridge's address. It builds the
-// stand-in binaries (go build), makes the test signing key once
+// stand-in binaries (go build, once per process), makes the test signing key once
 // (labDir/repo/gpusim-key, outside the web root), builds the packages with
 // dpkg-deb, indexes them with dpkg-scanpackages and signs the indexes with
 // gpg. Concurrent publishers do not disturb each other: each builds in a
@@ -121,7 +121,7 @@ func Publish(ctx context.Context, labDir, bridge string) (Repo, error) {
 	if err != nil {
 		return Repo{}, err
 	}
-	bin, err := buildBinaries(ctx, runtime.GOARCH)
+	bin, err := standInBinaries(ctx)
 	if err != nil {
 		return Repo{}, err
 	}
@@ -191,6 +191,30 @@ func Publish(ctx context.Context, labDir, bridge string) (Repo, error) {
 		return r, err
 	}
 	return r, nil
+}
+
+// standIns holds the Go stand-ins once built: every Publish of this process
+// (and BuildNvidiaSMI) takes the same binaries instead of running go build
+// again. A failed build is not kept: the next caller tries again.
+var standIns struct {
+	mu  sync.Mutex
+	bin *binaries
+}
+
+// standInBinaries builds the Go stand-ins (static, for the lab hosts), once
+// per process.
+func standInBinaries(ctx context.Context) (binaries, error) {
+	standIns.mu.Lock()
+	defer standIns.mu.Unlock()
+	if standIns.bin != nil {
+		return *standIns.bin, nil
+	}
+	bin, err := buildBinaries(ctx, runtime.GOARCH)
+	if err != nil {
+		return binaries{}, err
+	}
+	standIns.bin = &bin
+	return bin, nil
 }
 
 // buildBinaries builds the Go stand-ins (static, for the lab hosts).
