@@ -14,6 +14,9 @@
 #   - nouveau loaded when hardware.conf says nouveau=yes and nothing blacklists it at boot.
 # The host has its own mount namespace (systemd-nspawn): nothing here reaches the machine.
 # Run again in the same boot (gpusim.InstallHardware), it keeps what is "in memory".
+# The paths are test/gpusim/hoststate's (Go): /etc/gpusim/hardware.conf is HardwareFile,
+# /var/lib/gpusim/installed-driver InstalledDriverFile, /sys/module/nvidia/version
+# LoadedDriverFile, /run/gpusim/loaded-flavor LoadedFlavorFile.
 set -eu
 conf=/etc/gpusim/hardware.conf
 state=/run/gpusim

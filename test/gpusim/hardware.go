@@ -89,7 +89,7 @@ rm -rf /usr/share/gpusim/captures /usr/share/gpusim/pci /usr/share/gpusim/gpus
 printf '%s' "$1" | base64 -d | tar -xz --no-same-owner -C /
 # a replay-only nvidia-smi (gpusim.Install) is not the driver's: the driver packages bring one
 if [ -e /usr/bin/nvidia-smi ] && ! dpkg -S /usr/bin/nvidia-smi >/dev/null 2>&1; then rm -f /usr/bin/nvidia-smi; fi
-rm -f /etc/gpusim/mismatch
+rm -f ` + hoststate.MismatchFile + `
 if [ "$2" = yes ]; then
   k=$(uname -r)
   if [ ! -e "/lib/modules/$k/build" ]; then

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/gpukit/gpukit/pkg/ssh"
+	"github.com/gpukit/gpukit/test/gpusim/hoststate"
 )
 
 // Uploader places files on a host (pkg/ssh.Client does).
@@ -61,5 +62,5 @@ func Install(ctx context.Context, host Uploader, capture Capture, nvidiaSMI stri
 			return err
 		}
 	}
-	return put("/etc/gpusim/capture", 0o644, []byte("/usr/share/gpusim/"+filepath.Base(capture.Prefix)+"\n"))
+	return put(hoststate.CaptureFile, 0o644, []byte("/usr/share/gpusim/"+filepath.Base(capture.Prefix)+"\n"))
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/osfamily"
 	"github.com/gpukit/gpukit/pkg/scripts"
 	"github.com/gpukit/gpukit/pkg/ssh"
+	"github.com/gpukit/gpukit/test/gpusim/hoststate"
 	"github.com/gpukit/gpukit/test/lab"
 )
 
@@ -252,8 +253,8 @@ func TestLabGPUSimulator(t *testing.T) {
 		if f := h4.facts(t); len(f.GPUs) != 1 || f.GPUs[0].Driver != "590.48.01" || len(f.PCIGPUs) != 0 {
 			t.Errorf("lab-4: GPUs %+v, PCI GPUs %+v; want the capture as recorded and no PCI devices", f.GPUs, f.PCIGPUs)
 		}
-		if out, code := h4.sh(t, "touch /etc/gpusim/mismatch; nvidia-smi"); code != 18 || !strings.Contains(out, "version mismatch") {
-			t.Errorf("lab-4 with /etc/gpusim/mismatch: exit %d: %s", code, out)
+		if out, code := h4.sh(t, "touch "+hoststate.MismatchFile+"; nvidia-smi"); code != 18 || !strings.Contains(out, "version mismatch") {
+			t.Errorf("lab-4 with %s: exit %d: %s", hoststate.MismatchFile, code, out)
 		}
 	})
 
@@ -283,17 +284,17 @@ func TestLabGPUSimulator(t *testing.T) {
 	})
 
 	t.Run("failed install", func(t *testing.T) {
-		h3.sh(t, "touch /etc/gpusim/fail-install")
+		h3.sh(t, "touch "+hoststate.FailInstallFile)
 		res, err := h3.try(t)(driver("580.95.05", "proprietary"))
 		if err == nil || !strings.Contains(string(res.Stdout)+string(res.Stderr), "this failure is simulated") {
-			t.Fatalf("install with /etc/gpusim/fail-install: %v\n%s%s", err, res.Stdout, res.Stderr)
+			t.Fatalf("install with %s: %v\n%s%s", hoststate.FailInstallFile, err, res.Stdout, res.Stderr)
 		}
-		if out, _ := h3.sh(t, "dpkg-query -W -f='${db:Status-Status}' nvidia-kernel-dkms; test -e /var/lib/gpusim/installed-driver && echo recorded"); out != "half-configured" {
+		if out, _ := h3.sh(t, "dpkg-query -W -f='${db:Status-Status}' nvidia-kernel-dkms; test -e "+hoststate.InstalledDriverFile+" && echo recorded"); out != "half-configured" {
 			t.Errorf("after the failed postinst: %q", out)
 		}
-		h3.sh(t, "rm /etc/gpusim/fail-install")
+		h3.sh(t, "rm "+hoststate.FailInstallFile)
 		h3.must(t)(driver("580.95.05", "proprietary"))
-		if out, _ := h3.sh(t, "cat /var/lib/gpusim/installed-driver"); out != "580.95.05 proprietary" {
+		if out, _ := h3.sh(t, "cat "+hoststate.InstalledDriverFile); out != "580.95.05 proprietary" {
 			t.Errorf("installed driver %q after the re-run", out)
 		}
 	})
@@ -422,8 +423,8 @@ func TestLabGPUSimulator(t *testing.T) {
 		// dependency with the newest open module instead: the driver goes too.
 		out, code := h3.sh(t, "apt-mark unhold $(apt-mark showhold) >/dev/null && "+
 			"log=$(apt-get remove -y -q cuda-drivers cuda-drivers-580 nvidia-driver nvidia-kernel-dkms 2>&1) || { echo \"$log\"; exit 1; }; "+
-			"test -e /var/lib/gpusim/installed-driver && echo still-recorded; "+
-			"dpkg-query -W -f='${db:Status-Status}\\n' nvidia-kernel-dkms nvidia-kernel-open-dkms 2>/dev/null | grep -x installed && echo module-still-installed; cat /sys/module/nvidia/version")
+			"test -e "+hoststate.InstalledDriverFile+" && echo still-recorded; "+
+			"dpkg-query -W -f='${db:Status-Status}\\n' nvidia-kernel-dkms nvidia-kernel-open-dkms 2>/dev/null | grep -x installed && echo module-still-installed; cat "+hoststate.LoadedDriverFile)
 		if code != 0 || out != "580.95.05" {
 			t.Errorf("after removing the driver (still loaded until the next boot): exit %d: %q", code, out)
 		}

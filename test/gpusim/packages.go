@@ -3,7 +3,10 @@ package gpusim
 import (
 	"fmt"
 	"os"
+	"path"
 	"strings"
+
+	"github.com/gpukit/gpukit/test/gpusim/hoststate"
 )
 
 // The stand-in packages: NVIDIA's package names and versions, labelled
@@ -221,24 +224,24 @@ func kernelModule(v, flavor string, a arch) deb {
 	record := u + " " + flavor
 	postinst := script(fmt.Sprintf(`if [ "$1" = configure ]; then
   k=$(uname -r)
-  if [ -e /etc/gpusim/fail-install ]; then
+  if [ -e %[6]s ]; then
     echo "Building module(s)...(bad exit status: 2)" >&2
     echo "Error! Bad return status for module build on kernel: $k (%[3]s)" >&2
     echo "Consult /var/lib/dkms/nvidia/%[1]s/build/make.log for more information." >&2
-    echo "%[4]s: this failure is simulated: /etc/gpusim/fail-install exists" >&2
+    echo "%[4]s: this failure is simulated: %[6]s exists" >&2
     exit 10
   fi
-  mkdir -p /var/lib/gpusim
-  echo "%[2]s" >/var/lib/gpusim/installed-driver.new
-  mv /var/lib/gpusim/installed-driver.new /var/lib/gpusim/installed-driver
+  mkdir -p %[8]s
+  echo "%[2]s" >%[7]s.new
+  mv %[7]s.new %[7]s
   echo "%[4]s: nvidia %[1]s (%[5]s modules) recorded as built for kernel $k; it loads at the next boot"
 fi
-`, u, record, a.CUDA, Label, flavor))
+`, u, record, a.CUDA, Label, flavor, hoststate.FailInstallFile, hoststate.InstalledDriverFile, path.Dir(hoststate.InstalledDriverFile)))
 	postrm := script(fmt.Sprintf(`case "$1" in
 remove | purge)
-  if [ "$(cat /var/lib/gpusim/installed-driver 2>/dev/null)" = "%s" ]; then rm -f /var/lib/gpusim/installed-driver; fi ;;
+  if [ "$(cat %[2]s 2>/dev/null)" = "%[1]s" ]; then rm -f %[2]s; fi ;;
 esac
-`, record))
+`, record, hoststate.InstalledDriverFile))
 	return deb{Name: name, Version: v, Arch: a.Deb, Section: "contrib/kernel", Summary: summary,
 		Depends: deps, Conflicts: other,
 		Files:   []debFile{file("/usr/src/nvidia-"+u+"/README.gpusim", 0o644, standIn("the "+flavor+" kernel module sources of driver "+u+"; nothing is built"))},
@@ -262,7 +265,7 @@ Wants=syslog.target
 
 [Service]
 Type=forking
-PIDFile=/run/nvidia-persistenced/nvidia-persistenced.pid
+PIDFile=` + hoststate.PersistencedPIDFile + `
 ExecStart=/usr/bin/nvidia-persistenced --user nvidia-persistenced --no-persistence-mode --verbose
 ExecStopPost=/bin/rm -rf /run/nvidia-persistenced
 
@@ -313,7 +316,7 @@ func fabricManager(v string, a arch) deb {
 # driver sees), then idles.
 v=%[1]s
 case "${1:-}" in -v | --version) echo "Fabric Manager version is : $v"; exit 0 ;; esac
-loaded=$(cat /sys/module/nvidia/version 2>/dev/null || true)
+loaded=$(cat %[3]s 2>/dev/null || true)
 if [ -z "$loaded" ]; then
   echo "fabric manager: NVIDIA GPU driver is not loaded" >&2
   exit 1
@@ -328,7 +331,7 @@ if [ -z "$(ls /proc/driver/nvidia-nvswitch/devices 2>/dev/null)" ]; then
 fi
 echo "Successfully configured all the available NVSwitches to route GPU NVLink traffic (%[2]s)"
 exec sleep infinity
-`, u, Label)
+`, u, Label, hoststate.LoadedDriverFile)
 	unit := `# ` + Label + ` stand-in of NVIDIA's unit (test only).
 [Unit]
 Description=NVIDIA fabric manager service

@@ -55,9 +55,7 @@ func FromEnv() Host { return Host{Root: os.Getenv("GPUSIM_ROOT")} }
 func (h Host) path(p string) string { return filepath.Join(h.Root, p) }
 
 // FirstLine is the first line of file p, trimmed ("" when unreadable).
-func (h Host) FirstLine(p string) string { return h.firstLine(p) }
-
-func (h Host) firstLine(p string) string {
+func (h Host) FirstLine(p string) string {
 	b, err := os.ReadFile(h.path(p))
 	if err != nil {
 		return ""
@@ -74,7 +72,7 @@ func (h Host) Exists(p string) bool {
 
 // Capture is the capture's path prefix, rooted ("" when none is set up).
 func (h Host) Capture() string {
-	p := h.firstLine(CaptureFile)
+	p := h.FirstLine(CaptureFile)
 	if p == "" {
 		return ""
 	}
@@ -99,7 +97,7 @@ func (h Host) Hardware() map[string]string {
 
 // Loaded is the version and flavor of the module in memory ("" for none).
 func (h Host) Loaded() (version, flavor string) {
-	return h.firstLine(LoadedDriverFile), h.firstLine(LoadedFlavorFile)
+	return h.FirstLine(LoadedDriverFile), h.FirstLine(LoadedFlavorFile)
 }
 
 // Library is the version of the NVML library on disk ("" for none).
@@ -124,7 +122,7 @@ func (h Host) Library() string {
 // persistence mode on: its pid file names a live nvidia-persistenced whose
 // command line does not end up with --no-persistence-mode (on is its default).
 func (h Host) PersistenceMode() bool {
-	pid, err := strconv.Atoi(h.firstLine(PersistencedPIDFile))
+	pid, err := strconv.Atoi(h.FirstLine(PersistencedPIDFile))
 	if err != nil || pid <= 0 {
 		return false
 	}
