@@ -51,6 +51,7 @@ bench: deps build
 
 fuzz:
 	go test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pkg/inventory/
+	go test -run '^$$' -fuzz '^FuzzParseSMIQuery$$' -fuzztime $(FUZZTIME) ./pkg/facts/
 
 lab-up: deps
 	@$(LAB) up $(HOSTS)

@@ -16,23 +16,47 @@ const (
 // retirement (single-bit plus double-bit retired pages, V100/T4 class).
 const RetiredPagesRMAThreshold = 60
 
-// GPUHealth is a per-GPU verdict for `gpukit status`: "ok", "warn"
-// (degraded or needs a reset/reboot/config change) or "fail" (errors that
-// make results untrustworthy, or RMA). Each reason starts with its severity
-// ("fail: " or "warn: ") and says what to do; fail reasons come first.
+// GPUHealth is a per-GPU verdict for `gpukit status` and nvidia/verify:
+// what makes results untrustworthy or calls for an RMA (Fails), and what is
+// degraded or needs a reset, reboot or configuration change (Warns). Each
+// says what to do.
 type GPUHealth struct {
-	BusID   string   `json:"busID,omitempty"`
-	UUID    string   `json:"uuid,omitempty"`
-	Status  string   `json:"status"`
-	Reasons []string `json:"reasons,omitempty"`
+	BusID string   `json:"busID,omitempty"`
+	UUID  string   `json:"uuid,omitempty"`
+	Fails []string `json:"fails,omitempty"`
+	Warns []string `json:"warns,omitempty"`
+}
+
+// Status is "fail" with any failure, else "warn" with any warning, else "ok".
+func (h GPUHealth) Status() string {
+	switch {
+	case len(h.Fails) > 0:
+		return HealthFail
+	case len(h.Warns) > 0:
+		return HealthWarn
+	}
+	return HealthOK
+}
+
+// Reasons are the failures then the warnings, each led by its severity
+// ("fail: ", "warn: "), for display.
+func (h GPUHealth) Reasons() []string {
+	out := make([]string, 0, len(h.Fails)+len(h.Warns))
+	for _, r := range h.Fails {
+		out = append(out, HealthFail+": "+r)
+	}
+	for _, r := range h.Warns {
+		out = append(out, HealthWarn+": "+r)
+	}
+	return out
 }
 
 // Health judges one GPU from what nvidia-smi reported. Unreported values
 // never produce a reason.
 func (g SMIGPU) Health() GPUHealth {
 	var fails, warns []string
-	fail := func(format string, a ...any) { fails = append(fails, "fail: "+fmt.Sprintf(format, a...)) }
-	warn := func(format string, a ...any) { warns = append(warns, "warn: "+fmt.Sprintf(format, a...)) }
+	fail := func(format string, a ...any) { fails = append(fails, fmt.Sprintf(format, a...)) }
+	warn := func(format string, a ...any) { warns = append(warns, fmt.Sprintf(format, a...)) }
 	yes := func(b *bool) bool { return b != nil && *b }
 
 	for _, e := range g.DeviceErrors {
@@ -121,14 +145,7 @@ func (g SMIGPU) Health() GPUHealth {
 		warn("persistence mode is off: gpukit enables it (nvidia-persistenced) so the driver stays initialised between jobs")
 	}
 
-	h := GPUHealth{BusID: g.BusID, UUID: g.UUID, Status: HealthOK, Reasons: append(fails, warns...)}
-	switch {
-	case len(fails) > 0:
-		h.Status = HealthFail
-	case len(warns) > 0:
-		h.Status = HealthWarn
-	}
-	return h
+	return GPUHealth{BusID: g.BusID, UUID: g.UUID, Fails: fails, Warns: warns}
 }
 
 // Health is the verdict for each GPU, in order.
@@ -141,20 +158,6 @@ func (q *SMIQuery) Health() []GPUHealth {
 		out = append(out, g.Health())
 	}
 	return out
-}
-
-// WorstHealth is the worst Status of hs ("ok" for none).
-func WorstHealth(hs []GPUHealth) string {
-	worst := HealthOK
-	for _, h := range hs {
-		switch {
-		case h.Status == HealthFail:
-			return HealthFail
-		case h.Status == HealthWarn:
-			worst = HealthWarn
-		}
-	}
-	return worst
 }
 
 func smiShow(v *int64) string {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -38,13 +39,6 @@ func smiCaptureFiles(t testing.TB) (xmls, texts []string) {
 	return xmls, texts
 }
 
-func parseSMICapture(path string, data []byte) (*SMIQuery, error) {
-	if strings.HasSuffix(path, ".xml") {
-		return ParseSMIQueryXML(data)
-	}
-	return ParseSMIQueryText(data)
-}
-
 var smiDriverInName = regexp.MustCompile(`__drv([0-9.]+)__`)
 
 // Every capture parses, matches its golden rendering (reviewed against the
@@ -58,7 +52,7 @@ func TestSMIQueryCapturesGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			q, err := parseSMICapture(path, data)
+			q, err := ParseSMIQuery(data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,7 +128,7 @@ func TestSMIQueryCaptureFacts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			q, err := parseSMICapture(path, data)
+			q, err := ParseSMIQuery(data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,12 +163,12 @@ func TestSMIQueryCaptureFacts(t *testing.T) {
 			if !reflect.DeepEqual(g.ClockEvents, w.events) || len(g.ClockSlowdowns) != 0 {
 				t.Errorf("clock events %v slowdowns %v, want %v", g.ClockEvents, g.ClockSlowdowns, w.events)
 			}
-			if h := g.Health(); h.Status != w.status {
+			if h := g.Health(); h.Status() != w.status {
 				t.Errorf("health %+v, want %s", h, w.status)
 			}
 			if w.status == HealthWarn { // persistence off is the one finding in these captures
-				if h := g.Health(); len(h.Reasons) != 1 || !strings.Contains(h.Reasons[0], "persistence mode is off") {
-					t.Errorf("health reasons %q", h.Reasons)
+				if h := g.Health(); len(h.Reasons()) != 1 || !strings.Contains(h.Reasons()[0], "persistence mode is off") {
+					t.Errorf("health reasons %q", h.Reasons())
 				}
 			}
 		})
@@ -229,8 +223,9 @@ func TestSMIQueryTextAgreesWithQueryGPU(t *testing.T) {
 				str(g.RemappedRows.Correctable), str(g.RemappedRows.Uncorrectable), b(g.RemappedRows.Pending), b(g.RemappedRows.Failure),
 				str(g.RetiredPages.SingleBit), str(g.RetiredPages.DoubleBit)}
 			for i, f := range fields {
-				want := smiClean(vals[i])
-				if want == "" {
+				want := strings.TrimSpace(vals[i])
+				switch want { // what --query-gpu prints for a value it does not report
+				case "[N/A]", "[Not Supported]", "[Unknown Error]", "":
 					want = "n/a"
 				}
 				if strings.HasSuffix(want, " MiB") || strings.HasSuffix(want, " W") {
@@ -298,21 +293,21 @@ func TestSMIQueryTextAndXMLAgree(t *testing.T) {
 	check("V100 slowdown threshold N/A", v.SlowdownTempC, (*int64)(nil))
 
 	ha, hv := a.Health(), v.Health()
-	check("A100 status", ha.Status, HealthFail)
-	check("V100 status", hv.Status, HealthWarn)
+	check("A100 status", ha.Status(), HealthFail)
+	check("V100 status", hv.Status(), HealthWarn)
 	for _, want := range []string{"fail: 1 uncorrectable ECC error(s) since the driver loaded", "warn: 7 uncorrectable ECC error(s) over the GPU's lifetime",
 		"row remapping pending", "draining and resetting", "hw_slowdown, hw_thermal_slowdown", "GPU at 91 C", "MIG mode change pending (current Disabled, pending Enabled)"} {
-		if !smiReasonsContain(ha.Reasons, want) {
-			t.Errorf("A100 reasons lack %q: %q", want, ha.Reasons)
+		if !smiReasonsContain(ha.Reasons(), want) {
+			t.Errorf("A100 reasons lack %q: %q", want, ha.Reasons())
 		}
 	}
 	for _, want := range []string{"1 uncorrectable ECC error(s) over the GPU's lifetime", "60 retired pages", "page retirement pending",
 		"ECC mode change pending", "persistence mode is off"} {
-		if !smiReasonsContain(hv.Reasons, want) {
-			t.Errorf("V100 reasons lack %q: %q", want, hv.Reasons)
+		if !smiReasonsContain(hv.Reasons(), want) {
+			t.Errorf("V100 reasons lack %q: %q", want, hv.Reasons())
 		}
 	}
-	check("worst", WorstHealth(x.Health()), HealthFail)
+	check("a GPU of the report fails", slices.ContainsFunc(x.Health(), func(h GPUHealth) bool { return h.Status() == HealthFail }), true)
 }
 
 func smiReasonsContain(reasons []string, s string) bool {
@@ -357,7 +352,7 @@ func TestSMIQueryXMLTolerance(t *testing.T) {
 			if !reflect.DeepEqual(g, want) {
 				t.Errorf("%q: %+v", g.BusID, g)
 			}
-			if h := g.Health(); h.Status != HealthOK || len(h.Reasons) != 0 {
+			if h := g.Health(); h.Status() != HealthOK || len(h.Reasons()) != 0 {
 				t.Errorf("%q: unreported values gave health %+v", g.BusID, h)
 			}
 		}
@@ -377,7 +372,7 @@ func TestSMIQueryXMLTolerance(t *testing.T) {
 		if got != "81559 2048 45 -3 300.5 700 23 true" {
 			t.Errorf("got %s", got)
 		}
-		if h := g.Health(); h.Status != HealthWarn || !smiReasonsContain(h.Reasons, "from T.Limit") {
+		if h := g.Health(); h.Status() != HealthWarn || !smiReasonsContain(h.Reasons(), "from T.Limit") {
 			t.Errorf("T.Limit margin past slowdown: %+v", h)
 		}
 	})
@@ -428,11 +423,11 @@ func TestSMIQueryXMLTolerance(t *testing.T) {
 		}
 		h := g.Health()
 		for _, want := range []string{`"GPU requires reset"`, "XID 79", "needs a reset", `recovery action "Drain and Reset"`, "fabric registration failed (Failure)"} {
-			if !smiReasonsContain(h.Reasons, want) {
-				t.Errorf("reasons lack %q: %q", want, h.Reasons)
+			if !smiReasonsContain(h.Reasons(), want) {
+				t.Errorf("reasons lack %q: %q", want, h.Reasons())
 			}
 		}
-		if h.Status != HealthFail || !strings.HasPrefix(h.Reasons[0], "fail: ") {
+		if h.Status() != HealthFail || !strings.HasPrefix(h.Reasons()[0], "fail: ") {
 			t.Errorf("%+v", h)
 		}
 	})
@@ -510,6 +505,19 @@ func TestSMIQueryInvalidInput(t *testing.T) {
 		if q, err := ParseSMIQueryText([]byte(in)); err == nil {
 			t.Errorf("text %q: no error, %+v", in, q)
 		}
+	}
+	// Nesting is bounded inside a real report too.
+	deepXML := "<nvidia_smi_log><gpu id=\"00000000:17:00.0\">" + strings.Repeat("<a>", 100) + strings.Repeat("</a>", 100) + "</gpu></nvidia_smi_log>"
+	if _, err := ParseSMIQueryXML([]byte(deepXML)); err == nil || !strings.Contains(err.Error(), "nested over") {
+		t.Errorf("XML nested 100 deep in a GPU: %v", err)
+	}
+	var deepText strings.Builder
+	deepText.WriteString("==============NVSMI LOG==============\n\nDriver Version : 580.95.05\nAttached GPUs : 1\nGPU 00000000:17:00.0\n")
+	for d := 1; d <= 100; d++ {
+		fmt.Fprintf(&deepText, "%sLevel %d\n", strings.Repeat(" ", 4*d), d)
+	}
+	if _, err := ParseSMIQueryText([]byte(deepText.String())); err == nil || !strings.Contains(err.Error(), "nested over") {
+		t.Errorf("text nested 100 deep in a GPU: %v", err)
 	}
 	xmls, texts := smiCaptureFiles(t)
 	for _, path := range xmls {
@@ -598,19 +606,19 @@ func TestSMIGPUHealthRules(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			h := c.g.Health()
-			if h.Status != c.status {
-				t.Errorf("status %s, want %s (%q)", h.Status, c.status, h.Reasons)
+			if h.Status() != c.status {
+				t.Errorf("status %s, want %s (%q)", h.Status(), c.status, h.Reasons())
 			}
 			if c.reason == "" {
-				if len(h.Reasons) != 0 {
-					t.Errorf("reasons %q, want none", h.Reasons)
+				if len(h.Reasons()) != 0 {
+					t.Errorf("reasons %q, want none", h.Reasons())
 				}
-			} else if len(h.Reasons) != 1 || !strings.Contains(h.Reasons[0], c.reason) || !strings.HasPrefix(h.Reasons[0], c.status+": ") {
-				t.Errorf("reasons %q, want one %s reason with %q", h.Reasons, c.status, c.reason)
+			} else if len(h.Reasons()) != 1 || !strings.Contains(h.Reasons()[0], c.reason) || !strings.HasPrefix(h.Reasons()[0], c.status+": ") {
+				t.Errorf("reasons %q, want one %s reason with %q", h.Reasons(), c.status, c.reason)
 			}
 		})
 	}
-	if WorstHealth(nil) != HealthOK || (*SMIQuery)(nil).Health() != nil {
+	if (*SMIQuery)(nil).Health() != nil || (GPUHealth{}).Status() != HealthOK {
 		t.Error("empty health")
 	}
 }
@@ -644,11 +652,7 @@ func FuzzParseSMIQuery(f *testing.F) {
 				continue
 			}
 			_ = renderSMIQuery(q)
-			for _, h := range q.Health() {
-				if h.Status != HealthOK && len(h.Reasons) == 0 {
-					t.Fatalf("status %s without reasons", h.Status)
-				}
-			}
+			_ = q.Health()
 			if _, err := json.Marshal(q); err != nil {
 				t.Fatal(err)
 			}
@@ -737,8 +741,8 @@ func renderSMIQuery(q *SMIQuery) string {
 			bo(g.ResetRequired), bo(g.DrainAndResetRecommended), s(g.RecoveryAction))
 		w("  device errors   %s", l(g.DeviceErrors))
 		h := g.Health()
-		w("  health          %s", h.Status)
-		for _, r := range h.Reasons {
+		w("  health          %s", h.Status())
+		for _, r := range h.Reasons() {
 			w("    %s", r)
 		}
 	}

@@ -10,6 +10,16 @@ import (
 	"unicode/utf8"
 )
 
+// ParseSMIQuery reads nvidia-smi's full report in either form: `-q -x`
+// (XML, what nvidia/verify asks for) or `-q` (text, where the XML form is
+// missing or broken).
+func ParseSMIQuery(data []byte) (*SMIQuery, error) {
+	if t := bytes.TrimLeft(data, " \t\r\n\ufeff"); len(t) > 0 && t[0] == '<' {
+		return ParseSMIQueryXML(data)
+	}
+	return ParseSMIQueryText(data)
+}
+
 // ParseSMIQueryXML reads `nvidia-smi -q -x` (any nvsmi_device DTD version;
 // the DOCTYPE is ignored). Unknown elements are ignored, missing ones and
 // N/A values leave fields unreported; input that is not a complete

@@ -348,20 +348,18 @@ func (p *verifyPhase) health(ctx context.Context, h *engine.Host) []string {
 	if err != nil {
 		return []string{"nvidia-smi -q: " + err.Error()}
 	}
-	q, err := facts.ParseSMIQueryXML(res.Stdout)
+	q, err := facts.ParseSMIQuery(res.Stdout)
 	if err != nil {
-		if q, err = facts.ParseSMIQueryText(res.Stdout); err != nil {
-			h.Logf("nvidia/verify: the GPUs' report could not be read (%v); health not checked", err)
-			return nil
-		}
+		h.Logf("nvidia/verify: the GPUs' report could not be read (%v); health not checked", err)
+		return nil
 	}
 	var out []string
 	for _, g := range q.Health() {
-		for _, r := range g.Reasons {
+		for _, r := range g.Reasons() {
 			h.Logf("nvidia/verify: GPU %s: %s", g.BusID, r)
-			if strings.HasPrefix(r, "fail: ") {
-				out = append(out, fmt.Sprintf("GPU %s: %s", g.BusID, strings.TrimPrefix(r, "fail: ")))
-			}
+		}
+		for _, r := range g.Fails {
+			out = append(out, fmt.Sprintf("GPU %s: %s", g.BusID, r))
 		}
 	}
 	return out
