@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"cmp"
 	"errors"
 	"strings"
 	"time"
@@ -49,22 +50,15 @@ type BastionAccess struct {
 // inventory does not load.
 func access(s SSH) Access {
 	a := Access{
-		User:           s.User,
-		Port:           s.Port,
+		User:           cmp.Or(s.User, DefaultSSHUser),
+		Port:           cmp.Or(s.Port, DefaultSSHPort),
 		KeyFile:        s.KeyFile,
 		KeyPassphrase:  cloneSecret(s.KeyPassphrase),
 		Agent:          s.Agent != nil && *s.Agent,
 		Password:       cloneSecret(s.Password),
-		KnownHostsFile: s.KnownHostsFile,
+		KnownHostsFile: cmp.Or(s.KnownHostsFile, DefaultKnownHostsFile),
 	}
-	setDefault(&a.User, DefaultSSHUser)
-	if a.Port == 0 {
-		a.Port = DefaultSSHPort
-	}
-	setDefault(&a.KnownHostsFile, DefaultKnownHostsFile)
-	timeout := s.ConnectTimeout
-	setDefault(&timeout, DefaultSSHConnectTimeout)
-	if d, err := time.ParseDuration(timeout); err == nil && d > 0 {
+	if d, err := time.ParseDuration(cmp.Or(s.ConnectTimeout, DefaultSSHConnectTimeout)); err == nil && d > 0 {
 		a.ConnectTimeout = d
 	}
 	a.Sudo = a.User != "root"
@@ -75,11 +69,8 @@ func access(s SSH) Access {
 		a.SudoPassword = cloneSecret(s.Sudo.Password)
 	}
 	if b := s.Bastion; b != nil {
-		ba := &BastionAccess{Address: b.Address, Port: b.Port, User: b.User, KeyFile: b.KeyFile, Password: cloneSecret(b.Password)}
-		if ba.Port == 0 {
-			ba.Port = DefaultSSHPort
-		}
-		setDefault(&ba.User, a.User)
+		ba := &BastionAccess{Address: b.Address, Port: cmp.Or(b.Port, DefaultSSHPort), User: cmp.Or(b.User, a.User),
+			KeyFile: b.KeyFile, Password: cloneSecret(b.Password)}
 		if ba.KeyFile == "" || ba.KeyFile == a.KeyFile {
 			// A jump host is usually reached with the same account and key
 			// as the hosts behind it; the key's passphrase comes with it.
@@ -95,42 +86,22 @@ func access(s SSH) Access {
 // block such as bastion or sudo counts as one field and replaces the
 // inherited one whole).
 func mergeSSH(spec SSH, host *SSH) SSH {
-	s := spec
 	if host == nil {
-		return s
+		return spec
 	}
 	h := *host
-	if h.User != "" {
-		s.User = h.User
+	return SSH{
+		User:           cmp.Or(h.User, spec.User),
+		Port:           cmp.Or(h.Port, spec.Port),
+		KeyFile:        cmp.Or(h.KeyFile, spec.KeyFile),
+		KeyPassphrase:  cmp.Or(h.KeyPassphrase, spec.KeyPassphrase),
+		Agent:          cmp.Or(h.Agent, spec.Agent),
+		Password:       cmp.Or(h.Password, spec.Password),
+		KnownHostsFile: cmp.Or(h.KnownHostsFile, spec.KnownHostsFile),
+		Bastion:        cmp.Or(h.Bastion, spec.Bastion),
+		Sudo:           cmp.Or(h.Sudo, spec.Sudo),
+		ConnectTimeout: cmp.Or(h.ConnectTimeout, spec.ConnectTimeout),
 	}
-	if h.Port != 0 {
-		s.Port = h.Port
-	}
-	if h.KeyFile != "" {
-		s.KeyFile = h.KeyFile
-	}
-	if h.KeyPassphrase != nil {
-		s.KeyPassphrase = h.KeyPassphrase
-	}
-	if h.Agent != nil {
-		s.Agent = h.Agent
-	}
-	if h.Password != nil {
-		s.Password = h.Password
-	}
-	if h.KnownHostsFile != "" {
-		s.KnownHostsFile = h.KnownHostsFile
-	}
-	if h.Bastion != nil {
-		s.Bastion = h.Bastion
-	}
-	if h.Sudo != nil {
-		s.Sudo = h.Sudo
-	}
-	if h.ConnectTimeout != "" {
-		s.ConnectTimeout = h.ConnectTimeout
-	}
-	return s
 }
 
 // ExpandHome resolves a leading "~" or "~/" against $HOME as lookupEnv sees

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -466,5 +467,60 @@ spec:
 	n := inv.Cluster.Spec.NVIDIA
 	if n.DriverSource != "cuda-repo" || n.KernelModules != "auto" || n.SecureBoot != "refuse" || n.FabricManager != "auto" || n.RebootTimeout != "20m" {
 		t.Errorf("nvidia defaults %+v", n)
+	}
+}
+
+// The "sudo is off" warning looks at the user the block resolves to: root by
+// default, or inherited from spec.ssh.
+func TestSudoOffWarning(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, spec, host string
+		want             []string // paths of the warnings
+	}{
+		{"default user is root", "sudo: {enabled: false}", "", nil},
+		{"non-root user", "user: admin\n    sudo: {enabled: false}", "", []string{"spec.ssh.sudo.enabled"}},
+		{"host inherits root", "user: root", "sudo: {enabled: false}", nil},
+		{"host inherits a non-root user", "user: admin", "sudo: {enabled: false}", []string{"spec.hosts[0].ssh.sudo.enabled"}},
+		{"host is root itself", "user: admin", "user: root\n        sudo: {enabled: false}", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: lab}\nspec:\n  ssh:\n    keyFile: /k\n    " + tc.spec +
+				"\n  hosts:\n    - name: cp-1\n      address: 10.0.0.10\n      roles: [control-plane]\n"
+			if tc.host != "" {
+				doc += "      ssh:\n        " + tc.host + "\n"
+			}
+			inv, err := Parse("sudo.yaml", []byte(doc))
+			if err != nil {
+				t.Fatalf("%v\n%s", err, doc)
+			}
+			var got []string
+			for _, w := range inv.Warnings {
+				if strings.Contains(w.Message, "sudo is off") {
+					got = append(got, w.Path)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("sudo warnings at %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A host's ssh block overrides every field it sets: a field added to SSH
+// but not to mergeSSH would silently fall back to spec.ssh.
+func TestMergeSSHCoversEveryField(t *testing.T) {
+	t.Parallel()
+	yes := true
+	host := SSH{User: "u", Port: 2222, KeyFile: "/k", KeyPassphrase: &SecretRef{Env: "P"}, Agent: &yes, Password: &SecretRef{Env: "W"},
+		KnownHostsFile: "/kh", Bastion: &Bastion{Address: "10.0.0.1"}, Sudo: &Sudo{Enabled: &yes}, ConnectTimeout: "5s"}
+	v := reflect.ValueOf(host)
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() {
+			t.Fatalf("the test sets no %s: add it", v.Type().Field(i).Name)
+		}
+	}
+	if got := mergeSSH(SSH{}, &host); !reflect.DeepEqual(got, host) {
+		t.Errorf("mergeSSH dropped host fields:\n got %+v\nwant %+v", got, host)
 	}
 }

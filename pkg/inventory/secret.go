@@ -86,7 +86,7 @@ func (r *SecretRef) checkSources() error {
 	case 1:
 		return nil
 	default:
-		return fmt.Errorf("a secret must set exactly one of env, file or value, not %s", joinAnd(set))
+		return fmt.Errorf("a secret must set exactly one of env, file or value, not %s", joinWords(set, "and"))
 	}
 }
 

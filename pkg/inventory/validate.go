@@ -26,9 +26,9 @@ func newChecker(file string, pos positions, failed map[string]bool) *checker {
 // by position before they are returned.
 func (c *checker) validate(cl *Cluster, machines []Machine) {
 	c.checkHeader(cl)
-	c.checkSSH("spec.ssh", &cl.Spec.SSH, cl.Spec.AllowInlineSecrets)
+	c.checkSSH("spec.ssh", &cl.Spec.SSH, "", cl.Spec.AllowInlineSecrets)
 	for i := range cl.Spec.Hosts {
-		c.checkHostEntry(i, &cl.Spec.Hosts[i], cl.Spec.Orchestrator, cl.Spec.AllowInlineSecrets)
+		c.checkHostEntry(i, &cl.Spec.Hosts[i], &cl.Spec)
 	}
 	c.checkMachines(cl, machines)
 	c.checkRoleCounts(cl, machines)
@@ -79,8 +79,9 @@ func roleNames(rs []Role) string {
 
 // checkHostEntry checks what one spec.hosts entry says for all of its hosts;
 // per-host values (name, address) are checked after expansion.
-func (c *checker) checkHostEntry(i int, h *Host, o Orchestrator, allowInline bool) {
+func (c *checker) checkHostEntry(i int, h *Host, spec *Spec) {
 	path := fmt.Sprintf("spec.hosts[%d]", i)
+	o := spec.Orchestrator
 	valid := rolesFor(o)
 	if len(h.Roles) == 0 && c.isSet(path) {
 		c.errorf(path+".roles", "at least one role is required: %s", roleNames(valid))
@@ -115,7 +116,7 @@ func (c *checker) checkHostEntry(i int, h *Host, o Orchestrator, allowInline boo
 		}
 	}
 	if h.SSH != nil {
-		c.checkSSH(path+".ssh", h.SSH, allowInline)
+		c.checkSSH(path+".ssh", h.SSH, spec.SSH.User, spec.AllowInlineSecrets)
 	}
 }
 

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -20,8 +21,8 @@ func (c *checker) checkNVIDIA(cl *Cluster) {
 		{"secureBoot", n.SecureBoot, []string{SecureBootRefuse, SecureBootSigned, SecureBootMOK}},
 		{"fabricManager", n.FabricManager, []string{FabricManagerAuto, FabricManagerAlways, FabricManagerNever}},
 	} {
-		if !contains(f.allowed, f.v) {
-			c.errorf(p+"."+f.name, "unknown %s %s; expected %s", f.name, q(f.v), joinOr(f.allowed))
+		if !slices.Contains(f.allowed, f.v) {
+			c.errorf(p+"."+f.name, "unknown %s %s; expected %s", f.name, q(f.v), joinWords(f.allowed, "or"))
 		}
 	}
 	valid := rolesFor(cl.Spec.Orchestrator)
@@ -45,28 +46,4 @@ func (c *checker) checkNVIDIA(cl *Cluster) {
 	case d > 24*time.Hour:
 		c.errorf(p+".rebootTimeout", "reboot timeout %s is longer than a day; a host that is not back by then needs a person", q(n.RebootTimeout))
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// joinOr lists choices: "a, b or c".
-func joinOr(s []string) string {
-	switch len(s) {
-	case 0:
-		return ""
-	case 1:
-		return s[0]
-	}
-	out := s[0]
-	for _, x := range s[1 : len(s)-1] {
-		out += ", " + x
-	}
-	return out + " or " + s[len(s)-1]
 }

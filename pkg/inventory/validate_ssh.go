@@ -1,14 +1,16 @@
 package inventory
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 )
 
-// checkSSH checks one ssh block as written: spec.ssh, or a host's override.
-func (c *checker) checkSSH(path string, s *SSH, allowInline bool) {
+// checkSSH checks one ssh block as written: spec.ssh, or a host's override
+// (inheritedUser is spec.ssh's user then, "" for spec.ssh itself).
+func (c *checker) checkSSH(path string, s *SSH, inheritedUser string, allowInline bool) {
 	if s.User != "" {
 		if err := checkUser(s.User); err != nil {
 			c.errorf(path+".user", "invalid user: %v", err)
@@ -71,7 +73,7 @@ func (c *checker) checkSSH(path string, s *SSH, allowInline bool) {
 	}
 	if s.Sudo != nil {
 		c.checkSecret(path+".sudo.password", s.Sudo.Password, allowInline)
-		if e := s.Sudo.Enabled; e != nil && !*e && s.User != "root" {
+		if e := s.Sudo.Enabled; e != nil && !*e && cmp.Or(s.User, inheritedUser, DefaultSSHUser) != "root" {
 			c.warnf(path+".sudo.enabled", "sudo is off: commands that need root run as the login user, which must be root or have uid 0")
 		}
 	}
@@ -115,14 +117,15 @@ func (c *checker) checkSecret(path string, r *SecretRef, allowInline bool) {
 	}
 }
 
-func joinAnd(s []string) string {
+// joinWords lists words: "a, b and c" (conj "and") or "a, b or c".
+func joinWords(s []string, conj string) string {
 	switch len(s) {
 	case 0:
 		return ""
 	case 1:
 		return s[0]
 	}
-	return fmt.Sprintf("%s and %s", strings.Join(s[:len(s)-1], ", "), s[len(s)-1])
+	return fmt.Sprintf("%s %s %s", strings.Join(s[:len(s)-1], ", "), conj, s[len(s)-1])
 }
 
 func sortedKeys(m map[string]string) []string {
