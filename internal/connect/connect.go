@@ -94,6 +94,7 @@ func Configs(inv *inventory.Inventory, o Options, src Secrets) (*Set, error) {
 			return p
 		}
 		if !encryptedKey(keyFile) {
+			passphrases[keyFile] = "" // read once, not once per host
 			return ""
 		}
 		p, err := src.Prompt(keyFile)

@@ -34,13 +34,13 @@ type Client struct {
 	closeErr  error
 }
 
-func newClient(sc *gossh.Client, cfg Config) *Client {
+func newClient(sc *gossh.Client, cfg Config, red *redact.Redactor) *Client {
 	c := &Client{
 		conn: &goph.Client{Client: sc, Config: &goph.Config{
 			User: cfg.User, Addr: cfg.Address, Port: uint(cfg.Port), Timeout: cfg.ConnectTimeout,
 		}},
 		cfg:      cfg,
-		red:      cfg.redactor(),
+		red:      red,
 		sessions: make(chan struct{}, cfg.MaxSessions),
 		done:     make(chan struct{}),
 	}

@@ -66,12 +66,13 @@ func dial(ctx context.Context, cfg Config, via *Client) (*Client, error) {
 	hk := hostKeys{name: cfg.Name, file: cfg.KnownHostsFile, acceptNew: cfg.AcceptNewHostKeys}
 	hostport := net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port))
 	backoff := cfg.RetryBackoff
+	red := cfg.redactor()
 	for attempt := 1; ; attempt++ {
 		sc, err := connectOnce(ctx, cfg, via, hostport, hk, creds)
 		if err == nil {
-			return newClient(sc, cfg), nil
+			return newClient(sc, cfg, red), nil
 		}
-		err = cfg.redactor().Error(err)
+		err = red.Error(err)
 		if !isConnectFailure(err) {
 			return nil, err // typed: names the host already
 		}

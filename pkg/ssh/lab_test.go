@@ -207,6 +207,33 @@ func TestLabFull(t *testing.T) {
 		}
 	})
 
+	// spec.ssh.sudo.enabled as the transport applies it: always (root too,
+	// a site that logs everything through sudo) or never (a uid-0 account
+	// with another name; a non-root user then runs as itself).
+	t.Run("sudo modes", func(t *testing.T) {
+		h3 := l.Hosts[2]
+		deployUID := labRun(t, labDial(t, labConfig(l, h3, "root")), ssh.Command{
+			Script: "id toor >/dev/null 2>&1 || useradd -o -u 0 -g 0 -M -d /root -s /bin/bash toor; id -u deploy"})
+		probe := ssh.Command{Script: `echo "$(id -u) ${SUDO_USER:-no-sudo}"`, Sudo: true}
+		for _, tc := range []struct {
+			user string
+			mode ssh.SudoMode
+			want string
+		}{
+			{"root", ssh.SudoUnlessRoot, "0 no-sudo"},
+			{"root", ssh.SudoAlways, "0 root"},
+			{"toor", ssh.SudoNever, "0 no-sudo"},
+			{"deploy", ssh.SudoAlways, "0 deploy"},
+			{"deploy", ssh.SudoNever, deployUID + " no-sudo"},
+		} {
+			cfg := labConfig(l, h3, tc.user)
+			cfg.Sudo = tc.mode
+			if got := labRun(t, labDial(t, cfg), probe); got != tc.want {
+				t.Errorf("%s, sudo mode %d: %q, want %q", tc.user, tc.mode, got, tc.want)
+			}
+		}
+	})
+
 	t.Run("cancel leaves no remote process", func(t *testing.T) {
 		for _, user := range []string{"root", "ops"} {
 			t.Run(user, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -46,7 +47,18 @@ import (
 //go:embed runner.sh
 var runnerFile string
 
-var runner = mustOneLine(runnerFile)
+// runner is made once, on first use: not at package init, which every
+// command would pay for (gpukit --help too).
+var runner = sync.OnceValue(func() string { return mustOneLine(runnerFile) })
+
+// bashRunner is the quoted `bash -c RUNNER` every command line starts with.
+var bashRunner = sync.OnceValue(func() string {
+	q, err := syntax.Quote(runner(), syntax.LangPOSIX)
+	if err != nil {
+		panic(fmt.Sprintf("ssh: quote runner.sh: %v", err)) // a build defect, caught by every test
+	}
+	return "bash -c " + q
+})
 
 func mustOneLine(script string) string {
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "runner.sh")
@@ -94,11 +106,7 @@ func buildInvocation(cmd Command, mode sudoMode, sudoPassword, marker string) (i
 			return invocation{}, fmt.Errorf("argument %d contains a NUL byte", i+1)
 		}
 	}
-	q, err := syntax.Quote(runner, syntax.LangPOSIX)
-	if err != nil {
-		return invocation{}, fmt.Errorf("quote runner: %w", err)
-	}
-	line := "bash -c " + q + " gpukit " + marker
+	line := bashRunner() + " gpukit " + marker
 	var in strings.Builder
 	switch mode {
 	case sudoNoPasswd:
