@@ -2,9 +2,11 @@ package gpusim
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,78 +21,106 @@ import (
 )
 
 // simHost drives one lab host of the test: gpukit's rendered scripts over
-// gpukit's SSH transport, as root.
+// gpukit's SSH transport, as root, on one connection that is made again when
+// it was lost (the host rebooted).
 type simHost struct {
 	l    *lab.Lab
 	name string
+
+	mu sync.Mutex
+	c  *ssh.Client // nil: dial on the next command
+}
+
+// newSimHost is host name of l; the test's end closes its connection.
+func newSimHost(t *testing.T, l *lab.Lab, name string) *simHost {
+	h := &simHost{l: l, name: name}
+	t.Cleanup(h.disconnect)
+	return h
+}
+
+// client is the host's connection, dialed if there is none.
+func (h *simHost) client(ctx context.Context) (*ssh.Client, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.c == nil {
+		c, err := DialRoot(ctx, h.l, h.name)
+		if err != nil {
+			return nil, err
+		}
+		h.c = c
+	}
+	return h.c, nil
+}
+
+// disconnect drops the connection: the next command dials again.
+func (h *simHost) disconnect() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.c != nil {
+		h.c.Close()
+		h.c = nil
+	}
 }
 
 // try returns a runner of gpukit's rendered commands on the host (it takes a
-// renderer's results as they are); the connection is made per call (hosts reboot).
-func (h simHost) try(t *testing.T) func(ssh.Command, error) (ssh.Result, error) {
+// renderer's results as they are).
+func (h *simHost) try(t *testing.T) func(ssh.Command, error) (ssh.Result, error) {
 	t.Helper()
 	return func(cmd ssh.Command, err error) (ssh.Result, error) { return h.run(t, cmd, err) }
 }
 
-func (h simHost) run(t *testing.T, cmd ssh.Command, err error) (ssh.Result, error) {
+func (h *simHost) run(t *testing.T, cmd ssh.Command, err error) (ssh.Result, error) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("%s: rendering %s: %v", h.name, cmd.Name, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := DialRoot(ctx, h.l, h.name)
+	return h.exec(ctx, cmd)
+}
+
+// exec runs cmd as root on the host's connection; any failure but the
+// command's own drops the connection.
+func (h *simHost) exec(ctx context.Context, cmd ssh.Command) (ssh.Result, error) {
+	c, err := h.client(ctx)
 	if err != nil {
 		return ssh.Result{}, err
 	}
-	defer c.Close()
 	cmd.Sudo = true
-	return c.Run(ctx, cmd)
+	res, err := c.Run(ctx, cmd)
+	if exit := (*ssh.ExitError)(nil); err != nil && !errors.As(err, &exit) {
+		h.disconnect()
+	}
+	return res, err
 }
 
 // must is try that fails the test when the command fails, and returns its output.
-func (h simHost) must(t *testing.T) func(ssh.Command, error) string {
+func (h *simHost) must(t *testing.T) func(ssh.Command, error) string {
 	t.Helper()
 	return func(cmd ssh.Command, err error) string { return h.mustRun(t, cmd, err) }
 }
 
-func (h simHost) mustRun(t *testing.T, cmd ssh.Command, err error) string {
+func (h *simHost) mustRun(t *testing.T, cmd ssh.Command, err error) string {
 	t.Helper()
 	res, err := h.run(t, cmd, err)
 	if err != nil {
-		t.Fatalf("%s: %s: %v\nstdout: %s\nstderr: %s", h.name, cmd.Name, err, tailOf(res.Stdout), tailOf(res.Stderr))
+		t.Fatalf("%s: %s: %v\nstdout: %s\nstderr: %s", h.name, cmd.Name, err, lab.Tail(res.Stdout), lab.Tail(res.Stderr))
 	}
 	return string(res.Stdout)
 }
 
 // sh runs a shell snippet as root and returns its output and exit code.
-func (h simHost) sh(t *testing.T, script string) (string, int) {
+func (h *simHost) sh(t *testing.T, script string) (string, int) {
 	t.Helper()
 	res, err := h.run(t, ssh.Command{Name: "check", Script: script}, nil)
-	var exit *ssh.ExitError
-	if err != nil && !asExit(err, &exit) {
+	if exit := (*ssh.ExitError)(nil); err != nil && !errors.As(err, &exit) {
 		t.Fatalf("%s: %s: %v", h.name, script, err)
 	}
 	return strings.TrimSpace(string(res.Stdout) + string(res.Stderr)), res.ExitCode
 }
 
-func asExit(err error, target **ssh.ExitError) bool {
-	e, ok := err.(*ssh.ExitError)
-	if ok {
-		*target = e
-	}
-	return ok
-}
-
-func tailOf(b []byte) string {
-	if len(b) > 3000 {
-		return "..." + string(b[len(b)-3000:])
-	}
-	return string(b)
-}
-
 // state reads the host the way gpukit's NVIDIA layer does.
-func (h simHost) state(t *testing.T) *nvidia.State {
+func (h *simHost) state(t *testing.T) *nvidia.State {
 	t.Helper()
 	out := h.must(t)(scripts.NVIDIAState(scripts.NVIDIAStateParams{GPUFields: facts.GPUQueryFields()}))
 	s, err := nvidia.ParseState([]byte(out))
@@ -101,7 +131,7 @@ func (h simHost) state(t *testing.T) *nvidia.State {
 }
 
 // facts probe the host the way gpukit's preflight does.
-func (h simHost) facts(t *testing.T) *facts.Facts {
+func (h *simHost) facts(t *testing.T) *facts.Facts {
 	t.Helper()
 	out := h.must(t)(scripts.Probe(scripts.ProbeParams{GPUFields: facts.GPUQueryFields()}))
 	f, err := facts.Parse([]byte(out))
@@ -111,34 +141,36 @@ func (h simHost) facts(t *testing.T) *facts.Facts {
 	return f
 }
 
-// reboot reboots the host as gpukit's nvidia/reboot phase does and waits
-// until it has booted again with a new boot id.
-func (h simHost) reboot(t *testing.T) {
+// reboot reboots the host as gpukit's nvidia/reboot phase does: the reboot
+// command, then the state probe on a new connection until its boot id
+// changes, then the wait for the boot to finish.
+func (h *simHost) reboot(t *testing.T) {
 	t.Helper()
-	before := h.l.BootID(t, h.name)
+	before := h.state(t).BootID
 	h.must(t)(scripts.Reboot())
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for {
-		if ctx.Err() != nil {
+	probe, err := scripts.NVIDIAState(scripts.NVIDIAStateParams{GPUFields: facts.GPUQueryFields()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
 			t.Fatalf("%s did not come back from its reboot within 2 min", h.name)
 		}
-		c, err := DialRoot(ctx, h.l, h.name)
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second) // a connection the reboot cut may hang
+		res, err := h.exec(ctx, probe)
+		cancel()
 		if err != nil {
-			time.Sleep(200 * time.Millisecond)
-			continue
+			continue // going down, down, or not answering yet
 		}
-		res, err := c.Run(ctx, ssh.Command{Name: "boot id", Script: "systemctl is-system-running --wait >/dev/null || true; cat /proc/sys/kernel/random/boot_id"})
-		c.Close()
-		if err == nil && strings.TrimSpace(string(res.Stdout)) != before {
-			return
+		if s, err := nvidia.ParseState(res.Stdout); err == nil && s.BootID != "" && s.BootID != before {
+			break
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
+	h.must(t)(scripts.WaitBoot(scripts.WaitBootParams{TimeoutSeconds: 120}))
 }
 
 // parallel runs f for each host at once, as parallel subtests, and waits.
-func parallel(t *testing.T, hosts []simHost, f func(*testing.T, simHost)) {
+func parallel(t *testing.T, hosts []*simHost, f func(*testing.T, *simHost)) {
 	t.Helper()
 	t.Run("hosts", func(t *testing.T) {
 		for _, h := range hosts {
@@ -195,7 +227,7 @@ func TestLabGPUSimulator(t *testing.T) {
 		"lab-2": {Capture: l40s, Nouveau: true},
 		"lab-3": {Capture: rtx},
 	})
-	hosts := []simHost{{l, "lab-1"}, {l, "lab-2"}, {l, "lab-3"}}
+	hosts := []*simHost{newSimHost(t, l, "lab-1"), newSimHost(t, l, "lab-2"), newSimHost(t, l, "lab-3")}
 	h1, h2, h3 := hosts[0], hosts[1], hosts[2]
 	for _, h := range hosts {
 		l.SetRebootDelay(t, h.name, 0)
@@ -241,15 +273,14 @@ func TestLabGPUSimulator(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := DialRoot(ctx, l, "lab-4")
+		h4 := newSimHost(t, l, "lab-4")
+		c, err := h4.client(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
 		if err := Install(ctx, c, h100, bin); err != nil {
 			t.Fatal(err)
 		}
-		h4 := simHost{l, "lab-4"}
 		if f := h4.facts(t); len(f.GPUs) != 1 || f.GPUs[0].Driver != "590.48.01" || len(f.PCIGPUs) != 0 {
 			t.Errorf("lab-4: GPUs %+v, PCI GPUs %+v; want the capture as recorded and no PCI devices", f.GPUs, f.PCIGPUs)
 		}
@@ -259,7 +290,7 @@ func TestLabGPUSimulator(t *testing.T) {
 	})
 
 	t.Run("repository", func(t *testing.T) {
-		parallel(t, hosts, func(t *testing.T, h simHost) {
+		parallel(t, hosts, func(t *testing.T, h *simHost) {
 			h.must(t)(scripts.NVIDIARepo(scripts.NVIDIARepoParams{Family: deb12, Source: "cuda-repo", Arch: "x86_64",
 				RepoURL: repo.CUDA, Components: []string{"contrib"}}))
 		})
@@ -300,7 +331,7 @@ func TestLabGPUSimulator(t *testing.T) {
 	})
 
 	t.Run("install and hold", func(t *testing.T) {
-		parallel(t, []simHost{h1, h2}, func(t *testing.T, h simHost) {
+		parallel(t, []*simHost{h1, h2}, func(t *testing.T, h *simHost) {
 			release := map[string]string{"lab-1": "580.95.05", "lab-2": "590.48.01"}[h.name]
 			h.must(t)(driver(release, "open"))
 		})
@@ -325,7 +356,7 @@ func TestLabGPUSimulator(t *testing.T) {
 	})
 
 	t.Run("boot loads the installed driver", func(t *testing.T) {
-		parallel(t, []simHost{h1, h3}, func(t *testing.T, h simHost) { h.reboot(t) })
+		parallel(t, []*simHost{h1, h3}, func(t *testing.T, h *simHost) { h.reboot(t) })
 		s := h1.state(t)
 		if s.ModuleLoaded != "580.95.05" || s.NeedsReboot() != "" || len(s.SMI) != 1 || s.SMI[0].Driver != "580.95.05" {
 			t.Fatalf("lab-1 after the boot: module %q, needs reboot %q, GPUs %+v", s.ModuleLoaded, s.NeedsReboot(), s.SMI)

@@ -91,7 +91,7 @@ func Require(t testing.TB) {
 		}
 		script := scriptPath(t)
 		if out, err := run(context.Background(), script, "", "deps"); err != nil {
-			t.Fatalf("lab: installing %s: %v\n%s", strings.Join(missing, ", "), err, tail(out))
+			t.Fatalf("lab: installing %s: %v\n%s", strings.Join(missing, ", "), err, Tail(out))
 		}
 	}
 }
@@ -138,7 +138,7 @@ func Start(t testing.TB, opts Options) *Lab {
 	began := time.Now()
 	out, err := run(ctx, script, "auto", args...)
 	if err != nil {
-		t.Fatalf("lab: %s: %v\n%s", strings.Join(args, " "), err, tail(out))
+		t.Fatalf("lab: %s: %v\n%s", strings.Join(args, " "), err, Tail(out))
 	}
 	inventory := lastLine(out)     // $GPUKIT_LAB_DIR/run/ID/inventory*.yaml
 	if filepath.IsAbs(inventory) { // released even when reading the lab fails below
@@ -148,19 +148,19 @@ func Start(t testing.TB, opts Options) *Lab {
 				// no owner any more: neither the next Start nor the hosts' supervisors (which power
 				// off the hosts of a test that is gone) take it down
 				if out, err := run(context.Background(), script, id, "keep"); err != nil {
-					t.Errorf("lab %s: keep: %v\n%s", id, err, tail(out))
+					t.Errorf("lab %s: keep: %v\n%s", id, err, Tail(out))
 				}
 				t.Logf("lab %s kept (GPUKIT_LAB_KEEP=1): %s --lab %s ssh NAME; %s --lab %s release", id, script, id, script, id)
 				return
 			}
 			if out, err := run(context.Background(), script, id, "release"); err != nil {
-				t.Errorf("lab %s: release: %v\n%s", id, err, tail(out))
+				t.Errorf("lab %s: release: %v\n%s", id, err, Tail(out))
 			}
 		})
 	}
 	l, err := load(script, inventory, opts.Light)
 	if err != nil {
-		t.Fatalf("lab: %v\n%s", err, tail(out))
+		t.Fatalf("lab: %v\n%s", err, Tail(out))
 	}
 	t.Logf("lab %s: %d hosts up in %.1fs (%s)", l.id, len(l.Hosts), time.Since(began).Seconds(), l.Inventory)
 	return l
@@ -345,7 +345,7 @@ func (l *Lab) DebianMirror(t testing.TB) DebianMirror {
 	defer cancel()
 	out, err := run(ctx, l.script, l.id, "debian-mirror", "sources")
 	if err != nil {
-		t.Fatalf("lab: Debian mirror: %v\n%s", err, tail(out))
+		t.Fatalf("lab: Debian mirror: %v\n%s", err, Tail(out))
 	}
 	var m DebianMirror
 	for line := range strings.Lines(string(out)) {
@@ -362,7 +362,7 @@ func (l *Lab) DebianMirror(t testing.TB) DebianMirror {
 		}
 	}
 	if m.Debian == "" || m.Security == "" {
-		t.Fatalf("lab: debian-mirror printed no mirror URLs:\n%s", tail(out))
+		t.Fatalf("lab: debian-mirror printed no mirror URLs:\n%s", Tail(out))
 	}
 	l.debian = m
 	return m
@@ -385,7 +385,7 @@ func (l *Lab) hostCommand(t testing.TB, command, name string, args ...string) []
 	defer cancel()
 	out, err := run(ctx, l.script, l.id, append([]string{command, name}, args...)...)
 	if err != nil {
-		t.Fatalf("lab %s: %s %s: %v\n%s", l.id, command, name, err, tail(out))
+		t.Fatalf("lab %s: %s %s: %v\n%s", l.id, command, name, err, Tail(out))
 	}
 	return out
 }
@@ -409,7 +409,7 @@ func (l *Lab) SSH(t testing.TB, name, cmd string) string {
 	var stdout, stderr bytes.Buffer
 	c.Stdout, c.Stderr = &stdout, &stderr
 	if err := c.Run(); err != nil {
-		t.Fatalf("lab %s: ssh %s@%s %q: %v\nstdout: %s\nstderr: %s", l.id, user, host, cmd, err, tail(stdout.Bytes()), tail(stderr.Bytes()))
+		t.Fatalf("lab %s: ssh %s@%s %q: %v\nstdout: %s\nstderr: %s", l.id, user, host, cmd, err, Tail(stdout.Bytes()), Tail(stderr.Bytes()))
 	}
 	return strings.TrimSpace(stdout.String())
 }
@@ -487,7 +487,7 @@ func lastLine(out []byte) string {
 }
 
 // tail keeps the end of a long output for an error message.
-func tail(out []byte) string {
+func Tail(out []byte) string {
 	const max = 4000
 	if len(out) > max {
 		return "..." + string(out[len(out)-max:])

@@ -140,7 +140,7 @@ func TestReleaseLeavesNothing(t *testing.T) {
 	script := scriptPath(t)
 	out, err := run(context.Background(), script, "auto", "up", "lab-1", "lab-2", "lite-1", "lite-2", "lite-3")
 	if err != nil {
-		t.Fatalf("up: %v\n%s", err, tail(out))
+		t.Fatalf("up: %v\n%s", err, Tail(out))
 	}
 	dir := filepath.Dir(lastLine(out))
 	id := filepath.Base(dir)
@@ -166,7 +166,7 @@ func TestReleaseLeavesNothing(t *testing.T) {
 	}
 	for range 2 {
 		if out, err := run(context.Background(), script, id, "release"); err != nil {
-			t.Fatalf("release: %v\n%s", err, tail(out))
+			t.Fatalf("release: %v\n%s", err, Tail(out))
 		}
 		if got := leftovers(id, dir); len(got) > 0 {
 			t.Errorf("after release of lab %s:\n%s", id, strings.Join(got, "\n"))
@@ -229,7 +229,7 @@ func TestDownLeavesNothing(t *testing.T) {
 	Require(t)
 	script := scriptPath(t)
 	if out, err := run(context.Background(), script, "", "base"); err != nil { // shared, built once
-		t.Fatalf("base: %v\n%s", err, tail(out))
+		t.Fatalf("base: %v\n%s", err, Tail(out))
 	}
 	sandbox := t.TempDir()
 	c := exec.Command("unshare", "--net", "--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private", "bash", "-c", downSandbox)
@@ -242,7 +242,7 @@ func TestDownLeavesNothing(t *testing.T) {
 		fmt.Sprintf("GPUKIT_LAB_CGROUP=gpukit-lab-downtest-%d", os.Getpid()))
 	out, err := c.CombinedOutput()
 	if err != nil {
-		t.Fatalf("sandbox: %v\n%s", err, tail(out))
+		t.Fatalf("sandbox: %v\n%s", err, Tail(out))
 	}
 	report := map[string][]string{}
 	section := ""
@@ -340,7 +340,7 @@ func TestInterruptedUpLeavesNothing(t *testing.T) {
 		t.Fatalf("up did not stop within 3 min of SIGINT")
 	}
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
-		t.Errorf("up after SIGINT: %v, want exit status 130 (interrupted)\n%s", err, tail(log.Bytes()))
+		t.Errorf("up after SIGINT: %v, want exit status 130 (interrupted)\n%s", err, Tail(log.Bytes()))
 	}
 	if got := leftovers(id, dir); len(got) > 0 {
 		t.Errorf("after interrupted up of lab %s:\n%s", id, strings.Join(got, "\n"))
@@ -622,7 +622,7 @@ func TestReleaseDuringReboot(t *testing.T) {
 	script := scriptPath(t)
 	out, err := run(context.Background(), script, "auto", "up", "2")
 	if err != nil {
-		t.Fatalf("up: %v\n%s", err, tail(out))
+		t.Fatalf("up: %v\n%s", err, Tail(out))
 	}
 	inventory := lastLine(out)
 	dir := filepath.Dir(inventory)
@@ -642,7 +642,7 @@ func TestReleaseDuringReboot(t *testing.T) {
 		t.Errorf("lab-1 is %s, want rebooting", got)
 	}
 	if out, err := run(context.Background(), script, id, "release"); err != nil {
-		t.Fatalf("release: %v\n%s", err, tail(out))
+		t.Fatalf("release: %v\n%s", err, Tail(out))
 	}
 	if got := leftovers(id, dir); len(got) > 0 {
 		t.Errorf("after release of lab %s during reboots:\n%s", id, strings.Join(got, "\n"))
@@ -665,7 +665,7 @@ func TestOwnerGone(t *testing.T) {
 	c.Env = append(os.Environ(), "GPUKIT_LAB_ID=auto", "GPUKIT_LAB_OWNER="+strconv.Itoa(owner.Process.Pid))
 	out, err := c.CombinedOutput()
 	if err != nil {
-		t.Fatalf("up: %v\n%s", err, tail(out))
+		t.Fatalf("up: %v\n%s", err, Tail(out))
 	}
 	inventory := lastLine(out)
 	dir := filepath.Dir(inventory)
@@ -707,7 +707,7 @@ func TestOwnerGone(t *testing.T) {
 	}
 	// the next Start reaps the lab (a light host: cheap)
 	if out, err := run(context.Background(), script, "auto", "up", "--light", "1"); err != nil {
-		t.Fatalf("up: %v\n%s", err, tail(out))
+		t.Fatalf("up: %v\n%s", err, Tail(out))
 	} else {
 		other := filepath.Base(filepath.Dir(lastLine(out)))
 		run(context.Background(), script, other, "release")
@@ -777,7 +777,7 @@ func TestDebianMirror(t *testing.T) {
 	out, err := l.command("root", "lab-1", "sed 's#debian-archive-keyring.gpg#debian-archive-removed-keys.gpg#' /etc/apt/sources.list.d/debian.sources >/tmp/wrongkey.sources && "+
 		"mkdir -p /tmp/lists/partial && apt-get update -o Dir::Etc::SourceList=/tmp/wrongkey.sources -o Dir::Etc::SourceParts=/nonexistent -o Dir::State::Lists=/tmp/lists 2>&1").CombinedOutput()
 	if err == nil || !bytes.Contains(out, []byte("NO_PUBKEY")) {
-		t.Errorf("apt-get update with the wrong keyring: %v (want a failure: NO_PUBKEY)\n%s", err, tail(out))
+		t.Errorf("apt-get update with the wrong keyring: %v (want a failure: NO_PUBKEY)\n%s", err, Tail(out))
 	}
 }
 
