@@ -51,5 +51,5 @@ func writePreflightReport(out ui.Output, rep preflight.Report, verbose bool) err
 		return preflight.WriteJSON(out.W, rep)
 	}
 	fmt.Fprintln(out.W)
-	return preflight.WriteText(out.W, rep, preflight.TextOptions{Color: out.Color, Verbose: verbose})
+	return preflight.WriteText(out.W, rep, preflight.TextOptions{Color: out.Color(), Verbose: verbose})
 }

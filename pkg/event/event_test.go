@@ -45,13 +45,3 @@ func TestMillis(t *testing.T) {
 		}
 	}
 }
-
-func TestDiscard(t *testing.T) {
-	t.Parallel()
-	Discard.Emit(Event{}) // no panic, nothing kept
-	var got []Event
-	SinkFunc(func(e Event) { got = append(got, e) }).Emit(Event{Type: HostDone})
-	if len(got) != 1 || got[0].Type != HostDone {
-		t.Errorf("SinkFunc delivered %v", got)
-	}
-}

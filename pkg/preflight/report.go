@@ -28,7 +28,8 @@ func WriteText(w io.Writer, rep Report, o TextOptions) error {
 	paint := func(s Status) string { return string(s) }
 	if o.Color {
 		// The caller decided on colour (a terminal, no NO_COLOR): render it
-		// whatever lipgloss would guess from the process's stdout.
+		// whatever lipgloss would guess from the process's stdout. The three
+		// basic colours look the same in every profile that has colour.
 		r := lipgloss.NewRenderer(w)
 		r.SetColorProfile(termenv.ANSI)
 		styles := map[Status]lipgloss.Style{

@@ -132,7 +132,7 @@ func TestDecide(t *testing.T) {
 		{f, FormatJSON, FormatJSON}, {f, FormatAuto, FormatPlain}, {f, FormatPlain, FormatPlain}, {&bytes.Buffer{}, FormatAuto, FormatPlain},
 	} {
 		o := Decide(tc.w, tc.format, env)
-		if o.Format != tc.want || o.Live || o.Color {
+		if o.Format != tc.want || o.Live || o.Color() {
 			t.Errorf("%s to %T: %+v", tc.format, tc.w, o)
 		}
 	}

@@ -42,10 +42,13 @@ type Output struct {
 	Format Format
 	// Live is set when W is a terminal that gets the bubbletea view.
 	Live bool
-	// Color allows escape codes for colour; Profile is what W can show.
-	Color   bool
+	// Profile is the colours W can show: termenv.Ascii for none (not a
+	// terminal, JSON, NO_COLOR).
 	Profile termenv.Profile
 }
+
+// Color reports whether escape codes for colour may be used.
+func (o Output) Color() bool { return o.Profile != termenv.Ascii }
 
 // Decide resolves f for w: the one place that asks whether the output is a
 // terminal and reads TERM and NO_COLOR (getenv, os.Getenv in the binary).
@@ -62,11 +65,7 @@ func Decide(w io.Writer, f Format, getenv func(string) string) Output {
 		o.Live = tty
 	}
 	if tty && getenv("NO_COLOR") == "" {
-		o.Color = true
 		o.Profile = termenv.NewOutput(w, termenv.WithEnvironment(envFunc(getenv))).EnvColorProfile()
-		if o.Profile == termenv.Ascii {
-			o.Color = false
-		}
 	}
 	return o
 }
