@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -179,6 +180,26 @@ func parallel(t *testing.T, hosts []*simHost, f func(*testing.T, *simHost)) {
 	})
 }
 
+// kernelModules lists this machine's /sys/module, but the modules the
+// simulation decides on (nvidia*, nouveau).
+func kernelModules(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/sys/module")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if n := e.Name(); !strings.HasPrefix(n, "nvidia") && n != "nouveau" {
+			names = append(names, n)
+		}
+	}
+	if !slices.Contains(names, "printk") {
+		t.Fatalf("this machine's /sys/module lacks printk: %v", names)
+	}
+	return names
+}
+
 func fixture(t *testing.T, name string) Capture {
 	t.Helper()
 	c := Capture{Prefix: filepath.Join(FixturesDir(t), name)}
@@ -218,6 +239,8 @@ func TestLabGPUSimulator(t *testing.T) {
 	lab.Require(t)
 	requireTools(t, "dpkg-deb", "dpkg-scanpackages", "gpg")
 	l := lab.Start(t, lab.Options{Hosts: 4}) // lab-4: the replay-only simulation
+	// before the simulation covers /sys/module: the machine's modules, which lab hosts see
+	realModules := kernelModules(t)
 	h100 := fixture(t, "h100-80gb-hbm3__drv590.48.01")
 	// a capture outside the fixtures, under a name of its own
 	l40s := copyCapture(t, fixture(t, "l40s__drv595.80"), t.TempDir(), "my-l40s__drv595.80")
@@ -260,9 +283,24 @@ func TestLabGPUSimulator(t *testing.T) {
 		if out, code := h3.sh(t, "modprobe nvidia"); code == 0 || !strings.Contains(out, "GPU SIMULATOR") {
 			t.Errorf("modprobe nvidia: exit %d: %s", code, out)
 		}
-		if out, _ := h3.sh(t, "lspci -nn -s 0c:00.0; systemctl is-active gpusim-boot; ls /sys/module | wc -l; test -e /lib/modules/$(uname -r)/build && echo headers"); !strings.Contains(out, "VGA compatible controller [0300]: NVIDIA Corporation") || !strings.Contains(out, "[10de:1e81] (rev a1)") ||
+		if out, _ := h3.sh(t, "lspci -nn -s 0c:00.0; systemctl is-active gpusim-boot; test -e /lib/modules/$(uname -r)/build && echo headers"); !strings.Contains(out, "VGA compatible controller [0300]: NVIDIA Corporation") || !strings.Contains(out, "[10de:1e81] (rev a1)") ||
 			!strings.Contains(out, "\nactive\n") || !strings.HasSuffix(out, "headers") {
 			t.Errorf("lab-3: %s", out)
+		}
+		// the simulation covers /sys/module: the real modules stay visible through it
+		out, _ := h3.sh(t, "ls -1 /sys/module")
+		seen := map[string]bool{}
+		for _, m := range strings.Fields(out) {
+			seen[m] = true
+		}
+		var hidden []string
+		for _, m := range realModules {
+			if _, err := os.Lstat(filepath.Join("/sys/module", m)); err == nil && !seen[m] { // (still loaded here)
+				hidden = append(hidden, m)
+			}
+		}
+		if len(hidden) > 0 || !seen["printk"] {
+			t.Errorf("lab-3's /sys/module (%d entries) hides real modules %v of the %d here", len(seen), hidden, len(realModules))
 		}
 	})
 

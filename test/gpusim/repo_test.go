@@ -1,7 +1,9 @@
 package gpusim
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,9 +53,7 @@ func TestPublishBuildsSignedRepositoriesOnce(t *testing.T) {
 		!strings.HasPrefix(r.URL, "http://10.251.0.1:8080/gpusim/") || !strings.HasSuffix(r.URL, "/") {
 		t.Fatalf("repository at %s (%s): not under the lab repository's web root", r.Dir, r.URL)
 	}
-	if _, err := os.Stat(filepath.Join(labDir, "repo", "www", "gpusim-key")); err == nil {
-		t.Fatal("the signing key is in the web root")
-	}
+	checkNoSecretKey(t, labDir)
 
 	cuda := filepath.Join(r.Dir, "cuda/repos/debian12/x86_64")
 	toolkit := filepath.Join(r.Dir, "libnvidia-container/stable/deb/amd64")
@@ -183,5 +183,59 @@ func TestConcurrentPublishersShareOneRepository(t *testing.T) {
 		filepath.Join(repos[0].Dir, "cuda/repos/debian12/x86_64/InRelease")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("gpgv: %v\n%s", err, out)
+	}
+}
+
+// checkNoSecretKey fails t when the lab repository's web root serves the test
+// signing key's secret part: a file named like one, the key file's contents,
+// or any "PRIVATE KEY" block.
+func checkNoSecretKey(t *testing.T, labDir string) {
+	t.Helper()
+	secret, err := os.ReadFile(filepath.Join(labDir, "repo", "gpusim-key", "secret.asc"))
+	if err != nil || !bytes.Contains(secret, []byte("PRIVATE KEY")) {
+		t.Fatalf("the kept secret key does not read as one (%v): the check below would not see it either", err)
+	}
+	www := filepath.Join(labDir, "repo", "www")
+	files := 0
+	err = filepath.WalkDir(www, func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		files++
+		name := e.Name()
+		if strings.HasPrefix(name, "secret") || strings.HasSuffix(name, ".key") || strings.Contains(p, "private-keys") {
+			t.Errorf("the web root holds %s: a secret key file", strings.TrimPrefix(p, www))
+		}
+		if e.Type()&os.ModeSymlink != 0 {
+			target, err := filepath.EvalSymlinks(p)
+			if err == nil && !strings.HasPrefix(target, www+"/") {
+				t.Errorf("the web root links %s to %s, outside it", strings.TrimPrefix(p, www), target)
+			}
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte("PRIVATE KEY")) || bytes.Contains(b, bytes.TrimSpace(secret)) {
+			t.Errorf("the web root serves %s, which holds a private key", strings.TrimPrefix(p, www))
+		}
+		// the packages (cuda-keyring) carry keys too: look inside them
+		if strings.HasSuffix(name, ".deb") {
+			out, err := exec.Command("dpkg-deb", "--fsys-tarfile", p).Output()
+			if err != nil {
+				return fmt.Errorf("dpkg-deb --fsys-tarfile %s: %w", p, err)
+			}
+			if bytes.Contains(out, []byte("PRIVATE KEY")) {
+				t.Errorf("package %s holds a private key", strings.TrimPrefix(p, www))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 30 {
+		t.Fatalf("the web root %s holds %d files: the repositories are not there to check", www, files)
 	}
 }
