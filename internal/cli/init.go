@@ -2,14 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/gpukit/gpukit/internal/flow"
-	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/nvidia"
 )
 
@@ -100,19 +98,10 @@ func (o *initOptions) run(cmd *cobra.Command, s Streams) error {
 		return err
 	}
 	// A run stopped by preflight says which checks failed, as preflight does.
-	if stoppedInPreflight(sum) {
+	if f.Stopped(sum) {
 		if werr := writePreflightReport(l.out, f.Report(sum), o.verbose); werr != nil {
 			return werr
 		}
 	}
 	return runError(err)
-}
-
-func stoppedInPreflight(sum *engine.Summary) bool {
-	for _, h := range sum.Failed() {
-		if strings.HasPrefix(h.Phase, "preflight/") {
-			return true
-		}
-	}
-	return false
 }

@@ -49,3 +49,15 @@ func TestInitFlow(t *testing.T) {
 		t.Errorf("--only-phases nvidia: %v", err)
 	}
 }
+
+// A run stopped in preflight when a host failed in one of its phases, not
+// in a later layer's.
+func TestPreflightStopped(t *testing.T) {
+	p := &Preflight{}
+	for phase, want := range map[string]bool{preflight.PhaseFacts: true, preflight.PhaseChecks: true, preflight.PhaseCluster: true, "nvidia/driver": false, engine.ConnectPhase: false} {
+		sum := &engine.Summary{Hosts: []engine.HostResult{{Host: "ok", Status: engine.StatusOK}, {Host: "bad", Status: engine.StatusFailed, Phase: phase}}}
+		if got := p.Stopped(sum); got != want {
+			t.Errorf("failed in %s: stopped in preflight %v, want %v", phase, got, want)
+		}
+	}
+}

@@ -1,10 +1,8 @@
 package flow
 
 import (
-	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/nvidia"
-	"github.com/gpukit/gpukit/pkg/preflight"
 )
 
 // InitOptions are `gpukit init`'s choices that are not in the inventory.
@@ -17,16 +15,15 @@ type InitOptions struct {
 // installed; after that, a host that fails is named and the others go on,
 // and a second run continues where the first stopped.
 type Init struct {
-	Flow
-	checks *preflight.Preflight
+	*Preflight // its phases come first; its report says why a run stopped there
 }
 
 // NewInit builds the flow for every host of inv.
 func NewInit(inv *inventory.Inventory, o InitOptions) *Init {
-	checks := preflight.New(inv)
+	p := NewPreflight(inv)
+	p.Name = "gpukit init"
 	gpu := nvidia.New(inv, o.NVIDIA)
-	phases := preflightPhases(checks)
-	phases = append(phases,
+	p.Phases = append(p.Phases,
 		gpu.Prepare(),          // nvidia/prepare           headers and DKMS for the running kernel, nouveau off
 		gpu.Driver(),           // nvidia/driver            package source, the driver at the wanted version, held
 		gpu.FabricManager(),    // nvidia/fabricmanager     NVSwitch systems: the fabric manager at the driver's release
@@ -36,8 +33,5 @@ func NewInit(inv *inventory.Inventory, o InitOptions) *Init {
 		gpu.Reboot(),           // nvidia/reboot            only where the new driver needs it, a few hosts at a time
 		gpu.Verify(),           // nvidia/verify            nvidia-smi, GPU count, driver version, persistence mode
 	)
-	return &Init{checks: checks, Flow: Flow{Name: "gpukit init", Machines: inv.Machines, Phases: phases}}
+	return &Init{Preflight: p}
 }
-
-// Report is the preflight part of a finished run's report.
-func (i *Init) Report(sum *engine.Summary) preflight.Report { return i.checks.Report(sum) }

@@ -39,3 +39,15 @@ func preflightPhases(checks *preflight.Preflight) []engine.Phase {
 
 // Report is the preflight report of a finished run.
 func (p *Preflight) Report(sum *engine.Summary) preflight.Report { return p.checks.Report(sum) }
+
+// Stopped reports whether a host of a finished run failed in a preflight
+// phase: the run stopped before anything was installed.
+func (p *Preflight) Stopped(sum *engine.Summary) bool {
+	for _, h := range sum.Failed() {
+		switch h.Phase {
+		case preflight.PhaseFacts, preflight.PhaseChecks, preflight.PhaseCluster:
+			return true
+		}
+	}
+	return false
+}
