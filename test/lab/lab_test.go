@@ -21,24 +21,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpukit/gpukit/test/shellcheck"
 )
 
 // TestScript needs no root: the embedded lab.sh parses, and is shellcheck-clean where
 // shellcheck is installed.
 func TestScript(t *testing.T) {
 	t.Parallel()
-	c := exec.Command("bash", "-n")
-	c.Stdin = bytes.NewReader(labScript)
-	if out, err := c.CombinedOutput(); err != nil {
-		t.Fatalf("bash -n lab.sh: %v\n%s", err, out)
-	}
-	if _, err := exec.LookPath("shellcheck"); err != nil {
-		t.Log("shellcheck not installed: lint skipped")
-		return
-	}
-	if out, err := exec.Command("shellcheck", "lab.sh").CombinedOutput(); err != nil {
-		t.Fatalf("shellcheck lab.sh: %v\n%s", err, out)
-	}
+	shellcheck.Check(t, "lab.sh", string(labScript))
 }
 
 func TestFullHosts(t *testing.T) {
