@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpukit/gpukit/pkg/event"
+	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/test/gpusim"
 	"github.com/gpukit/gpukit/test/lab"
 )
@@ -163,13 +164,35 @@ func TestLabInitNVIDIA(t *testing.T) {
 		}
 	})
 
-	t.Run("fresh install ends verified, one reboot each", func(t *testing.T) {
+	t.Run("fresh install ends verified, one reboot each, one host down at a time", func(t *testing.T) {
 		start := time.Now()
-		r := runInit(t, "init", "-i", inv)
+		r := runInit(t, "init", "-i", inv, "--max-parallel-reboots", "1")
 		if r.code != ExitOK || r.counts != (event.HostCounts{Changed: 3}) {
 			t.Fatalf("exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
 		}
 		t.Logf("first init on 3 hosts: %s", time.Since(start).Round(100*time.Millisecond))
+		// From a host's reboot to its return, no other host is down.
+		down := map[string][2]time.Time{}
+		for _, e := range r.events {
+			switch {
+			case e.Phase != nvidia.PhaseReboot:
+			case e.Type == event.StepStart && e.Step == "reboot":
+				down[e.Host] = [2]time.Time{e.Time}
+			case e.Type == event.HostDone:
+				down[e.Host] = [2]time.Time{down[e.Host][0], e.Time}
+			}
+		}
+		for a, da := range down {
+			for b, db := range down {
+				if a < b && da[0].Before(db[1]) && db[0].Before(da[1]) {
+					t.Errorf("%s (%s-%s) and %s (%s-%s) were down together", a, da[0].Format(time.StampMilli), da[1].Format(time.StampMilli),
+						b, db[0].Format(time.StampMilli), db[1].Format(time.StampMilli))
+				}
+			}
+		}
+		if len(down) != 3 {
+			t.Errorf("reboots seen: %v", down)
+		}
 		after := bootIDs(t, l, hosts...)
 		for _, h := range hosts {
 			if after[h] == before[h] {
