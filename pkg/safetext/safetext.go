@@ -33,6 +33,15 @@ func Quote(s string) string {
 	return strconv.Quote(cut)
 }
 
+// Cut returns s, or, when it has more than n characters, its first n and
+// its full size: "aaaa... (10485760 bytes)". It escapes nothing.
+func Cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return firstRunes(s, n) + fmt.Sprintf("... (%d bytes)", len(s))
+}
+
 // Name returns s as it is when it is plain - printable ASCII without spaces,
 // quotes or backslashes, at most MaxEcho long (host names, file paths, field
 // names nearly always are) - and Quote(s) otherwise, so that the common case

@@ -107,3 +107,21 @@ func TestLine(t *testing.T) {
 		}
 	}
 }
+
+func TestCut(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 5, "short"},
+		{"longer", 3, "lon... (6 bytes)"},
+		{"ééé", 2, "éé... (6 bytes)"}, // never inside a character
+		{"", 0, ""},
+	} {
+		if got := Cut(tc.in, tc.n); got != tc.want {
+			t.Errorf("Cut(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/gpukit/gpukit/pkg/safetext"
 )
@@ -55,7 +54,7 @@ func (l *noteList) sorted(files []string) []Note {
 	return out
 }
 
-// maxMessage bounds a note or error message: values from the Ansible files
+// maxMessage bounds a note or error message, in characters: values from the Ansible files
 // are quoted into them, and one of 100 KB must not flood the terminal.
 const maxMessage = 4000
 
@@ -63,15 +62,7 @@ const maxMessage = 4000
 // one line (a newline would end the comment), nothing a terminal acts on
 // (safetext), bounded in length.
 func oneLine(s string) string {
-	s = safetext.Escape(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s))
-	if len(s) > maxMessage {
-		cut := maxMessage
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = fmt.Sprintf("%s... (%d bytes)", s[:cut], len(s))
-	}
-	return s
+	return safetext.Cut(safetext.Escape(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)), maxMessage)
 }
 
 // listNames shows up to max names and how many more there are, so that a
