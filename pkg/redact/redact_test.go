@@ -60,11 +60,6 @@ func TestRedactorError(t *testing.T) {
 	}
 }
 
-// TestNoSecretLeaks follows canary secrets through every path out of the
-// engine: scripts (logged, and recorded by dry-run), their arguments, output
-// lines in plain and base64 form, exit errors, phase errors, secrets learned
-// mid-run, and checks that none reaches a log file, an event or the error.
-
 type exitError struct{ msg string }
 
 func (e *exitError) Error() string { return e.msg }
