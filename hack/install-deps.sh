@@ -5,11 +5,7 @@ set -euo pipefail
 
 pkgs=(
   make git ca-certificates
-  debootstrap systemd-container iproute2 util-linux   # the lab: base image, full hosts, netns
-  openssh-client sshpass                               # lab assertions, password-auth tests
-  dpkg-dev python3                                     # the lab's local apt repository
   gnupg                                                # the GPU simulator's signed stand-in repositories (test/gpusim)
-  apt-cacher-ng                                        # the lab's Debian package proxy
   tmux                                                 # real-terminal test of the TUI
   shellcheck                                           # lint of rendered scripts
 )
@@ -24,17 +20,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   apt-get update -q
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
-  # The lab runs an apt-cacher-ng of its own (test/lab/lab.sh, on the lab bridge only); the
-  # package's machine-wide service would be an open proxy on *:3142. Installed here: kept off.
-  if [[ " ${missing[*]} " == *" apt-cacher-ng "* ]]; then
-    if [ -d /run/systemd/system ]; then
-      systemctl disable --now apt-cacher-ng.service >/dev/null 2>&1 || true
-    else
-      update-rc.d apt-cacher-ng disable >/dev/null 2>&1 || true
-      /etc/init.d/apt-cacher-ng stop >/dev/null 2>&1 || true
-    fi
-  fi
 fi
+# The lab's packages (debootstrap, systemd-container, openssh-client, sshpass, dpkg-dev, python3,
+# iproute2, apt-cacher-ng for its Debian package proxy, ...): lab.sh deps installs what is
+# missing (without root it only checks), and keeps the machine-wide service of the apt-cacher-ng
+# it installs off.
+"$(dirname "$0")/../test/lab/lab.sh" deps
 
 if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
   export PATH=/usr/local/go/bin:$PATH

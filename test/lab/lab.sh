@@ -11,7 +11,7 @@
 # host-side names (netns, veth, nspawn machine) prefixed gkN-. See README.md.
 #
 #   lab.sh [--lab ID] COMMAND ...   (or GPUKIT_LAB_ID=ID; default 1; "auto" = first free id, up only)
-#   deps                    apt-get install what the lab needs (only what is missing)
+#   deps                    apt-get install what the lab needs (only what is missing; without root: check)
 #   base                    build/refresh the shared base (cached in $LAB/base)
 #   up [--light] N | NAME.. hosts lab-1..N (full) or lite-1..N (light); last line = inventory path
 #   stop NAME / start NAME  host down (powered off: no link) / back up with the same host key
@@ -154,9 +154,10 @@ with_lock() {
 }
 
 # ---------------------------------------------------------------- dependencies
+# cmd_deps: apt-get install what is missing (root). Without root it only checks: it fails naming
+# what is missing (hack/install-deps.sh runs it either way).
 cmd_deps() {
 	local missing=() pair
-	mkdir -p "$LAB"
 	for pair in debootstrap:debootstrap systemd-nspawn:systemd-container ssh:openssh-client \
 		ssh-keygen:openssh-client ssh-keyscan:openssh-client sshpass:sshpass \
 		dpkg-scanpackages:dpkg-dev dpkg-deb:dpkg ip:iproute2 flock:util-linux unshare:util-linux \
@@ -168,14 +169,19 @@ cmd_deps() {
 	[ -e /usr/share/keyrings/debian-archive-keyring.gpg ] || missing+=(debian-archive-keyring)
 	if ((${#missing[@]})); then
 		mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+		[ "$(id -u)" = 0 ] || die "need root to install: ${missing[*]}"
+		mkdir -p "$LAB"
 		log "installing ${missing[*]}"
 		{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"; } 2>&1 |
 			scrub >"$LAB/deps.log" || { tail -n 20 "$LAB/deps.log" >&2; die "apt-get install ${missing[*]} failed"; }
-		if [[ " ${missing[*]} " == *" apt-cacher-ng "* ]]; then # the lab runs its own; the package's would serve *:3142
+		# The lab runs an apt-cacher-ng of its own (debian_serve, on the lab bridge only); the
+		# package's machine-wide service would be an open proxy on *:3142. Installed here: kept off.
+		if [[ " ${missing[*]} " == *" apt-cacher-ng "* ]]; then
 			if [ -d /run/systemd/system ]; then systemctl disable --now apt-cacher-ng.service >/dev/null 2>&1 || true
 			else update-rc.d apt-cacher-ng disable >/dev/null 2>&1 || true; /etc/init.d/apt-cacher-ng stop >/dev/null 2>&1 || true; fi
 		fi
 	fi
+	[ "$(id -u)" = 0 ] || return 0 # overlayfs: a lab matter, and the lab runs as root
 	grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null || die "the kernel has no overlayfs"
 }
 
@@ -364,8 +370,9 @@ repo_locked() { bridge_up; repo_ensure "$@"; }
 # Lab hosts have no route out. Like an air-gapped site's local mirror, apt-cacher-ng on the bridge
 # address serves Debian (bookworm, bookworm-updates: /debian; bookworm-security: /debian-security;
 # every component) from this machine's mirror and caches what hosts fetch in $DEBIAN_DIR/cache,
-# which outlives `down`. Hosts are NOT pointed at it: `debian-mirror` prints the URLs (or a deb822
-# sources file) for whoever configures them. Only these two trees are served (ForceManaged);
+# which outlives `down`. `up` does not start it: `debian-mirror` does, on demand (the last
+# `release`, and `down`, stop it). Hosts are NOT pointed at it: `debian-mirror` prints the URLs
+# (or a deb822 sources file) for whoever configures them. Only these two trees are served (ForceManaged);
 # apt in the hosts checks Debian's signatures as usual. Port 3143, not apt-cacher-ng's 3142: a
 # machine-wide apt-cacher-ng (the package starts one where systemd runs) holds *:3142.
 security_mirror() {
@@ -917,8 +924,6 @@ up_shared() { # under the lock: base, bridge, repository, lab id; prints the id
 	base_locked
 	bridge_up
 	repo_ensure
-	# the Debian proxy, for tests that install real packages; labs without it still work
-	(debian_serve) || log "warning: no Debian package proxy (lab.sh debian-mirror says why)"
 	mkdir -p "$LAB/run"
 	local id=$ID i
 	if [ "$id" = auto ]; then
@@ -1173,7 +1178,7 @@ cmd_status() {
 }
 
 main() {
-	[ "$(id -u)" = 0 ] || die "the lab needs root (namespaces, mounts, a bridge)"
+	if [ "$(id -u)" != 0 ] && [ "${1:-}" != deps ]; then die "the lab needs root (namespaces, mounts, a bridge)"; fi
 	use_lab "${GPUKIT_LAB_ID:-1}"
 	if [ "${1:-}" = --lab ]; then use_lab "${2:?--lab needs an id}"; shift 2; fi
 	local cmd=${1:-}
