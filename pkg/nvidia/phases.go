@@ -228,16 +228,13 @@ type containerToolkitPhase struct{ l *Layer }
 func (*containerToolkitPhase) Name() string  { return PhaseContainerToolkit }
 func (*containerToolkitPhase) Title() string { return "Install the NVIDIA Container Toolkit" }
 
-// toolkitPackages are pinned to one version together.
-var toolkitPackages = []string{"nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools", "libnvidia-container1"}
-
 func (p *containerToolkitPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
 	w, s, skip, err := p.l.begin(ctx, h)
 	if err != nil || skip != "" {
 		return false, skip, err
 	}
 	v := w.ContainerToolkit.Version
-	for _, name := range toolkitPackages {
+	for _, name := range scripts.ContainerToolkitPackages {
 		pkg, ok := s.Packages[name]
 		if !ok || upstream(pkg.Version) != v || !pkg.Held {
 			return true, "", nil

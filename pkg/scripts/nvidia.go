@@ -280,6 +280,13 @@ type ContainerToolkitParams struct {
 	SetAsDefault bool
 }
 
+// ContainerToolkitPackages are the toolkit's packages, pinned to one version
+// together.
+var ContainerToolkitPackages = []string{"nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools", "libnvidia-container1"}
+
+// Packages are ContainerToolkitPackages, for the template.
+func (ContainerToolkitParams) Packages() []string { return ContainerToolkitPackages }
+
 // Validate checks every value that reaches the script.
 func (p ContainerToolkitParams) Validate() error {
 	if err := checkFamily(p.Family); err != nil {

@@ -4,6 +4,7 @@
 # otherwise). nvidia-ctk merges its settings into the runtime's
 # configuration: the user's other settings stay.
 {{template "fetch"}}
+{{template "put"}}
 base={{quote .RepoURL}}
 {{- if eq .Family.PackageManager "apt"}}
 changed=0
@@ -17,13 +18,10 @@ if [ ! -s "$keyring" ]; then
 fi
 list=/etc/apt/sources.list.d/nvidia-container-toolkit.list
 line="deb [signed-by=$keyring] ${base}stable/deb/{{.DebArch}} /"
-if [ "$(cat "$list" 2>/dev/null)" != "$line" ]; then
-  printf '%s\n' "$line" >"$list"
-  changed=1
-fi
+if put "$list" "$line"; then changed=1; fi
 if [ "$changed" = 1 ]; then apt-get update -q; fi
 v={{quote .Version}}-1
-pkgs=(nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-container-tools libnvidia-container1)
+pkgs=({{quoteEach .Packages}})
 apt-mark unhold "${pkgs[@]}" >/dev/null 2>&1 || true
 apt-get install -y -q --no-install-recommends --allow-downgrades -o Dpkg::Options::=--force-confold \
   "${pkgs[@]/%/=$v}"
@@ -37,11 +35,9 @@ enabled=1
 gpgcheck=0
 repo_gpgcheck=1
 gpgkey=${base}gpgkey"
-if [ "$(cat "$repo" 2>/dev/null)" != "$want" ]; then
-  printf '%s\n' "$want" >"$repo"
-fi
+put "$repo" "$want" || true
 v={{quote .Version}}-1
-pkgs=(nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-container-tools libnvidia-container1)
+pkgs=({{quoteEach .Packages}})
 dnf -q versionlock delete "${pkgs[@]}" >/dev/null 2>&1 || true
 dnf install -y -q "${pkgs[@]/%/-$v}"
 dnf -q versionlock add "${pkgs[@]}"

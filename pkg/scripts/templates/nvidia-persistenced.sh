@@ -1,6 +1,7 @@
 # Keeps the GPUs initialised between jobs (persistence mode): without it the
 # driver tears the GPU state down when the last process exits, and the next
 # job pays seconds of initialisation and loses MIG and clock settings.
+{{template "put"}}
 dropin=/etc/systemd/system/nvidia-persistenced.service.d/gpukit.conf
 want='[Service]
 ExecStart=
@@ -15,11 +16,7 @@ apt-mark hold nvidia-persistenced >/dev/null
 {{- else}}
 dnf install -y -q nvidia-persistenced
 {{- end}}
-if [ "$(cat "$dropin" 2>/dev/null)" != "$want" ]; then
-  mkdir -p "${dropin%/*}"
-  printf '%s\n' "$want" >"$dropin"
-  systemctl daemon-reload
-fi
+if put "$dropin" "$want"; then systemctl daemon-reload; fi
 systemctl enable nvidia-persistenced
 # A persistence daemon started before the driver loaded (fresh install,
 # reboot pending) starts at the next boot.

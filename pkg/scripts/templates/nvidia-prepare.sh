@@ -37,10 +37,9 @@ fi
 {{- end}}
 {{- end}}
 
+{{template "put"}}
 conf=/etc/modprobe.d/blacklist-nouveau.conf
-want=$'blacklist nouveau\noptions nouveau modeset=0'
-if [ "$(cat "$conf" 2>/dev/null)" != "$want" ]; then
-  printf '%s\n' "$want" >"$conf"
+if put "$conf" $'blacklist nouveau\noptions nouveau modeset=0'; then
   echo "gpukit: nouveau blacklisted in $conf"
   # The initramfs may load nouveau before the root file system is mounted.
 {{- if eq .Family.PackageManager "apt"}}

@@ -2,6 +2,7 @@
 # (or the site's mirror of it), or the distribution's own components that
 # carry them. Idempotent: a repository already set up as wanted is left as
 # it is, and the package index is refreshed only after a change.
+{{template "put"}}
 changed=0
 {{- if eq .Source "cuda-repo"}}
 base={{quote .RepoURL}}
@@ -23,10 +24,7 @@ fi
 # (a mirror, for an air-gapped site), signed by the same key.
 list=/etc/apt/sources.list.d/cuda-{{.Family.CUDARepo}}-{{.Arch}}.list
 line="deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] $base /"
-if [ "$(cat "$list" 2>/dev/null)" != "$line" ]; then
-  printf '%s\n' "$line" >"$list"
-  changed=1
-fi
+if put "$list" "$line"; then changed=1; fi
 if [ "$changed" = 1 ]; then apt-get update -q; fi
 {{- else}}
 repo=/etc/yum.repos.d/cuda-{{.Family.CUDARepo}}.repo
@@ -36,10 +34,7 @@ baseurl=$base
 enabled=1
 gpgcheck=1
 gpgkey=${base}{{.RPMKey}}"
-if [ "$(cat "$repo" 2>/dev/null)" != "$want" ]; then
-  printf '%s\n' "$want" >"$repo"
-  changed=1
-fi
+if put "$repo" "$want"; then changed=1; fi
 # DKMS and the driver's build dependencies: CRB (9) or PowerTools (8), and EPEL.
 dnf config-manager --set-enabled {{if eq .Family.Family "rhel-8"}}powertools{{else}}crb{{end}} 2>/dev/null || true
 if [ "$changed" = 1 ]; then dnf -q makecache; fi

@@ -18,6 +18,13 @@ fetch() {
     return 1
   fi
 }
+# put FILE CONTENT: writes CONTENT (and a newline) to FILE, creating its
+# directory, unless FILE holds it already; true when it wrote.
+put() {
+  if [ "$(cat "$1" 2>/dev/null)" = "$2" ]; then return 1; fi
+  mkdir -p "${1%/*}"
+  printf '%s\n' "$2" >"$1"
+}
 base=https://nvidia.github.io/libnvidia-container/
 repo=/etc/yum.repos.d/nvidia-container-toolkit.repo
 want="[nvidia-container-toolkit]
@@ -27,9 +34,7 @@ enabled=1
 gpgcheck=0
 repo_gpgcheck=1
 gpgkey=${base}gpgkey"
-if [ "$(cat "$repo" 2>/dev/null)" != "$want" ]; then
-  printf '%s\n' "$want" >"$repo"
-fi
+put "$repo" "$want" || true
 v=1.20.0-1
 pkgs=(nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-container-tools libnvidia-container1)
 dnf -q versionlock delete "${pkgs[@]}" >/dev/null 2>&1 || true

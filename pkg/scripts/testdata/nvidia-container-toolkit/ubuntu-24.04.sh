@@ -18,6 +18,13 @@ fetch() {
     return 1
   fi
 }
+# put FILE CONTENT: writes CONTENT (and a newline) to FILE, creating its
+# directory, unless FILE holds it already; true when it wrote.
+put() {
+  if [ "$(cat "$1" 2>/dev/null)" = "$2" ]; then return 1; fi
+  mkdir -p "${1%/*}"
+  printf '%s\n' "$2" >"$1"
+}
 base=https://nvidia.github.io/libnvidia-container/
 changed=0
 keyring=/usr/share/keyrings/nvidia-container-toolkit-keyring.asc
@@ -30,10 +37,7 @@ if [ ! -s "$keyring" ]; then
 fi
 list=/etc/apt/sources.list.d/nvidia-container-toolkit.list
 line="deb [signed-by=$keyring] ${base}stable/deb/amd64 /"
-if [ "$(cat "$list" 2>/dev/null)" != "$line" ]; then
-  printf '%s\n' "$line" >"$list"
-  changed=1
-fi
+if put "$list" "$line"; then changed=1; fi
 if [ "$changed" = 1 ]; then apt-get update -q; fi
 v=1.20.0-1
 pkgs=(nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-container-tools libnvidia-container1)

@@ -3,6 +3,13 @@ export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 # Keeps the GPUs initialised between jobs (persistence mode): without it the
 # driver tears the GPU state down when the last process exits, and the next
 # job pays seconds of initialisation and loses MIG and clock settings.
+# put FILE CONTENT: writes CONTENT (and a newline) to FILE, creating its
+# directory, unless FILE holds it already; true when it wrote.
+put() {
+  if [ "$(cat "$1" 2>/dev/null)" = "$2" ]; then return 1; fi
+  mkdir -p "${1%/*}"
+  printf '%s\n' "$2" >"$1"
+}
 dropin=/etc/systemd/system/nvidia-persistenced.service.d/gpukit.conf
 want='[Service]
 ExecStart=
@@ -13,11 +20,7 @@ ExecStart=/usr/bin/nvidia-persistenced --user root --persistence-mode --verbose'
 apt-mark unhold nvidia-persistenced >/dev/null 2>&1 || true
 apt-get install -y -q --no-install-recommends --allow-downgrades -o Dpkg::Options::=--force-confold nvidia-persistenced
 apt-mark hold nvidia-persistenced >/dev/null
-if [ "$(cat "$dropin" 2>/dev/null)" != "$want" ]; then
-  mkdir -p "${dropin%/*}"
-  printf '%s\n' "$want" >"$dropin"
-  systemctl daemon-reload
-fi
+if put "$dropin" "$want"; then systemctl daemon-reload; fi
 systemctl enable nvidia-persistenced
 # A persistence daemon started before the driver loaded (fresh install,
 # reboot pending) starts at the next boot.

@@ -20,10 +20,15 @@ if ! dpkg-query -W -f='${db:Status-Status}' dkms 2>/dev/null | grep -qx installe
   apt-get install -y -q --no-install-recommends dkms build-essential
 fi
 
+# put FILE CONTENT: writes CONTENT (and a newline) to FILE, creating its
+# directory, unless FILE holds it already; true when it wrote.
+put() {
+  if [ "$(cat "$1" 2>/dev/null)" = "$2" ]; then return 1; fi
+  mkdir -p "${1%/*}"
+  printf '%s\n' "$2" >"$1"
+}
 conf=/etc/modprobe.d/blacklist-nouveau.conf
-want=$'blacklist nouveau\noptions nouveau modeset=0'
-if [ "$(cat "$conf" 2>/dev/null)" != "$want" ]; then
-  printf '%s\n' "$want" >"$conf"
+if put "$conf" $'blacklist nouveau\noptions nouveau modeset=0'; then
   echo "gpukit: nouveau blacklisted in $conf"
   # The initramfs may load nouveau before the root file system is mounted.
   if command -v update-initramfs >/dev/null 2>&1; then update-initramfs -u; fi

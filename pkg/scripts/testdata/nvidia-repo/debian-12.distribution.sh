@@ -4,6 +4,13 @@ export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 # (or the site's mirror of it), or the distribution's own components that
 # carry them. Idempotent: a repository already set up as wanted is left as
 # it is, and the package index is refreshed only after a change.
+# put FILE CONTENT: writes CONTENT (and a newline) to FILE, creating its
+# directory, unless FILE holds it already; true when it wrote.
+put() {
+  if [ "$(cat "$1" 2>/dev/null)" = "$2" ]; then return 1; fi
+  mkdir -p "${1%/*}"
+  printf '%s\n' "$2" >"$1"
+}
 changed=0
 # enable_components COMPONENT...: adds the components to every source of the
 # distribution's release - suite bookworm (or -updates, -security)

@@ -4,6 +4,13 @@ export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 # (or the site's mirror of it), or the distribution's own components that
 # carry them. Idempotent: a repository already set up as wanted is left as
 # it is, and the package index is refreshed only after a change.
+# put FILE CONTENT: writes CONTENT (and a newline) to FILE, creating its
+# directory, unless FILE holds it already; true when it wrote.
+put() {
+  if [ "$(cat "$1" 2>/dev/null)" = "$2" ]; then return 1; fi
+  mkdir -p "${1%/*}"
+  printf '%s\n' "$2" >"$1"
+}
 changed=0
 base=https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/
 # fetch URL FILE: downloads with whatever the host has (curl, wget, python3).
@@ -80,9 +87,6 @@ fi
 # (a mirror, for an air-gapped site), signed by the same key.
 list=/etc/apt/sources.list.d/cuda-debian12-x86_64.list
 line="deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] $base /"
-if [ "$(cat "$list" 2>/dev/null)" != "$line" ]; then
-  printf '%s\n' "$line" >"$list"
-  changed=1
-fi
+if put "$list" "$line"; then changed=1; fi
 if [ "$changed" = 1 ]; then apt-get update -q; fi
 if [ "$changed" = 1 ]; then echo "gpukit: package sources changed"; fi
