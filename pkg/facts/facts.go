@@ -100,6 +100,20 @@ func (f *Facts) Listening(p int) bool {
 func Parse(out []byte) (*Facts, error) {
 	f := &Facts{}
 	ports := map[int]bool{}
+	if err := ScanKV(out, "probe output", func(key, value string) error { return f.set(key, value, ports) }); err != nil {
+		return nil, err
+	}
+	for p := range ports {
+		f.ListeningTCP = append(f.ListeningTCP, p)
+	}
+	sort.Ints(f.ListeningTCP)
+	return f, nil
+}
+
+// ScanKV reads the key=value lines a probe script prints (list facts repeat
+// their key) and gives each to set; other lines (a login banner) are not
+// facts and are skipped. what names the output in errors.
+func ScanKV(out []byte, what string, set func(key, value string) error) error {
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	line := 0
@@ -107,20 +121,16 @@ func Parse(out []byte) (*Facts, error) {
 		line++
 		key, value, ok := strings.Cut(sc.Text(), "=")
 		if !ok {
-			continue // stray output (e.g. a login banner) is not a fact
+			continue
 		}
-		if err := f.set(key, value, ports); err != nil {
-			return nil, fmt.Errorf("probe output line %d (%s): %w", line, key, err)
+		if err := set(key, value); err != nil {
+			return fmt.Errorf("%s line %d (%s): %w", what, line, key, err)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading probe output: %w", err)
+		return fmt.Errorf("reading %s: %w", what, err)
 	}
-	for p := range ports {
-		f.ListeningTCP = append(f.ListeningTCP, p)
-	}
-	sort.Ints(f.ListeningTCP)
-	return f, nil
+	return nil
 }
 
 func (f *Facts) set(key, value string, ports map[int]bool) error {

@@ -1,8 +1,6 @@
 package nvidia
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"regexp"
 	"sort"
@@ -60,21 +58,8 @@ type Service struct {
 // ignored, so a newer probe works with an older parser.
 func ParseState(out []byte) (*State, error) {
 	s := &State{Packages: map[string]Package{}, Services: map[string]Service{}, NVSwitchDriver: -1}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		key, value, ok := strings.Cut(sc.Text(), "=")
-		if !ok {
-			continue
-		}
-		if err := s.set(key, value); err != nil {
-			return nil, fmt.Errorf("nvidia state line %d (%s): %w", line, key, err)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading nvidia state: %w", err)
+	if err := facts.ScanKV(out, "nvidia state", s.set); err != nil {
+		return nil, err
 	}
 	sort.Strings(s.RebootRequired)
 	return s, nil
