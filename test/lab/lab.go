@@ -16,6 +16,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"fmt"
 	"os"
@@ -128,22 +129,40 @@ func Start(t testing.TB, opts Options) *Lab {
 	if opts.Hosts < 1 || opts.Hosts > 254 {
 		t.Fatalf("lab: Options.Hosts must be 1..254, got %d", opts.Hosts)
 	}
-	script := scriptPath(t)
-	args := []string{"up", strconv.Itoa(opts.Hosts)}
+	args := []string{strconv.Itoa(opts.Hosts)}
 	if opts.Light {
-		args = []string{"up", "--light", strconv.Itoa(opts.Hosts)}
+		args = []string{"--light", strconv.Itoa(opts.Hosts)}
 	}
+	return start(t, nil, opts.Light, args...)
+}
+
+// start is Start, after Require, for `lab.sh up ARGS` (a count or host names), with env added
+// to lab.sh's environment (another GPUKIT_LAB_OWNER); the Lab has the hosts of one kind, light
+// or full.
+func start(t testing.TB, env []string, light bool, args ...string) *Lab {
+	t.Helper()
+	script := scriptPath(t)
+	args = append([]string{"up"}, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout(t))
 	defer cancel()
 	began := time.Now()
-	out, err := run(ctx, script, "auto", args...)
+	out, err := runEnv(ctx, script, "auto", env, args...)
 	if err != nil {
 		t.Fatalf("lab: %s: %v\n%s", strings.Join(args, " "), err, Tail(out))
 	}
 	inventory := lastLine(out)     // $GPUKIT_LAB_DIR/run/ID/inventory*.yaml
 	if filepath.IsAbs(inventory) { // released even when reading the lab fails below
-		id := filepath.Base(filepath.Dir(inventory))
+		dir := filepath.Dir(inventory)
+		id := filepath.Base(dir)
+		ours, err := claim(dir)
+		if err != nil {
+			run(context.Background(), script, id, "release")
+			t.Fatalf("lab %s: %v", id, err)
+		}
 		t.Cleanup(func() {
+			if !ours() {
+				return // released by the test (or reaped): its id may be another test's lab by now
+			}
 			if t.Failed() && os.Getenv("GPUKIT_LAB_KEEP") == "1" {
 				// no owner any more: neither the next Start nor the hosts' supervisors (which power
 				// off the hosts of a test that is gone) take it down
@@ -158,12 +177,28 @@ func Start(t testing.TB, opts Options) *Lab {
 			}
 		})
 	}
-	l, err := load(script, inventory, opts.Light)
+	l, err := load(script, inventory, light)
 	if err != nil {
 		t.Fatalf("lab: %v\n%s", err, Tail(out))
 	}
 	t.Logf("lab %s: %d hosts up in %.1fs (%s)", l.id, len(l.Hosts), time.Since(began).Seconds(), l.Inventory)
 	return l
+}
+
+// claim marks the lab in dir as this caller's with a file of random contents in it, which
+// release removes with the lab; ours says whether that lab is still there. Lab ids are reused:
+// once a lab is released, another test may get its id, and releasing the id again would take
+// that test's lab down.
+func claim(dir string) (ours func() bool, err error) {
+	p := filepath.Join(dir, "claim")
+	token := rand.Text()
+	if err := os.WriteFile(p, []byte(token), 0o600); err != nil {
+		return nil, err
+	}
+	return func() bool {
+		b, err := os.ReadFile(p)
+		return err == nil && string(b) == token
+	}, nil
 }
 
 // startTimeout leaves room for a first run's base build (~1 min) within the test's deadline.
@@ -462,11 +497,17 @@ func labDir() string {
 // together. Cancelling ctx sends SIGTERM to lab.sh's process group, so that its traps remove
 // what it was creating, and SIGKILL a minute later.
 func run(ctx context.Context, script, id string, args ...string) ([]byte, error) {
+	return runEnv(ctx, script, id, nil, args...)
+}
+
+// runEnv is run with env added to lab.sh's environment (its values win).
+func runEnv(ctx context.Context, script, id string, env []string, args ...string) ([]byte, error) {
 	c := exec.CommandContext(ctx, script, args...)
 	c.Env = append(os.Environ(), "GPUKIT_LAB_OWNER="+strconv.Itoa(os.Getpid()))
 	if id != "" {
 		c.Env = append(c.Env, "GPUKIT_LAB_ID="+id)
 	}
+	c.Env = append(c.Env, env...) // exec takes the last value of a name
 	var out bytes.Buffer
 	c.Stdout, c.Stderr = &out, &out
 	setProcessGroup(c)

@@ -128,14 +128,8 @@ func TestLightHosts(t *testing.T) {
 func TestReleaseLeavesNothing(t *testing.T) {
 	t.Parallel()
 	Require(t)
-	script := scriptPath(t)
-	out, err := run(context.Background(), script, "auto", "up", "lab-1", "lab-2", "lite-1", "lite-2", "lite-3")
-	if err != nil {
-		t.Fatalf("up: %v\n%s", err, Tail(out))
-	}
-	dir := filepath.Dir(lastLine(out))
-	id := filepath.Base(dir)
-	t.Cleanup(func() { run(context.Background(), script, id, "release") })
+	l := start(t, nil, false, "lab-1", "lab-2", "lite-1", "lite-2", "lite-3")
+	script, dir, id := l.script, l.Dir, l.id
 	if got := leftovers(id, dir); len(got) == 0 {
 		t.Fatalf("the leftover check sees nothing of a running lab: it would not see leftovers either")
 	}
@@ -314,7 +308,16 @@ func TestInterruptedUpLeavesNothing(t *testing.T) {
 		}
 		done <- c.Wait()
 	}()
-	t.Cleanup(func() { run(context.Background(), script, id, "release") })
+	ours, err := claim(dir) // up runs: its lab is there
+	if err != nil {
+		syscall.Kill(-c.Process.Pid, syscall.SIGINT)
+		t.Fatalf("lab %s: %v", id, err)
+	}
+	t.Cleanup(func() { // unless up removed it, as it must: then its id may be another test's lab
+		if ours() {
+			run(context.Background(), script, id, "release")
+		}
+	})
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		pids, _ := filepath.Glob(filepath.Join(dir, "hosts", "*", "pid"))
 		if len(pids) >= 5 {
@@ -609,20 +612,7 @@ func TestReboots(t *testing.T) {
 // is shutting down for a reboot: nothing may be left (supervisors included).
 func TestReleaseDuringReboot(t *testing.T) {
 	t.Parallel()
-	Require(t)
-	script := scriptPath(t)
-	out, err := run(context.Background(), script, "auto", "up", "2")
-	if err != nil {
-		t.Fatalf("up: %v\n%s", err, Tail(out))
-	}
-	inventory := lastLine(out)
-	dir := filepath.Dir(inventory)
-	id := filepath.Base(dir)
-	t.Cleanup(func() { run(context.Background(), script, id, "release") })
-	l, err := load(script, inventory, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := Start(t, Options{Hosts: 2})
 	l.SetRebootDelay(t, "lab-1", time.Minute)
 	l.Reboot(t, "lab-1")
 	l.SetRebootDelay(t, "lab-2", 0)
@@ -632,11 +622,11 @@ func TestReleaseDuringReboot(t *testing.T) {
 	if got := l.State(t, "lab-1"); got != "rebooting" {
 		t.Errorf("lab-1 is %s, want rebooting", got)
 	}
-	if out, err := run(context.Background(), script, id, "release"); err != nil {
+	if out, err := run(context.Background(), l.script, l.id, "release"); err != nil {
 		t.Fatalf("release: %v\n%s", err, Tail(out))
 	}
-	if got := leftovers(id, dir); len(got) > 0 {
-		t.Errorf("after release of lab %s during reboots:\n%s", id, strings.Join(got, "\n"))
+	if got := leftovers(l.id, l.Dir); len(got) > 0 {
+		t.Errorf("after release of lab %s during reboots:\n%s", l.id, strings.Join(got, "\n"))
 	}
 }
 
@@ -646,26 +636,13 @@ func TestReleaseDuringReboot(t *testing.T) {
 func TestOwnerGone(t *testing.T) {
 	t.Parallel()
 	Require(t)
-	script := scriptPath(t)
 	owner := exec.Command("sleep", "600") // stands in for a test binary
 	if err := owner.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer owner.Process.Kill()
-	c := exec.Command(script, "up", "2")
-	c.Env = append(os.Environ(), "GPUKIT_LAB_ID=auto", "GPUKIT_LAB_OWNER="+strconv.Itoa(owner.Process.Pid))
-	out, err := c.CombinedOutput()
-	if err != nil {
-		t.Fatalf("up: %v\n%s", err, Tail(out))
-	}
-	inventory := lastLine(out)
-	dir := filepath.Dir(inventory)
-	id := filepath.Base(dir)
-	t.Cleanup(func() { run(context.Background(), script, id, "release") })
-	l, err := load(script, inventory, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := start(t, []string{"GPUKIT_LAB_OWNER=" + strconv.Itoa(owner.Process.Pid)}, false, "2")
+	script, dir, id := l.script, l.Dir, l.id
 	l.SetRebootDelay(t, "lab-1", time.Minute)
 	l.Reboot(t, "lab-1")
 	owner.Process.Kill()
