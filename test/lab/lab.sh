@@ -186,11 +186,22 @@ cmd_deps() {
 }
 
 # ---------------------------------------------------------------- base image
+# apt_source_uri SUITES LINE: the first URI of this machine's apt sources: of the first stanza of
+# /etc/apt/sources.list.d/debian.sources whose Suites match the awk regex SUITES, else of the first
+# deb line of /etc/apt/sources.list that matches the awk regex LINE; nothing if none.
+apt_source_uri() {
+	local m=""
+	[ -f /etc/apt/sources.list.d/debian.sources ] && m=$(awk -v re="$1" 'BEGIN { RS = "" }
+		{ u = ""; s = ""; n = split($0, l, "\n")
+		  for (i = 1; i <= n; i++) { if (l[i] ~ /^URIs:/) { split(l[i], f, " "); u = f[2] } if (l[i] ~ /^Suites:/) s = l[i] }
+		  if (s ~ re && u != "") { print u; exit } }' /etc/apt/sources.list.d/debian.sources)
+	[ -z "$m" ] && [ -f /etc/apt/sources.list ] && m=$(awk -v re="$2" '$1 == "deb" && $0 ~ re {for (i = 2; i <= NF; i++) if ($i ~ /:\/\//) {print $i; exit}}' /etc/apt/sources.list)
+	printf '%s' "$m"
+}
 mirror() {
 	if [ -n "${GPUKIT_LAB_MIRROR:-}" ]; then printf '%s' "$GPUKIT_LAB_MIRROR"; return; fi
-	local m=""
-	[ -f /etc/apt/sources.list.d/debian.sources ] && m=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources)
-	[ -z "$m" ] && [ -f /etc/apt/sources.list ] && m=$(awk '$1 == "deb" && $0 ~ /debian/ {for (i = 2; i <= NF; i++) if ($i ~ /:\/\//) {print $i; exit}}' /etc/apt/sources.list)
+	local m
+	m=$(apt_source_uri '' debian)
 	printf '%s' "${m:-http://deb.debian.org/debian}"
 }
 
@@ -349,14 +360,17 @@ repo_ensure() { # repo_ensure [DEB...]
 	if ((reindex)) || [ ! -f "$REPO_DIR/www/Release" ] || ! grep -qs '^Filename: pool/' "$REPO_DIR/www/Packages"; then repo_index; fi
 	repo_serve
 }
-repo_stop() {
-	if live_pid "$REPO_DIR/pid"; then
+# stop_service PIDFILE PATTERN: stops the server PIDFILE names, and any other whose command line
+# contains PATTERN (one whose pid file was lost).
+stop_service() {
+	if live_pid "$1"; then
 		kill "$PID" 2>/dev/null || true
 		wait_gone 5 "$PID"
 	fi
-	rm -f "$REPO_DIR/pid"
-	kill_matching "http.server $REPO_PORT --bind $BRIDGE_ADDR"
+	rm -f "$1"
+	kill_matching "$2"
 }
+repo_stop() { stop_service "$REPO_DIR/pid" "http.server $REPO_PORT --bind $BRIDGE_ADDR"; }
 cmd_repo() {
 	local f abs=()
 	for f in "$@"; do [ -f "$f" ] || die "no such file: $f"; abs+=("$(readlink -f "$f")"); done
@@ -377,12 +391,8 @@ repo_locked() { bridge_up; repo_ensure "$@"; }
 # machine-wide apt-cacher-ng (the package starts one where systemd runs) holds *:3142.
 security_mirror() {
 	if [ -n "${GPUKIT_LAB_SECURITY_MIRROR:-}" ]; then printf '%s' "$GPUKIT_LAB_SECURITY_MIRROR"; return; fi
-	local m=""
-	[ -f /etc/apt/sources.list.d/debian.sources ] && m=$(awk 'BEGIN { RS = "" }
-		{ u = ""; s = ""; n = split($0, l, "\n")
-		  for (i = 1; i <= n; i++) { if (l[i] ~ /^URIs:/) { split(l[i], f, " "); u = f[2] } if (l[i] ~ /^Suites:/) s = l[i] }
-		  if (s ~ /-security/ && u != "") { print u; exit } }' /etc/apt/sources.list.d/debian.sources)
-	[ -z "$m" ] && [ -f /etc/apt/sources.list ] && m=$(awk '$1 == "deb" && $0 ~ /-security/ {for (i = 2; i <= NF; i++) if ($i ~ /:\/\//) {print $i; exit}}' /etc/apt/sources.list)
+	local m
+	m=$(apt_source_uri -security -security)
 	if [ -z "$m" ] && [ -z "${GPUKIT_LAB_MIRROR:-}" ]; then m=$(mirror); [[ $m == */debian ]] && m=$m-security || m=; fi
 	printf '%s' "${m:-http://deb.debian.org/debian-security}"
 }
@@ -439,14 +449,7 @@ debian_serve() { # under the lock, after bridge_up: the proxy runs (restarted if
 	wait_tcp 10 "$BRIDGE_ADDR" "$DEBIAN_PORT" ||
 		{ cat "$DEBIAN_DIR/log/stdout.log" "$DEBIAN_DIR/log/apt-cacher.err" 2>/dev/null | tail -n 5 | scrub >&2; die "the Debian proxy (apt-cacher-ng) did not start (logs: $DEBIAN_DIR/log)"; }
 }
-debian_stop() {
-	if live_pid "$DEBIAN_DIR/pid"; then
-		kill "$PID" 2>/dev/null || true
-		wait_gone 5 "$PID"
-	fi
-	rm -f "$DEBIAN_DIR/pid"
-	kill_matching "apt-cacher-ng -c $DEBIAN_DIR/conf"
-}
+debian_stop() { stop_service "$DEBIAN_DIR/pid" "apt-cacher-ng -c $DEBIAN_DIR/conf"; }
 debian_locked() { bridge_up; debian_serve; }
 # debian_check: this machine's mirror answers through the proxy (the Release files of the three
 # suites); else a clear error. What it fetches is cached: it also warms the cache.
@@ -692,6 +695,13 @@ host_state() { # sets STATE: running, rebooting, off, down or stopped (after `ho
 	fi
 }
 owner_gone() { [ ! -d "$HD" ] || { [ -f "$RUN/owner" ] && ! live_pid "$RUN/owner"; }; }
+# exit_if_owner_gone BOOTS: a supervisor whose host is gone, or whose test is, records the host
+# off (if it still exists) and exits.
+exit_if_owner_gone() {
+	owner_gone || return 0
+	if [ -d "$HD" ]; then write_state off "$1"; fi
+	exit 0
+}
 power_cut() { # after nspawn exited: what a reset takes down (processes, cgroups, link)
 	local cgs=()
 	if [ -f "$HD/cgroups" ]; then mapfile -t cgs <"$HD/cgroups"; fi
@@ -744,10 +754,7 @@ supervise() { # supervise NAME (after `host NAME`), in the supervisor's process
 		now_us
 		since=$NOW_US
 		power_cut
-		if owner_gone; then
-			if [ -d "$HD" ]; then write_state off "$boots"; fi
-			exit 0
-		fi
+		exit_if_owner_gone "$boots"
 		if ((stop)); then write_state stopped "$boots"; exit 0; fi
 		if ((rc != 133)); then
 			write_state off "$boots"
@@ -770,10 +777,7 @@ supervise() { # supervise NAME (after `host NAME`), in the supervisor's process
 			seconds_us "$DELAY"
 			now_us
 			((NOW_US - since < US)) || break
-			if owner_gone; then
-				if [ -d "$HD" ]; then write_state off "$boots"; fi
-				exit 0
-			fi
+			exit_if_owner_gone "$boots"
 			nap 0.1
 		done
 	done
