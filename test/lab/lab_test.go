@@ -559,10 +559,9 @@ func TestReboots(t *testing.T) {
 		}
 		checkPortClosed(t, l, "lab-2")
 		l.SetRebootDelay(t, "lab-2", RebootNever) // applies to the reboot under way
-		for deadline := time.Now().Add(10 * time.Second); l.State(t, "lab-2") != "down"; time.Sleep(100 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("lab-2 not down 10 s after its delay became never: %s", l.State(t, "lab-2"))
-			}
+		waitState(t, l, "lab-2", 10*time.Second, "down")
+		if got := l.State(t, "lab-2"); got != "down" {
+			t.Errorf("lab.sh state: lab-2 is %q, its supervisor says down", got)
 		}
 		if st := labStatus(t, l); !regexp.MustCompile(`lab-2 .* down .*reboot delay never`).MatchString(st) {
 			t.Errorf("lab.sh status does not show lab-2 down:\n%s", st)
@@ -593,11 +592,7 @@ func TestReboots(t *testing.T) {
 		if out, err := l.command("root", "lab-3", "systemctl poweroff").CombinedOutput(); err != nil && !isExit(err, 255) {
 			t.Fatalf("systemctl poweroff: %v\n%s", err, out)
 		}
-		for deadline := time.Now().Add(30 * time.Second); l.State(t, "lab-3") != "off"; time.Sleep(100 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("lab-3 not off 30 s after systemctl poweroff: %s", l.State(t, "lab-3"))
-			}
-		}
+		waitState(t, l, "lab-3", 30*time.Second, "off")
 		time.Sleep(4 * time.Second) // longer than the default reboot delay
 		if got := l.State(t, "lab-3"); got != "off" {
 			t.Errorf("lab-3 is %s 4 s after poweroff", got)
@@ -647,21 +642,10 @@ func TestOwnerGone(t *testing.T) {
 	l.Reboot(t, "lab-1")
 	owner.Process.Kill()
 	owner.Wait()
+	// off within 30 s, or gone: another test's Start may reap the lab meanwhile
 	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var running []string
-		for _, h := range l.Hosts { // (not State: another test's Start may reap the lab meanwhile)
-			if st, _ := l.bootState(h.Name); st != "off" && st != "" {
-				running = append(running, h.Name+" "+st)
-			}
-		}
-		if len(running) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("30 s after the owner died: %v", running)
-		}
-		time.Sleep(200 * time.Millisecond)
+	for _, h := range l.Hosts {
+		waitState(t, l, h.Name, time.Until(deadline), "off", "")
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		procs := processesUnder(dir)
@@ -770,6 +754,22 @@ func TestDebianNvidiaDriver(t *testing.T) {
 			cache = "cold"
 		}
 		t.Logf("%s: apt-get update + install nvidia-driver (%s cache): %.1fs\n%s", h.Name, cache, time.Since(began).Seconds(), got)
+	}
+}
+
+// waitState waits until host name's supervisor has recorded one of states in its state file
+// ("": no state file, the lab is gone); it reads the file, instead of running lab.sh state ten
+// times a second. It fails the test after timeout.
+func waitState(t *testing.T, l *Lab, name string, timeout time.Duration, states ...string) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); ; time.Sleep(50 * time.Millisecond) {
+		st, _ := l.bootState(name)
+		if slices.Contains(states, st) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lab %s: %s is %q after %v, want %q", l.id, name, st, timeout.Round(time.Second), states)
+		}
 	}
 }
 
