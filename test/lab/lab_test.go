@@ -516,11 +516,10 @@ func TestReboots(t *testing.T) {
 		before := l.BootID(t, "lab-1")
 		l.SSH(t, "lab-1", "echo kept >/root/written-before-reboot && sync")
 		for i, how := range []string{"systemctl reboot", "shutdown -r now"} {
-			delay := 3 * time.Second // the default
 			if i > 0 {
-				delay = 0
 				l.SetRebootDelay(t, "lab-1", 0)
 			}
+			delay := rebootDelay(t, l, "lab-1") // first the default: GPUKIT_LAB_REBOOT_DELAY, else 3 s
 			began := time.Now()
 			l.rebootWith(t, "lab-1", how)
 			down := time.Since(began)
@@ -534,6 +533,9 @@ func TestReboots(t *testing.T) {
 			}
 			back := waitSSH(t, l, "lab-1", time.Minute)
 			t.Logf("%s (reboot delay %v): down after %.1fs, ssh answers after %.1fs", how, delay, down.Seconds(), back.Sub(began).Seconds())
+			if back.Sub(began) < delay {
+				t.Errorf("%s: ssh answers %.1fs after the reboot, before its delay of %v was over", how, back.Sub(began).Seconds(), delay)
+			}
 			// strict host key checking against the unchanged known_hosts: same host keys
 			after := l.BootID(t, "lab-1")
 			if after == before || after == "" {
@@ -610,9 +612,34 @@ func TestReleaseDuringReboot(t *testing.T) {
 	l := Start(t, Options{Hosts: 2})
 	l.SetRebootDelay(t, "lab-1", time.Minute)
 	l.Reboot(t, "lab-1")
+	// lab-2 takes 5 s to shut down (a service slow to stop, which says when it is stopping):
+	// it is still shutting down when the lab is released
+	l.SSH(t, "lab-2", `cat >/etc/systemd/system/slow-stop.service <<'EOF'
+[Unit]
+Description=lab test: a service that takes 5 s to stop
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/true
+ExecStop=/bin/sh -c 'touch /var/tmp/shutting-down; sleep 5'
+EOF
+systemctl daemon-reload && systemctl start slow-stop.service`)
+	_, boots := l.bootState("lab-2")
 	l.SetRebootDelay(t, "lab-2", 0)
 	if out, err := l.command("root", "lab-2", "systemctl reboot").CombinedOutput(); err != nil && !isExit(err, 255) {
 		t.Fatalf("reboot lab-2: %v\n%s", err, out)
+	}
+	stopping := filepath.Join(l.Dir, "hosts", "lab-2", "merged", "var", "tmp", "shutting-down") // its disk, seen from here
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(stopping); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("lab-2 did not begin to shut down within 30 s of systemctl reboot")
+		}
+	}
+	if st, b := l.bootState("lab-2"); st != "running" || b != boots {
+		t.Fatalf("lab-2 is %s (boot %d), want still running its boot %d: shutting down", st, b, boots)
 	}
 	if got := l.State(t, "lab-1"); got != "rebooting" {
 		t.Errorf("lab-1 is %s, want rebooting", got)
@@ -735,7 +762,8 @@ func TestDebianMirror(t *testing.T) {
 
 // TestDebianNvidiaDriver installs nvidia-driver (~135 packages, 244 MB) from the lab's Debian
 // proxy in two hosts, one after the other: the first fills the cache unless an earlier run did,
-// the second is served from the cache. Opt-in (GPUKIT_LAB_NVIDIA_DRIVER=1): a measurement.
+// the second is served from the cache (the proxy's transfer log: the same packages, none
+// fetched upstream). Opt-in (GPUKIT_LAB_NVIDIA_DRIVER=1): a measurement.
 func TestDebianNvidiaDriver(t *testing.T) {
 	if os.Getenv("GPUKIT_LAB_NVIDIA_DRIVER") != "1" {
 		t.Skip("GPUKIT_LAB_NVIDIA_DRIVER=1 installs nvidia-driver (244 MB download) in two lab hosts")
@@ -743,8 +771,14 @@ func TestDebianNvidiaDriver(t *testing.T) {
 	t.Parallel()
 	l := Start(t, Options{Hosts: 2})
 	cached, _ := filepath.Glob(filepath.Join(labDir(), "debian-mirror", "cache", "*", "pool", "non-free", "n", "nvidia-graphics-drivers", "nvidia-driver_*.deb"))
+	proxyLog := filepath.Join(labDir(), "debian-mirror", "log", "apt-cacher.log")
+	var served [2]int // packages the proxy gave each host
 	for i, h := range l.Hosts {
 		l.UseDebianMirror(t, h.Name)
+		var from int64 // the proxy's transfer log from here on is this host's install
+		if st, err := os.Stat(proxyLog); err == nil {
+			from = st.Size()
+		}
 		began := time.Now()
 		got := l.SSH(t, h.Name, "export DEBIAN_FRONTEND=noninteractive; apt-get -q update >/tmp/apt.log 2>&1 && "+
 			"apt-get install -y -q --no-install-recommends nvidia-driver >>/tmp/apt.log 2>&1 || { tail -n 40 /tmp/apt.log; exit 1; }; "+
@@ -753,8 +787,58 @@ func TestDebianNvidiaDriver(t *testing.T) {
 		if i == 0 && len(cached) == 0 {
 			cache = "cold"
 		}
-		t.Logf("%s: apt-get update + install nvidia-driver (%s cache): %.1fs\n%s", h.Name, cache, time.Since(began).Seconds(), got)
+		took := time.Since(began)
+		var fetched []string
+		served[i], fetched = proxyTransfers(t, proxyLog, from, h.Address)
+		t.Logf("%s: apt-get update + install nvidia-driver (%s cache): %.1fs, %d packages from the proxy, %d of them fetched upstream\n%s",
+			h.Name, cache, took.Seconds(), served[i], len(fetched), got)
+		if i == 1 && (served[1] == 0 || served[1] != served[0] || len(fetched) > 0) {
+			t.Errorf("%s got %d packages from the proxy (%s: %d), %d of them fetched upstream, want all from the cache: %v",
+				h.Name, served[1], l.Hosts[0].Name, served[0], len(fetched), fetched)
+		}
 	}
+}
+
+// proxyTransfers reads apt-cacher-ng's transfer log (TIME|O or I|BYTES|CLIENT|PATH) from offset
+// on: how many packages (.deb) it sent to client, and those it fetched upstream for client.
+func proxyTransfers(t *testing.T, log string, offset int64, client string) (served int, fetched []string) {
+	t.Helper()
+	f, err := os.Open(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, 0); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Split(sc.Text(), "|")
+		if len(fields) != 5 || fields[3] != client || !strings.HasSuffix(fields[4], ".deb") {
+			continue
+		}
+		switch fields[1] {
+		case "O":
+			served++
+		case "I":
+			fetched = append(fetched, fields[4])
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return served, fetched
+}
+
+// rebootDelay is full host name's reboot delay (lab.sh reboot-delay NAME); "never" fails the test.
+func rebootDelay(t *testing.T, l *Lab, name string) time.Duration {
+	t.Helper()
+	v := lastLine(l.hostCommand(t, "reboot-delay", name))
+	d, err := time.ParseDuration(v + "s")
+	if err != nil {
+		t.Fatalf("reboot delay of %s: %q: %v", name, v, err)
+	}
+	return d
 }
 
 // waitState waits until host name's supervisor has recorded one of states in its state file
