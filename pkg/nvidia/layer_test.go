@@ -414,3 +414,18 @@ func TestCheckCUDA(t *testing.T) {
 		}
 	}
 }
+
+func TestUpstream(t *testing.T) {
+	for in, want := range map[string]string{
+		"580.95.05-1":          "580.95.05",
+		"1:580.95.05-1ubuntu1": "580.95.05",
+		"535.309.01-0+deb12u1": "535.309.01",
+		"1.17.8-1":             "1.17.8",
+		"2.0-rc1-3":            "2.0-rc1", // the revision is after the last hyphen
+		"580.95.05":            "580.95.05",
+	} {
+		if got := nvidia.Upstream(in); got != want {
+			t.Errorf("Upstream(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

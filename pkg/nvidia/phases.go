@@ -82,7 +82,7 @@ func driverPending(w Want, s *State) string {
 		switch {
 		case !ok:
 			return name + " is not installed"
-		case !versionMatches(upstream(pkg.Version), w.Driver):
+		case !versionMatches(Upstream(pkg.Version), w.Driver):
 			return fmt.Sprintf("%s is %s, not %s", name, pkg.Version, w.Driver)
 		case !pkg.Held:
 			return name + " is not held"
@@ -127,7 +127,7 @@ func (p *fabricManagerPhase) ShouldRun(ctx context.Context, h *engine.Host) (boo
 	release := releaseFor(w, s)
 	name := w.FabricManagerPackage(release)
 	pkg, ok := s.Packages[name]
-	if ok && upstream(pkg.Version) == release && pkg.Held && s.Services["nvidia-fabricmanager"].Enabled == "enabled" {
+	if ok && Upstream(pkg.Version) == release && pkg.Held && s.Services["nvidia-fabricmanager"].Enabled == "enabled" {
 		return false, fmt.Sprintf("%s %s installed, held and enabled", name, release), nil
 	}
 	return true, "", nil
@@ -169,7 +169,7 @@ func (p *persistencedPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool
 	// A daemon left at another release than the driver's refuses to start
 	// with the new module; one that runs is fine whatever its version (the
 	// distributions package it separately).
-	follows := installed && (upstream(pkg.Version) == s.InstalledDriver() || svc.Active == "active")
+	follows := installed && (Upstream(pkg.Version) == s.InstalledDriver() || svc.Active == "active")
 	if s.PersistencedDropIn && svc.Enabled == "enabled" && follows && pkg.Held {
 		return false, "nvidia-persistenced enabled in persistence mode", nil
 	}
@@ -236,7 +236,7 @@ func (p *containerToolkitPhase) ShouldRun(ctx context.Context, h *engine.Host) (
 	v := w.ContainerToolkit.Version
 	for _, name := range scripts.ContainerToolkitPackages {
 		pkg, ok := s.Packages[name]
-		if !ok || upstream(pkg.Version) != v || !pkg.Held {
+		if !ok || Upstream(pkg.Version) != v || !pkg.Held {
 			return true, "", nil
 		}
 	}

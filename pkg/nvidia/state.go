@@ -143,20 +143,21 @@ func (s *State) InstalledDriver() string {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		if v := upstream(s.Packages[n].Version); v != "" {
+		if v := Upstream(s.Packages[n].Version); v != "" {
 			return v
 		}
 	}
 	return ""
 }
 
-// upstream is the upstream part of a package version: "1:580.95.05-1ubuntu1"
-// is 580.95.05.
-func upstream(v string) string {
+// Upstream is the upstream part of a package version, without the epoch
+// and the packaging revision (after the last hyphen, Debian's rule):
+// "1:580.95.05-1ubuntu1" is 580.95.05.
+func Upstream(v string) string {
 	if i := strings.IndexByte(v, ':'); i >= 0 {
 		v = v[i+1:]
 	}
-	if i := strings.IndexByte(v, '-'); i >= 0 {
+	if i := strings.LastIndexByte(v, '-'); i >= 0 {
 		v = v[:i]
 	}
 	return v

@@ -6,6 +6,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/test/gpusim/hoststate"
 )
 
@@ -114,16 +115,6 @@ type binaries struct {
 	NvidiaSMI, Persistenced, CTK []byte
 }
 
-func upstreamOf(v string) string {
-	if i := strings.IndexByte(v, ':'); i >= 0 {
-		v = v[i+1:]
-	}
-	if i := strings.LastIndexByte(v, '-'); i >= 0 {
-		v = v[:i]
-	}
-	return v
-}
-
 func file(path string, mode os.FileMode, data string) debFile {
 	return debFile{Path: path, Mode: mode, Data: []byte(data)}
 }
@@ -143,7 +134,7 @@ func cudaPackages(a arch, bin binaries, keyring []byte, cudaURL string) []deb {
 	var out []deb
 	libdir := "/usr/lib/" + a.Triplet + "/nvidia/current"
 	for _, v := range DriverVersions() {
-		u := upstreamOf(v)
+		u := nvidia.Upstream(v)
 		branch, _, _ := strings.Cut(u, ".")
 		eq := " (= " + v + ")"
 		out = append(out,
@@ -212,7 +203,7 @@ func cudaPackages(a arch, bin binaries, keyring []byte, cudaURL string) []deb {
 // kernel loads at the next boot (gpusim-boot.service). While
 // /etc/gpusim/fail-install exists the postinst fails like a DKMS build.
 func kernelModule(v, flavor string, a arch) deb {
-	u := upstreamOf(v)
+	u := nvidia.Upstream(v)
 	name, other, summary := "nvidia-kernel-open-dkms", "nvidia-kernel-dkms", "NVIDIA open GPU kernel modules (DKMS)"
 	if flavor == "proprietary" {
 		name, other, summary = "nvidia-kernel-dkms", "nvidia-kernel-open-dkms", "NVIDIA proprietary kernel module (DKMS)"
@@ -251,7 +242,7 @@ esac
 // library is a stand-in shared library: a text file named like the real one,
 // kept where Debian's NVIDIA packages put them (not a directory ldconfig scans).
 func library(pkg, soname, summary, v string, a arch, dir string) deb {
-	u := upstreamOf(v)
+	u := nvidia.Upstream(v)
 	return deb{Name: pkg, Version: v, Arch: a.Deb, Summary: summary, Files: []debFile{
 		file(dir+"/"+soname+"."+u, 0o644, standIn(soname+"."+u+": not a library")),
 		symlink(dir+"/"+soname+".1", soname+"."+u),
@@ -302,14 +293,14 @@ fi
 		Summary: "daemon to maintain persistent software state in the NVIDIA driver",
 		Files: []debFile{
 			{Path: "/usr/bin/nvidia-persistenced", Mode: 0o755, Data: bin.Persistenced},
-			file("/usr/share/gpusim/nvidia-persistenced.version", 0o644, upstreamOf(v)+"\n# the version of this "+Label+" stand-in\n"),
+			file("/usr/share/gpusim/nvidia-persistenced.version", 0o644, nvidia.Upstream(v)+"\n# the version of this "+Label+" stand-in\n"),
 			file("/lib/systemd/system/nvidia-persistenced.service", 0o644, persistencedUnit),
 		},
 		Scripts: map[string]string{"postinst": postinst, "prerm": prerm, "postrm": postrm}}
 }
 
 func fabricManager(v string, a arch) deb {
-	u := upstreamOf(v)
+	u := nvidia.Upstream(v)
 	daemon := fmt.Sprintf(`#!/bin/sh
 # %[2]s stand-in for NVIDIA's nv-fabricmanager %[1]s (test only): it checks what
 # the real one needs (the driver loaded at exactly its version, NVSwitches the
@@ -378,7 +369,7 @@ exit 1
 func toolkitPackages(a arch, bin binaries) []deb {
 	var out []deb
 	for _, v := range ContainerToolkitVersions() {
-		u := upstreamOf(v)
+		u := nvidia.Upstream(v)
 		eq := " (= " + v + ")"
 		tool := func(name, what string) debFile {
 			return file("/usr/bin/"+name, 0o755, fmt.Sprintf(`#!/bin/sh
