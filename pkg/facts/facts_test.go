@@ -8,7 +8,8 @@ import (
 	"testing"
 
 	"github.com/gpukit/gpukit/pkg/scripts"
-	"github.com/gpukit/gpukit/test/gpusim"
+	"github.com/gpukit/gpukit/test/fixtures"
+	"github.com/gpukit/gpukit/test/gpusim/capture"
 )
 
 // The probe runs for real on this machine: the parser must understand it.
@@ -49,7 +50,7 @@ func TestParseRealProbeOutput(t *testing.T) {
 // GPU rows as the probe's nvidia-smi query prints them for real GPUs (replayed
 // from captures by the labelled simulator).
 func TestParseGPURowsFromRealCaptures(t *testing.T) {
-	caps, err := gpusim.Captures(gpusim.FixturesDir(t))
+	caps, err := capture.All(fixtures.Dir(t, "nvidia-smi"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/gpukit/gpukit/test/fixtures"
 	"github.com/gpukit/gpukit/test/golden"
-	"github.com/gpukit/gpukit/test/gpusim"
+	"github.com/gpukit/gpukit/test/gpusim/capture"
 )
 
 // smiCaptureFiles is every -q -x and -q capture in the fixtures folder.
@@ -178,7 +178,7 @@ func TestSMIQueryCaptureFacts(t *testing.T) {
 // The -q text captures were recorded with a --query-gpu CSV of the same
 // GPU in the same session: the slow-changing facts must agree.
 func TestSMIQueryTextAgreesWithQueryGPU(t *testing.T) {
-	caps, err := gpusim.Captures(gpusim.FixturesDir(t))
+	caps, err := capture.All(fixtures.Dir(t, "nvidia-smi"))
 	if err != nil {
 		t.Fatal(err)
 	}
