@@ -112,7 +112,7 @@ func archFor(goarch string) (arch, error) {
 
 // binaries are the stand-in programs built from test/gpusim/cmd.
 type binaries struct {
-	NvidiaSMI, Persistenced, CTK []byte
+	NvidiaSMI, Persistenced, CTK, ContainerRuntime []byte
 }
 
 func file(path string, mode os.FileMode, data string) debFile {
@@ -365,6 +365,20 @@ echo "nvcc (` + Label + ` stand-in): compiles nothing" >&2
 exit 1
 `
 
+// runtimeConfig is the stand-in /etc/nvidia-container-runtime/config.toml:
+// its top-level keys as in NVIDIA's default, swarm-resource commented out
+// (cmd/nvidia-container-runtime reads it).
+const runtimeConfig = "# " + Label + ` stand-in of the NVIDIA Container Runtime's configuration
+#accept-nvidia-visible-devices-as-volume-mounts = false
+#accept-nvidia-visible-devices-envvar-when-unprivileged = true
+disable-require = false
+supported-driver-capabilities = "compat32,compute,display,graphics,ngx,utility,video"
+#swarm-resource = "DOCKER_RESOURCE_GPU"
+
+[nvidia-container-runtime]
+mode = "auto"
+`
+
 // toolkitPackages are the stand-in libnvidia-container repository's packages.
 func toolkitPackages(a arch, bin binaries) []deb {
 	var out []deb
@@ -393,8 +407,8 @@ exit 1
 				Files: []debFile{
 					{Path: "/usr/bin/nvidia-ctk", Mode: 0o755, Data: bin.CTK},
 					file("/usr/share/gpusim/nvidia-container-toolkit.version", 0o644, u+"\n# the version of this "+Label+" stand-in\n"),
-					tool("nvidia-container-runtime", "no GPU to hand to a container in the lab"),
-					file("/etc/nvidia-container-runtime/config.toml", 0o644, "# "+Label+" stand-in of the NVIDIA Container Runtime's configuration\n#accept-nvidia-visible-devices-as-volume-mounts = false\n[nvidia-container-runtime]\nmode = \"auto\"\n"),
+					{Path: "/usr/bin/nvidia-container-runtime", Mode: 0o755, Data: bin.ContainerRuntime},
+					file("/etc/nvidia-container-runtime/config.toml", 0o644, runtimeConfig),
 				}},
 			deb{Name: "nvidia-container-toolkit", Version: v, Arch: a.Deb, Section: "utils",
 				Summary: "NVIDIA Container toolkit",

@@ -228,13 +228,14 @@ func buildBinaries(ctx context.Context, goarch string) (binaries, error) {
 	// -trimpath and no VCS stamp: the same sources give the same bytes, so the
 	// repository's content hash only changes with the stand-ins themselves.
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", out+"/",
-		pkg+"nvidia-smi", pkg+"nvidia-persistenced", pkg+"nvidia-ctk")
+		pkg+"nvidia-smi", pkg+"nvidia-persistenced", pkg+"nvidia-ctk", pkg+"nvidia-container-runtime")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return binaries{}, fmt.Errorf("gpusim: building the stand-in binaries: %w\n%s", err, b)
 	}
 	var bin binaries
-	for name, dst := range map[string]*[]byte{"nvidia-smi": &bin.NvidiaSMI, "nvidia-persistenced": &bin.Persistenced, "nvidia-ctk": &bin.CTK} {
+	for name, dst := range map[string]*[]byte{"nvidia-smi": &bin.NvidiaSMI, "nvidia-persistenced": &bin.Persistenced, "nvidia-ctk": &bin.CTK,
+		"nvidia-container-runtime": &bin.ContainerRuntime} {
 		if *dst, err = os.ReadFile(filepath.Join(out, name)); err != nil {
 			return binaries{}, err
 		}
