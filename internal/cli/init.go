@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpukit/gpukit/internal/flow"
-	"github.com/gpukit/gpukit/pkg/nvidia"
 )
 
 // initOptions are the flags of init and plan.
@@ -35,7 +34,13 @@ driver at the wanted version from NVIDIA's CUDA repository (or a mirror, or the
 distribution's packages) held against unattended upgrades, the fabric manager on
 NVSwitch systems, persistence mode, the CUDA toolkit where asked, the container
 toolkit; a reboot only where the new driver needs one; then nvidia-smi verifies
-every GPU.
+every GPU. With spec.orchestrator: swarm, then Docker Swarm: the Docker engine
+(Debian's docker.io on Debian, Docker's repository or spec.mirrors.docker on
+Ubuntu and RHEL) pinned and held, the NVIDIA runtime as docker's default with every
+GPU advertised as a NVIDIA-GPU generic resource (merged into daemon.json, the
+user's other settings kept), the swarm on the first manager, the other managers
+one at a time, the workers in parallel, node labels from the facts and the
+inventory. (Kubernetes comes next.)
 
 Every step checks the host first: a second run on a converged cluster changes
 nothing and says so (hosts changed / unchanged / failed). A host that fails is
@@ -48,7 +53,7 @@ func newInitCmd(s Streams) *cobra.Command {
 	o := &initOptions{}
 	cmd := &cobra.Command{
 		Use:   "init -i FILE",
-		Short: "Install the NVIDIA stack on every host (and, later, the orchestrator and the platform)",
+		Short: "Install the NVIDIA stack on every host, then the orchestrator (Docker Swarm today)",
 		Long:  initLong + "\n\n--dry-run (or gpukit plan) probes the hosts and shows every write as the exact script that would run, changing nothing.",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -78,18 +83,26 @@ the scripts on a terminal or in plain output; -o json carries them in "planned" 
 	return cmd
 }
 
-func (o *initOptions) run(cmd *cobra.Command, s Streams) error {
+// checkFlags refuses flag values no run can use (exit 2).
+func (o *initOptions) checkFlags() error {
 	if o.maxParallelReboots < 1 {
 		return usage(fmt.Errorf("--max-parallel-reboots %d: want 1 or more", o.maxParallelReboots))
 	}
 	if o.rebootTimeout < 0 {
 		return usage(fmt.Errorf("--reboot-timeout %s: want a positive duration", o.rebootTimeout))
 	}
+	return nil
+}
+
+func (o *initOptions) run(cmd *cobra.Command, s Streams) error {
+	if err := o.checkFlags(); err != nil {
+		return err
+	}
 	l, err := o.load(s)
 	if err != nil {
 		return err
 	}
-	f := flow.NewInit(l.inv, flow.InitOptions{NVIDIA: nvidia.Options{MaxParallelReboots: o.maxParallelReboots, RebootTimeout: o.rebootTimeout}})
+	f := flow.NewInit(l.inv, flow.InitOptions{NVIDIA: o.nvidiaOptions()})
 	if o.dryRun {
 		f.Name = "gpukit plan"
 	}

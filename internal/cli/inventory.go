@@ -94,8 +94,12 @@ func writeSummary(w io.Writer, inv *inventory.Inventory) {
 		fmt.Fprintf(w, "  %-14s %4d  %s\n", r, len(byRole[inventory.Role(r)]), abbreviate(byRole[inventory.Role(r)], 6))
 	}
 	v := spec.Versions
+	rt := v.ContainerRuntime
+	if rt == "" && v.Runtime == inventory.RuntimeDocker {
+		rt = inventory.DefaultDockerVersion + " (Debian: its docker.io)"
+	}
 	fmt.Fprintf(w, "versions: nvidia driver %s, cuda %s, container toolkit %s, %s %s", v.NvidiaDriver, v.CUDA,
-		v.ContainerToolkit, v.Runtime, v.ContainerRuntime)
+		v.ContainerToolkit, v.Runtime, rt)
 	if spec.Orchestrator == inventory.Kubernetes {
 		fmt.Fprintf(w, ", kubernetes %s", v.Kubernetes)
 	}

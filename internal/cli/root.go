@@ -54,6 +54,9 @@ Kubernetes (kubeadm) or Docker Swarm and the platform on top.`,
 		newPreflightCmd(s),
 		newInitCmd(s),
 		newPlanCmd(s),
+		newAddNodeCmd(s),
+		newStatusCmd(s),
+		newResetCmd(s),
 		newCompletionCmd(),
 	)
 	return root

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/nvidia"
 )
@@ -33,5 +34,16 @@ func NewInit(inv *inventory.Inventory, o InitOptions) *Init {
 		gpu.Reboot(),           // nvidia/reboot            only where the new driver needs it, a few hosts at a time
 		gpu.Verify(),           // nvidia/verify            nvidia-smi, GPU count, driver version, persistence mode
 	)
+	if inv.Cluster.Spec.Orchestrator == inventory.Swarm {
+		sw := swarm.New(inv)
+		p.Phases = append(p.Phases,
+			sw.Engine(),       // swarm/engine         Docker engine per OS family, pinned, held, running
+			sw.Runtime(),      // swarm/runtime        nvidia as docker's default runtime, GPUs advertised by UUID, swarm-resource
+			sw.Init(),         // swarm/init           the swarm, on the first manager
+			sw.JoinManagers(), // swarm/join-managers  the other managers, one at a time
+			sw.JoinWorkers(),  // swarm/join-workers   the workers, in parallel
+			sw.Labels(),       // swarm/labels         node labels from the facts and the inventory
+		)
+	}
 	return &Init{Preflight: p}
 }

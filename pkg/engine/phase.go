@@ -1,6 +1,9 @@
 package engine
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // Phase is one named stage of a command, run on each of its target hosts.
 type Phase interface {
@@ -89,4 +92,33 @@ const ConnectPhase = "connect"
 func stopsRun(p Phase) bool {
 	s, ok := p.(RunStopper)
 	return ok && s.StopRunOnFailure()
+}
+
+// Scoped runs a phase on the named hosts only, whatever else the run
+// connects to: `gpukit add-node` prepares new hosts and joins them through a
+// manager that the run needs but must not change. The phase keeps its own
+// targeting (a Targeter chooses among the named hosts) and every other
+// optional interface; a Preparer still sees every healthy host of the run.
+type Scoped struct {
+	Phase
+	Hosts []string
+}
+
+// StopRunOnFailure is the scoped phase's.
+func (s Scoped) StopRunOnFailure() bool { return stopsRun(s.Phase) }
+
+// unscope returns the phase a Scoped wraps and its hosts among healthy
+// (p and healthy when p is not scoped).
+func unscope(p Phase, healthy []*hostRun) (Phase, []*hostRun) {
+	s, ok := p.(Scoped)
+	if !ok {
+		return p, healthy
+	}
+	var out []*hostRun
+	for _, hr := range healthy {
+		if slices.Contains(s.Hosts, hr.h.Name()) {
+			out = append(out, hr)
+		}
+	}
+	return s.Phase, out
 }

@@ -238,9 +238,9 @@ type describer interface{ Describe() string }
 // A Preparer's Prepare runs first, once; when it fails, every target fails
 // with its error.
 func (r *Runner) runPhase(ctx context.Context, st *runState, limit int, p Phase, healthy []*hostRun) int {
-	targets := healthy
+	p, targets := unscope(p, healthy)
 	if t, ok := p.(Targeter); ok {
-		targets = pickTargets(healthy, t)
+		targets = pickTargets(targets, t)
 	}
 	var prepErr error
 	before := func() {

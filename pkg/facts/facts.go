@@ -41,7 +41,10 @@ type Facts struct {
 	NouveauLoaded bool     `json:"nouveauLoaded"`
 	SecureBoot    string   `json:"secureBoot"`
 	Runtimes      []string `json:"runtimes,omitempty"`
-	Init          string   `json:"init"`
+	// Swarm is the node's Docker Swarm state (inactive, active, ...); empty
+	// without docker.
+	Swarm string `json:"swarm,omitempty"`
+	Init  string `json:"init"`
 	// TimeSynced is "yes", "no" or "" (unknown: no systemd-timedated).
 	TimeSynced      string `json:"timeSynced,omitempty"`
 	TimeSyncService string `json:"timeSyncService,omitempty"`
@@ -187,6 +190,8 @@ func (f *Facts) set(key, value string, ports map[int]bool) error {
 		f.SecureBoot = value
 	case "runtime":
 		f.Runtimes = append(f.Runtimes, value)
+	case "swarm":
+		f.Swarm = value
 	case "init":
 		f.Init = value
 	case "timesync":

@@ -107,7 +107,7 @@ func Defaults() []Default {
 		{"spec.versions.containerToolkit", DefaultContainerToolkit},
 		{"spec.versions.kubernetes", DefaultKubernetes + " (kubernetes only)"},
 		{"spec.versions.runtime", DefaultRuntime + " (kubernetes), " + DefaultSwarmRuntime + " (swarm)"},
-		{"spec.versions.containerRuntime", DefaultContainerdVersion + " (containerd), " + DefaultDockerVersion + " (docker)"},
+		{"spec.versions.containerRuntime", DefaultContainerdVersion + " (containerd), " + DefaultDockerVersion + " (docker from Docker's repository; Debian: its docker.io)"},
 		{"spec.network.podCIDR", DefaultPodCIDR + " (kubernetes only)"},
 		{"spec.network.serviceCIDR", DefaultServiceCIDR + " (kubernetes only)"},
 		{"spec.network.cni", DefaultCNI + " (kubernetes only)"},
@@ -153,11 +153,10 @@ func applyDefaults(c *Cluster, machines []Machine, sources []source) {
 		setDefault(&s.Network.ServiceCIDR, DefaultServiceCIDR)
 		setDefault(&s.Network.CNI, DefaultCNI)
 	}
-	switch v.Runtime {
-	case RuntimeContainerd:
+	// Docker's version stays empty when not written: Docker's repository
+	// (Ubuntu, RHEL) gets DefaultDockerVersion, Debian its own docker.io.
+	if v.Runtime == RuntimeContainerd {
 		setDefault(&v.ContainerRuntime, DefaultContainerdVersion)
-	case RuntimeDocker:
-		setDefault(&v.ContainerRuntime, DefaultDockerVersion)
 	}
 
 	a := &s.Addons

@@ -305,6 +305,10 @@ func (c *checker) ports() {
 			busy = append(busy, fmt.Sprint(p))
 		}
 	}
+	if len(busy) > 0 && c.orchestrator() == inventory.Swarm && c.f.Swarm == "active" {
+		c.add("ports", Pass, "TCP port(s) %s in use by this host's swarm node", strings.Join(busy, ", "))
+		return
+	}
 	if len(busy) > 0 {
 		c.add("ports", Fail, "TCP port(s) %s already in use", strings.Join(busy, ", "))
 		return

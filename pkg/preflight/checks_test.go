@@ -99,6 +99,8 @@ func TestCheckHost(t *testing.T) {
 		{name: "clock not synced", m: worker, mutate: func(f *facts.Facts) { f.TimeSynced = "no"; f.TimeSyncService = "" }, check: "time-sync", want: Warn, reason: "install chrony"},
 		{name: "apiserver port busy", m: cp, mutate: func(f *facts.Facts) { f.ListeningTCP = []int{22, 6443} }, check: "ports", want: Fail, reason: "6443"},
 		{name: "swarm manager port busy", orch: inventory.Swarm, m: manager, mutate: func(f *facts.Facts) { f.ListeningTCP = []int{2377} }, check: "ports", want: Fail, reason: "2377"},
+		{name: "swarm ports held by this host's swarm node", orch: inventory.Swarm, m: manager, mutate: func(f *facts.Facts) { f.ListeningTCP = []int{2377, 7946}; f.Swarm = "active" }, check: "ports", want: Pass, reason: "in use by this host's swarm node"},
+		{name: "swarm port busy, swarm inactive", orch: inventory.Swarm, m: manager, mutate: func(f *facts.Facts) { f.ListeningTCP = []int{2377}; f.Swarm = "inactive" }, check: "ports", want: Fail, reason: "2377"},
 		{name: "worker ports free", m: worker, check: "ports", want: Pass},
 		{name: "hostname differs", m: worker, mutate: func(f *facts.Facts) { f.Hostname = "localhost" }, check: "hostname", want: Warn},
 	}

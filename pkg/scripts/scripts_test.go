@@ -39,6 +39,26 @@ func cases() []goldenCase {
 		{rebootTemplate.name, anyFamily, "", Reboot},
 		{nvidiaHealthTemplate.name, anyFamily, "", NVIDIAHealth},
 		{waitBootTemplate.name, anyFamily, "", func() (ssh.Command, error) { return WaitBoot(WaitBootParams{TimeoutSeconds: 300}) }},
+		{dockerConfigTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return DockerConfig(BackupParams{BackupDir: "/var/lib/gpukit/swarm/originals"}, "{}", "")
+		}},
+		{swarmInitTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return SwarmInit(SwarmAddrParams{AdvertiseAddr: "10.0.0.10", ListenAddr: "10.0.0.10:2377"})
+		}},
+		{swarmJoinTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return SwarmJoin(SwarmAddrParams{AdvertiseAddr: "fd00::11", ListenAddr: "[fd00::11]:2377", Manager: "10.0.0.10:2377"}, "SWMTKN-1-x")
+		}},
+		{swarmTokenTemplate.name, anyFamily, "", func() (ssh.Command, error) { return SwarmToken("worker") }},
+		{swarmNodesTemplate.name, anyFamily, "", SwarmNodes},
+		{swarmNodeUpdateTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return SwarmNodeUpdate([]NodeUpdate{{ID: "tit1cjh3nuuu1phq060g5e7pv", Options: []string{"--label-add", "a=b"}}})
+		}},
+		{swarmNodeRemoveTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return SwarmNodeRemove([]string{"tit1cjh3nuuu1phq060g5e7pv"})
+		}},
+		{swarmResetTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return SwarmReset(BackupParams{BackupDir: "/var/lib/gpukit/swarm/originals"})
+		}},
 	}
 	for _, f := range osfamily.All() {
 		out = append(out, familyCases(f)...)
@@ -81,7 +101,26 @@ func familyCases(f osfamily.Info) []goldenCase {
 				},
 			})
 		}},
+		{swarmStateTemplate.name, fam, "", func() (ssh.Command, error) {
+			return SwarmState(SwarmStateParams{Family: f, Packages: []string{"docker-ce", "docker-ce-cli", "containerd.io"}, BackupDir: "/var/lib/gpukit/swarm/originals"})
+		}},
 	}
+	// The Docker engine: Debian's docker.io, Docker's repository elsewhere.
+	engine := DockerEngineParams{Family: f, Source: DockerCE, Version: "28.2.2",
+		Packages: []string{"docker-ce", "docker-ce-cli"}, Extra: []string{"containerd.io"}}
+	switch f.PackageManager {
+	case osfamily.Apt:
+		engine.RepoURL = "https://download.docker.com/linux/ubuntu/"
+	default:
+		engine.RepoURL = "https://download.docker.com/linux/rhel/"
+	}
+	if f.Family == osfamily.Debian12 {
+		engine = DockerEngineParams{Family: f, Source: DockerDistribution, Packages: []string{"docker.io"}}
+		out = append(out, goldenCase{dockerEngineTemplate.name, fam, "pinned", func() (ssh.Command, error) {
+			return DockerEngine(DockerEngineParams{Family: f, Source: DockerDistribution, Version: "20.10.24", Packages: []string{"docker.io"}})
+		}})
+	}
+	out = append(out, goldenCase{dockerEngineTemplate.name, fam, "", func() (ssh.Command, error) { return DockerEngine(engine) }})
 	// Variants: the distribution's own driver, and the proprietary modules.
 	switch f.Family {
 	case osfamily.Debian12:

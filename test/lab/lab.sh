@@ -217,6 +217,20 @@ MaxStartups 1024
 MaxSessions 256
 UseDNS no'
 
+# shellcheck disable=SC2016 # $$ is systemd's escape of $, for the unit file
+CONTAINER_HOST_UNIT='# gpukit lab (test/lab/lab.sh): lets container engines run in this host, see configure_base
+[Unit]
+Description=gpukit lab: writable cgroup controllers and /proc/sys/net for container engines
+DefaultDependencies=no
+Before=sysinit.target docker.service containerd.service
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh -c "for c in /sys/fs/cgroup/*/; do if mountpoint -q $$c; then mount -o remount,bind,rw $$c; fi; done"
+ExecStart=/bin/sh -c "mount --bind /proc/sys/net /proc/sys/net && mount -o remount,bind,rw /proc/sys/net"
+[Install]
+WantedBy=sysinit.target'
+
 # configure_base: everything after debootstrap; idempotent, re-run when its stamp changes.
 configure_base() {
 	local R=$BASE u home pw
@@ -243,11 +257,19 @@ configure_base() {
 	done
 	printf '%s\n' "$SSHD_LAB_CONF" >"$R/etc/ssh/sshd_config.d/50-gpukit-lab.conf"
 	chroot "$R" systemctl enable -q systemd-networkd
+	# Container engines (dockerd, containerd + runc) run in full hosts as on a machine. nspawn
+	# mounts the cgroup v1 controllers read-only (runc: "mkdir /sys/fs/cgroup/cpuset/docker:
+	# read-only file system") and /proc/sys read-only, net included, with a network namespace
+	# given by path (dockerd: "Enabling IP forwarding failed"). The controllers show only this
+	# host's cgroup (cgroup namespace) and /proc/sys/net only its network namespace, so making
+	# them writable lets engines change this host alone. Light hosts have no systemd: no unit.
+	printf '%s\n' "$CONTAINER_HOST_UNIT" >"$R/etc/systemd/system/gpukit-lab-container-host.service"
+	chroot "$R" systemctl enable -q gpukit-lab-container-host.service
 	# No console logins in containers; no timers that wake 100 hosts at once.
 	chroot "$R" systemctl mask -q console-getty.service getty@tty1.service apt-daily.timer apt-daily-upgrade.timer \
 		e2scrub_all.timer fstrim.timer 2>/dev/null || true
 }
-configure_stamp() { { declare -f configure_base; printf '%s\n' "$SSHD_LAB_CONF"; cat "$KEY.pub" "$PASSWORD_FILE"; } | sha256sum | cut -c1-16; }
+configure_stamp() { { declare -f configure_base; printf '%s\n' "$SSHD_LAB_CONF" "$CONTAINER_HOST_UNIT"; cat "$KEY.pub" "$PASSWORD_FILE"; } | sha256sum | cut -c1-16; }
 debootstrap_stamp() { printf '%s %s\n' "$SUITE" "$BASE_PACKAGES" | sha256sum | cut -c1-16; }
 
 umount_under() { # umount_under DIR...: every mount at or below a DIR, deepest first
@@ -730,6 +752,7 @@ supervise() { # supervise NAME (after `host NAME`), in the supervisor's process
 			# shellcheck disable=SC2086 # GPUKIT_LAB_NSPAWN_OPTS: extra options, word-split on purpose
 			exec systemd-nspawn -q -D "$M" -M "$NS" --hostname="$name" --boot --register=no --keep-unit \
 				--network-namespace-path="/run/netns/$NS" --capability=CAP_NET_ADMIN \
+				--system-call-filter=@keyring \
 				--console=read-only --link-journal=no --resolv-conf=off --timezone=off \
 				${GPUKIT_LAB_NSPAWN_OPTS:-}
 		) &

@@ -222,3 +222,16 @@ func sign(n int) int {
 	}
 	return 0
 }
+
+// MaxCUDA returns the newest CUDA in the table that driver runs (what
+// nvidia-smi shows as "CUDA Version"), and false when it runs none of them.
+func MaxCUDA(driver DriverVersion) (CUDAVersion, bool) {
+	var best CUDAVersion
+	found := false
+	for _, r := range Releases() {
+		if driver.Compare(r.MinDriver) >= 0 {
+			best, found = r.CUDA, true
+		}
+	}
+	return best, found
+}

@@ -66,6 +66,10 @@ for rt in containerd dockerd crio; do
   command -v "$rt" >/dev/null 2>&1 || continue
   kv runtime "$rt $("$rt" --version 2>/dev/null | head -n1)"
 done
+# A swarm node's own ports (2377, 7946) are not someone else's.
+if command -v docker >/dev/null 2>&1; then
+  kv swarm "$(docker info --format '{{"{{.Swarm.LocalNodeState}}"}}' 2>/dev/null || true)"
+fi
 
 if [ -d /run/systemd/system ]; then
   kv init systemd

@@ -6,7 +6,8 @@ export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 # module gives "Driver/library version mismatch" until the next reboot.
 # Only gpukit (gpukit upgrade driver) moves it.
 # newest PKG WANT: the newest version of PKG whose upstream version is WANT
-# (a release, 580.95.05) or starts with it (a branch, 580), empty if none;
+# (a release, 580.95.05), starts with it (a branch, 580) or is it with a
+# repack suffix (Debian's docker.io 20.10.24+dfsg1), empty if none;
 # the package index is refreshed once if nothing matches.
 newest() {
   local v
@@ -21,7 +22,7 @@ newest() {
 candidates() {
   apt-cache madison "$1" 2>/dev/null | awk -F'|' -v want="$2" '
     { v = $2; gsub(/ /, "", v); u = v; sub(/^[0-9]+:/, "", u) }
-    index(u, want "-") == 1 || index(u, want ".") == 1 { print v; exit }'
+    index(u, want "-") == 1 || index(u, want ".") == 1 || index(u, want "+") == 1 { print v; exit }'
 }
 want=580.95.05
 pkgs=(nvidia-open)

@@ -4,7 +4,8 @@ export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 # driver's version, before their GPUs can talk to each other (CUDA fails
 # with "system not yet initialized" without it).
 # newest PKG WANT: the newest version of PKG whose upstream version is WANT
-# (a release, 580.95.05) or starts with it (a branch, 580), empty if none;
+# (a release, 580.95.05), starts with it (a branch, 580) or is it with a
+# repack suffix (Debian's docker.io 20.10.24+dfsg1), empty if none;
 # the package index is refreshed once if nothing matches.
 newest() {
   local v
@@ -19,7 +20,7 @@ newest() {
 candidates() {
   dnf -q list --showduplicates --available "$1" 2>/dev/null | awk -v want="$2" '
     NF == 3 { v = $2; u = v; sub(/^[0-9]+:/, "", u) }
-    NF == 3 && (index(u, want "-") == 1 || index(u, want ".") == 1) { last = v }
+    NF == 3 && (index(u, want "-") == 1 || index(u, want ".") == 1 || index(u, want "+") == 1) { last = v }
     END { print last }'
 }
 pkg=nvidia-fabric-manager

@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/gpukit/gpukit/internal/flow"
+	"github.com/gpukit/gpukit/pkg/nvidia"
+)
+
+func newAddNodeCmd(s Streams) *cobra.Command {
+	o := &initOptions{}
+	cmd := &cobra.Command{
+		Use:   "add-node -i FILE NAME...",
+		Short: "Prepare new hosts of the inventory and join them to the swarm",
+		Long: `Prepare the named hosts as init prepares every host (preflight, the NVIDIA stack,
+the Docker engine with the NVIDIA runtime and the GPUs advertised) and join them to the
+swarm through its first manager, which then labels their nodes. The hosts must be in the
+inventory already. The run connects to them and to that manager only: no other host is
+touched.
+
+Exit code 0 when every new host joined, 3 when some failed (named; run again to
+continue), 2 on bad input (nothing changed on any host).`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			return usage(cobra.MinimumNArgs(1)(cmd, args))
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.checkFlags(); err != nil {
+				return err
+			}
+			l, err := o.load(s)
+			if err != nil {
+				return err
+			}
+			f, err := flow.NewAddNode(l.inv, args, flow.InitOptions{NVIDIA: o.nvidiaOptions()})
+			if err != nil {
+				return usage(err)
+			}
+			sum, err := o.execute(cmd.Context(), s, l, f.Flow)
+			if sum == nil {
+				return err
+			}
+			if f.Stopped(sum) {
+				if werr := writePreflightReport(l.out, f.Report(sum), o.verbose); werr != nil {
+					return werr
+				}
+			}
+			return runError(err)
+		},
+	}
+	o.addFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "probe the hosts and show every write as the script that would run; change nothing")
+	return cmd
+}
+
+// nvidiaOptions are the NVIDIA layer's flags.
+func (o *initOptions) nvidiaOptions() nvidia.Options {
+	return nvidia.Options{MaxParallelReboots: o.maxParallelReboots, RebootTimeout: o.rebootTimeout}
+}

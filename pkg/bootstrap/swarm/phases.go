@@ -1,0 +1,433 @@
+package swarm
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/scripts"
+)
+
+// ---- swarm/engine
+
+type enginePhase struct{ l *Layer }
+
+func (*enginePhase) Name() string  { return PhaseEngine }
+func (*enginePhase) Title() string { return "Install the Docker engine" }
+
+func (p *enginePhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
+	e, err := p.l.engineFor(ctx, h)
+	if err != nil {
+		return false, "", err
+	}
+	s, err := p.l.state(ctx, h)
+	if err != nil {
+		return false, "", err
+	}
+	if why := enginePending(e, s); why != "" {
+		h.Logf("%s: %s", PhaseEngine, why)
+		return true, "", nil
+	}
+	return false, fmt.Sprintf("%s %s installed, held and running", e.Packages[0], s.Packages[e.Packages[0]].Version), nil
+}
+
+func (p *enginePhase) Run(ctx context.Context, h *engine.Host) error {
+	e, err := p.l.engineFor(ctx, h)
+	if err != nil {
+		return err
+	}
+	what := "docker engine (" + e.Source + ")"
+	if e.Version != "" {
+		what = "docker engine " + e.Version + " (" + e.Source + ")"
+	}
+	cmd, err := scripts.DockerEngine(e)
+	_, err = p.l.apply(ctx, h, "install the "+what, cmd, err)
+	return err
+}
+
+// ---- swarm/runtime
+
+type runtimePhase struct{ l *Layer }
+
+func (*runtimePhase) Name() string { return PhaseRuntime }
+func (*runtimePhase) Title() string {
+	return "Make the NVIDIA runtime docker's default and advertise the GPUs"
+}
+
+// want renders the host's daemon.json and NVIDIA runtime configuration from
+// what it has; changed is false when both are as wanted.
+func (p *runtimePhase) want(ctx context.Context, h *engine.Host) (daemon, runtime []byte, changed bool, gpus int, err error) {
+	s, err := p.l.state(ctx, h)
+	if err != nil {
+		return nil, nil, false, 0, err
+	}
+	uuids, err := gpuUUIDs(h)
+	if err != nil {
+		return nil, nil, false, 0, err
+	}
+	daemon, dChanged, err := DaemonConfig(s.Files[DaemonJSON], uuids)
+	if err != nil {
+		return nil, nil, false, 0, err
+	}
+	var rChanged bool
+	if len(uuids) > 0 {
+		runtime, rChanged = RuntimeTOML(s.Files[RuntimeConfig], GPUKind)
+		if runtime == nil && !h.DryRun() {
+			return nil, nil, false, 0, fmt.Errorf("%s is missing: the NVIDIA container toolkit (%s) must be installed first", RuntimeConfig, "nvidia/container-toolkit")
+		}
+	}
+	return daemon, runtime, dChanged || rChanged, len(uuids), nil
+}
+
+// gpuUUIDs are the host's GPUs as nvidia-smi lists them (the facts, which
+// nvidia/verify refreshes). A host with NVIDIA GPUs on the PCI bus that
+// nvidia-smi does not list cannot advertise them yet.
+func gpuUUIDs(h *engine.Host) ([]string, error) {
+	f := h.Facts
+	if f == nil {
+		return nil, nil
+	}
+	var out []string
+	for _, g := range f.GPUs {
+		if g.UUID != "" {
+			out = append(out, g.UUID)
+		}
+	}
+	if len(out) == 0 && len(f.PCIGPUs) > 0 {
+		if h.DryRun() {
+			h.Logf("%s: %d NVIDIA GPU(s) on the PCI bus are advertised once the driver lists them", PhaseRuntime, len(f.PCIGPUs))
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%d NVIDIA GPU(s) on the PCI bus but nvidia-smi lists none: the NVIDIA phases must succeed first", len(f.PCIGPUs))
+	}
+	return out, nil
+}
+
+func (p *runtimePhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
+	_, _, changed, gpus, err := p.want(ctx, h)
+	if err != nil || changed {
+		return changed, "", err
+	}
+	if gpus == 0 {
+		return false, "no GPU to advertise; docker's configuration as wanted", nil
+	}
+	return false, fmt.Sprintf("nvidia is docker's default runtime; %d GPU(s) advertised as %s", gpus, GPUKind), nil
+}
+
+func (p *runtimePhase) Run(ctx context.Context, h *engine.Host) error {
+	daemon, runtime, _, gpus, err := p.want(ctx, h)
+	if err != nil {
+		return err
+	}
+	cmd, err := scripts.DockerConfig(scripts.BackupParams{BackupDir: BackupDir}, string(daemon), string(runtime))
+	_, err = p.l.apply(ctx, h, fmt.Sprintf("configure docker (%d GPU(s) advertised)", gpus), cmd, err)
+	return err
+}
+
+// ---- swarm/init
+
+type initPhase struct{ l *Layer }
+
+func (*initPhase) Name() string  { return PhaseInit }
+func (*initPhase) Title() string { return "Create the swarm on the first manager" }
+
+func (p *initPhase) Targets(hosts []*engine.Host) []*engine.Host {
+	return firstManagerIn(p.l.inv, hosts)
+}
+
+// firstManagerIn is the first manager among hosts, if it is one of them.
+func firstManagerIn(inv *inventory.Inventory, hosts []*engine.Host) []*engine.Host {
+	m, ok := FirstManager(inv)
+	if !ok {
+		return nil
+	}
+	for _, h := range hosts {
+		if h.Name() == m.Name {
+			return []*engine.Host{h}
+		}
+	}
+	return nil
+}
+
+func (p *initPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
+	s, err := p.l.state(ctx, h)
+	if err != nil {
+		return false, "", err
+	}
+	m := s.Swarm
+	switch {
+	case m == nil && h.DryRun():
+		return true, "", nil // docker is not installed yet
+	case m == nil:
+		return false, "", fmt.Errorf("docker does not answer")
+	case m.Active() && m.ControlAvailable:
+		return false, "manager of the swarm (node " + m.NodeID + ")", nil
+	case m.Active():
+		return false, "", fmt.Errorf("%s is a worker of another swarm; reset it first (gpukit reset --hosts %s)", h.Name(), h.Name())
+	}
+	return true, "", nil
+}
+
+func (p *initPhase) Run(ctx context.Context, h *engine.Host) error {
+	ip, listen, err := addrs(h.Machine)
+	if err != nil {
+		return err
+	}
+	cmd, err := scripts.SwarmInit(scripts.SwarmAddrParams{AdvertiseAddr: ip, ListenAddr: listen})
+	res, err := p.l.apply(ctx, h, "create the swarm (advertise "+ip+")", cmd, err)
+	if err != nil {
+		return err
+	}
+	hi := p.l.info(h.Name())
+	if id := nodeIDFrom(res.Stdout); id != "" {
+		hi.nodeID = id
+		hi.member = &Membership{NodeID: id, LocalNodeState: "active", ControlAvailable: true}
+	}
+	return nil
+}
+
+// ---- swarm/join-managers, swarm/join-workers
+
+type joinPhase struct {
+	l        *Layer
+	managers bool
+	// set by Prepare
+	token, manager, managerID string
+}
+
+func (p *joinPhase) Name() string {
+	if p.managers {
+		return PhaseJoinManagers
+	}
+	return PhaseJoinWorkers
+}
+
+func (p *joinPhase) Title() string {
+	if p.managers {
+		return "Join the other managers, one at a time"
+	}
+	return "Join the workers"
+}
+
+func (p *joinPhase) role() string {
+	if p.managers {
+		return "manager"
+	}
+	return "worker"
+}
+
+// MaxParallel: managers change the raft membership; one at a time keeps
+// the quorum's arithmetic simple and each join confirmed before the next.
+func (p *joinPhase) MaxParallel() int {
+	if p.managers {
+		return 1
+	}
+	return 0
+}
+
+func (p *joinPhase) Targets(hosts []*engine.Host) []*engine.Host {
+	first, _ := FirstManager(p.l.inv)
+	var out []*engine.Host
+	for _, h := range hosts {
+		if h.Name() != first.Name && h.Machine.HasRole(inventory.RoleManager) == p.managers {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// Prepare fetches the join token from the first manager, once, when a
+// target is not known to be in the swarm yet. The token is a secret of the
+// run from then on: redacted wherever it could appear.
+func (p *joinPhase) Prepare(ctx context.Context, all, targets []*engine.Host) error {
+	first := firstManagerIn(p.l.inv, all)
+	if len(first) == 0 {
+		m, _ := FirstManager(p.l.inv)
+		return fmt.Errorf("the first manager %s is not ready (it failed or is not part of this run): the others join through it", m.Name)
+	}
+	fm := first[0]
+	_, p.manager, _ = addrs(fm.Machine)
+	fi := p.l.info(fm.Name())
+	p.managerID = fi.nodeID
+	needed := false
+	for _, t := range targets {
+		if !p.l.info(t.Name()).member.Active() {
+			needed = true
+		}
+	}
+	if !needed {
+		return nil
+	}
+	if !fi.member.Active() && fm.DryRun() {
+		p.token = "<" + p.role() + " join token of " + fm.Name() + ">"
+		return nil
+	}
+	cmd, err := scripts.SwarmToken(p.role())
+	if err != nil {
+		return err
+	}
+	res, err := fm.Run(ctx, "read the "+p.role()+" join token", cmd, engine.SecretOutput())
+	if err != nil {
+		return err
+	}
+	p.token = strings.TrimSpace(string(res.Stdout))
+	if p.token == "" {
+		return fmt.Errorf("%s printed no %s join token", fm.Name(), p.role())
+	}
+	fm.AddSecret(p.token)
+	return nil
+}
+
+func (p *joinPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
+	s, err := p.l.state(ctx, h)
+	if err != nil {
+		return false, "", err
+	}
+	m := s.Swarm
+	switch {
+	case m == nil && h.DryRun():
+		return true, "", nil
+	case m == nil:
+		return false, "", fmt.Errorf("docker does not answer")
+	case !m.Active():
+		return true, "", nil
+	}
+	for _, r := range m.RemoteManagers {
+		if r.NodeID == p.managerID || r.Addr == p.manager {
+			return false, "in the swarm (node " + m.NodeID + ")", nil
+		}
+	}
+	return false, "", fmt.Errorf("%s is in another swarm (managers %s); reset it first (gpukit reset --hosts %s)", h.Name(), remoteAddrs(m), h.Name())
+}
+
+func remoteAddrs(m *Membership) string {
+	var out []string
+	for _, r := range m.RemoteManagers {
+		out = append(out, r.Addr)
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
+}
+
+func (p *joinPhase) Run(ctx context.Context, h *engine.Host) error {
+	ip, listen, err := addrs(h.Machine)
+	if err != nil {
+		return err
+	}
+	cmd, err := scripts.SwarmJoin(scripts.SwarmAddrParams{AdvertiseAddr: ip, ListenAddr: listen, Manager: p.manager}, p.token)
+	res, err := p.l.apply(ctx, h, "join the swarm as a "+p.role()+" through "+p.manager, cmd, err)
+	if err != nil {
+		return err
+	}
+	if id := nodeIDFrom(res.Stdout); id != "" {
+		hi := p.l.info(h.Name())
+		hi.nodeID = id
+		hi.member = &Membership{NodeID: id, LocalNodeState: "active", ControlAvailable: p.managers}
+	}
+	return nil
+}
+
+// ---- swarm/labels
+
+type labelsPhase struct {
+	l    *Layer
+	only []string // hosts whose nodes are labelled; empty: all
+	// set by Prepare, then by ShouldRun
+	all     []*engine.Host
+	updates []scripts.NodeUpdate
+}
+
+func (*labelsPhase) Name() string { return PhaseLabels }
+func (*labelsPhase) Title() string {
+	return "Label the nodes (GPU product, count, memory, driver, CUDA)"
+}
+
+func (p *labelsPhase) Targets(hosts []*engine.Host) []*engine.Host {
+	return firstManagerIn(p.l.inv, hosts)
+}
+
+func (p *labelsPhase) Prepare(_ context.Context, all, _ []*engine.Host) error {
+	p.all = all
+	return nil
+}
+
+func (p *labelsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
+	if p.l.info(h.Name()).member == nil { // --only-phases: no earlier phase read it
+		if _, err := p.l.state(ctx, h); err != nil {
+			return false, "", err
+		}
+	}
+	if !p.l.info(h.Name()).member.Active() {
+		if h.DryRun() {
+			return false, "the nodes are labelled once they have joined", nil
+		}
+		return false, "", fmt.Errorf("%s is not a swarm manager", h.Name())
+	}
+	cmd, err := scripts.SwarmNodes()
+	if err != nil {
+		return false, "", err
+	}
+	res, err := h.Run(ctx, "read the swarm's nodes", cmd)
+	if err != nil {
+		return false, "", err
+	}
+	nodes, err := ParseNodes(res.Stdout)
+	if err != nil {
+		return false, "", err
+	}
+	byID := map[string]Node{}
+	for _, n := range nodes {
+		byID[n.ID] = n
+	}
+	p.updates = nil
+	labelled := 0
+	for _, t := range p.all {
+		if len(p.only) > 0 && !slices.Contains(p.only, t.Name()) {
+			continue
+		}
+		n, ok := byID[p.l.info(t.Name()).nodeID]
+		if !ok {
+			n, ok = byHostname(nodes, t)
+		}
+		if !ok {
+			h.Logf("%s: %s is not a node of the swarm: not labelled", PhaseLabels, t.Name())
+			continue
+		}
+		labelled++
+		if opts := labelOptions(n.Labels, NodeLabels(t.Machine, t.Facts)); len(opts) > 0 {
+			p.updates = append(p.updates, scripts.NodeUpdate{ID: n.ID, Options: opts})
+		}
+	}
+	if len(p.updates) == 0 {
+		return false, fmt.Sprintf("the labels of %d node(s) are as wanted", labelled), nil
+	}
+	return true, "", nil
+}
+
+func (p *labelsPhase) Run(ctx context.Context, h *engine.Host) error {
+	cmd, err := scripts.SwarmNodeUpdate(p.updates)
+	_, err = p.l.apply(ctx, h, fmt.Sprintf("label %d node(s)", len(p.updates)), cmd, err)
+	return err
+}
+
+// byHostname finds h's node by its hostname when no phase of the run read
+// its node ID (--only-phases): only a single node that is up matches.
+func byHostname(nodes []Node, h *engine.Host) (Node, bool) {
+	name := h.Name()
+	if h.Facts != nil && h.Facts.Hostname != "" {
+		name = h.Facts.Hostname
+	}
+	var found []Node
+	for _, n := range nodes {
+		if n.Hostname == name && n.State != "down" {
+			found = append(found, n)
+		}
+	}
+	if len(found) != 1 {
+		return Node{}, false
+	}
+	return found[0], true
+}

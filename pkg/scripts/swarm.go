@@ -1,0 +1,244 @@
+package scripts
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"regexp"
+	"strconv"
+
+	"github.com/gpukit/gpukit/pkg/osfamily"
+	"github.com/gpukit/gpukit/pkg/ssh"
+)
+
+// The swarm layer's scripts (pkg/bootstrap/swarm decides, these render).
+var (
+	dockerEngineTemplate    = parse[DockerEngineParams]("docker-engine.sh")
+	dockerConfigTemplate    = parse[BackupParams]("docker-config.sh")
+	swarmStateTemplate      = parse[SwarmStateParams]("swarm-state.sh")
+	swarmInitTemplate       = parse[SwarmAddrParams]("swarm-init.sh")
+	swarmJoinTemplate       = parse[SwarmAddrParams]("swarm-join.sh")
+	swarmTokenTemplate      = parse[NoParams]("swarm-token.sh")
+	swarmNodesTemplate      = parse[NoParams]("swarm-nodes.sh")
+	swarmNodeUpdateTemplate = parse[NoParams]("swarm-node-update.sh")
+	swarmNodeRemoveTemplate = parse[NoParams]("swarm-node-remove.sh")
+	swarmResetTemplate      = parse[BackupParams]("swarm-reset.sh")
+)
+
+// Docker engine sources.
+const (
+	DockerCE           = "docker-ce"    // Docker's repository (download.docker.com or a mirror)
+	DockerDistribution = "distribution" // the OS's own packages (Debian's docker.io)
+)
+
+var (
+	dockerVersion = regexp.MustCompile(`^[0-9]+\.[0-9]+(\.[0-9]+)?$`)
+	swarmNodeID   = regexp.MustCompile(`^[a-z0-9]{25}$`)
+)
+
+// DockerEngineParams install the Docker engine.
+type DockerEngineParams struct {
+	Family osfamily.Info
+	// Source is DockerCE or DockerDistribution.
+	Source string
+	// RepoURL is Docker's repository for the family, ending in "/"
+	// (https://download.docker.com/linux/ubuntu/); DockerCE only.
+	RepoURL string
+	// Version is the engine's upstream version (28.2.2); Packages are pinned
+	// to it. Empty (distribution only): what the OS ships.
+	Version string
+	// Packages are pinned to Version and held.
+	Packages []string
+	// Extra are installed and held, not pinned (containerd.io has its own
+	// versions).
+	Extra []string
+}
+
+// Validate checks every value that reaches the script.
+func (p DockerEngineParams) Validate() error {
+	if err := checkFamily(p.Family); err != nil {
+		return err
+	}
+	if err := checkPackages(p.Packages); err != nil {
+		return err
+	}
+	for _, e := range p.Extra {
+		if !packageName.MatchString(e) {
+			return fmt.Errorf("package name %q", e)
+		}
+	}
+	if p.Version != "" && !dockerVersion.MatchString(p.Version) {
+		return fmt.Errorf("docker version %q", p.Version)
+	}
+	switch p.Source {
+	case DockerCE:
+		if p.Version == "" {
+			return fmt.Errorf("no docker version")
+		}
+		return checkBaseURL("docker repository", p.RepoURL)
+	case DockerDistribution:
+		if p.RepoURL != "" {
+			return fmt.Errorf("a repository for the distribution's packages")
+		}
+		return nil
+	}
+	return fmt.Errorf("docker source %q", p.Source)
+}
+
+// DockerEngine returns the command that installs, holds and starts the
+// Docker engine.
+func DockerEngine(p DockerEngineParams) (ssh.Command, error) {
+	return command("install the docker engine", dockerEngineTemplate, p)
+}
+
+// SwarmStateParams read the swarm layer's state of a host.
+type SwarmStateParams struct {
+	Family osfamily.Info
+	// Packages are the Docker packages whose version and hold are read.
+	Packages []string
+	// BackupDir is where gpukit keeps the originals of the files it changed.
+	BackupDir string
+}
+
+// Validate checks the family, package names and directory.
+func (p SwarmStateParams) Validate() error {
+	if err := checkFamily(p.Family); err != nil {
+		return err
+	}
+	if err := (BackupParams{p.BackupDir}).Validate(); err != nil {
+		return err
+	}
+	return checkPackages(p.Packages)
+}
+
+// SwarmState returns the read-only command that prints the host's Docker
+// packages, configuration files and swarm membership.
+func SwarmState(p SwarmStateParams) (ssh.Command, error) {
+	return command("read the docker state", swarmStateTemplate, p)
+}
+
+// BackupParams name where the originals of the files gpukit changes are kept.
+type BackupParams struct{ BackupDir string }
+
+// Validate checks the directory.
+func (p BackupParams) Validate() error {
+	if !filePath.MatchString(p.BackupDir) {
+		return fmt.Errorf("backup directory %q", p.BackupDir)
+	}
+	return nil
+}
+
+// DockerConfig returns the command that writes daemon.json and the NVIDIA
+// runtime's config.toml (empty: left alone) and restarts docker if either
+// changed. The contents travel as arguments (stdin).
+func DockerConfig(p BackupParams, daemonJSON, runtimeTOML string) (ssh.Command, error) {
+	c, err := command("configure docker", dockerConfigTemplate, p)
+	c.Args = []string{daemonJSON, runtimeTOML}
+	return c, err
+}
+
+// SwarmAddrParams are a node's swarm addresses: its own and, to join, a
+// manager's (host:port).
+type SwarmAddrParams struct {
+	AdvertiseAddr string
+	ListenAddr    string
+	Manager       string
+}
+
+// Validate checks that the addresses are IPs (and host:port pairs).
+func (p SwarmAddrParams) Validate() error {
+	if _, err := netip.ParseAddr(p.AdvertiseAddr); err != nil {
+		return fmt.Errorf("advertise address %q: %w", p.AdvertiseAddr, err)
+	}
+	pairs := []string{p.ListenAddr}
+	if p.Manager != "" {
+		pairs = append(pairs, p.Manager)
+	}
+	for _, hp := range pairs {
+		host, port, err := net.SplitHostPort(hp)
+		if err == nil {
+			_, err = strconv.ParseUint(port, 10, 16)
+		}
+		if err == nil {
+			_, err = netip.ParseAddr(host)
+		}
+		if err != nil {
+			return fmt.Errorf("address %q: want IP:port", hp)
+		}
+	}
+	return nil
+}
+
+// SwarmInit returns the command that creates the swarm on the first manager.
+func SwarmInit(p SwarmAddrParams) (ssh.Command, error) {
+	if p.Manager != "" {
+		return ssh.Command{}, fmt.Errorf("script swarm-init.sh: a manager to join")
+	}
+	return command("create the swarm", swarmInitTemplate, p)
+}
+
+// SwarmJoin returns the command that joins the swarm through p.Manager with
+// token (an argument: stdin, never in the script or on a command line of
+// gpukit's).
+func SwarmJoin(p SwarmAddrParams, token string) (ssh.Command, error) {
+	if p.Manager == "" {
+		return ssh.Command{}, fmt.Errorf("script swarm-join.sh: no manager to join")
+	}
+	c, err := command("join the swarm", swarmJoinTemplate, p)
+	c.Args = []string{token}
+	return c, err
+}
+
+// SwarmToken returns the read that prints the join token for role
+// ("worker" or "manager"). Its output is a secret.
+func SwarmToken(role string) (ssh.Command, error) {
+	if role != "worker" && role != "manager" {
+		return ssh.Command{}, fmt.Errorf("swarm role %q", role)
+	}
+	c, err := command("read the "+role+" join token", swarmTokenTemplate, NoParams{})
+	c.Args = []string{role}
+	return c, err
+}
+
+// SwarmNodes returns the read that prints `docker node inspect` of every node.
+func SwarmNodes() (ssh.Command, error) {
+	return command("read the swarm's nodes", swarmNodesTemplate, NoParams{})
+}
+
+// NodeUpdate is one node's `docker node update` options.
+type NodeUpdate struct {
+	ID      string
+	Options []string
+}
+
+// SwarmNodeUpdate returns the command that applies updates on a manager.
+func SwarmNodeUpdate(updates []NodeUpdate) (ssh.Command, error) {
+	c, err := command("update swarm nodes", swarmNodeUpdateTemplate, NoParams{})
+	for _, u := range updates {
+		if !swarmNodeID.MatchString(u.ID) {
+			return ssh.Command{}, fmt.Errorf("swarm node ID %q", u.ID)
+		}
+		c.Args = append(c.Args, u.ID, strconv.Itoa(len(u.Options)))
+		c.Args = append(c.Args, u.Options...)
+	}
+	return c, err
+}
+
+// SwarmNodeRemove returns the command that removes nodes from the swarm's
+// list on a manager.
+func SwarmNodeRemove(ids []string) (ssh.Command, error) {
+	for _, id := range ids {
+		if !swarmNodeID.MatchString(id) {
+			return ssh.Command{}, fmt.Errorf("swarm node ID %q", id)
+		}
+	}
+	c, err := command("remove nodes from the swarm", swarmNodeRemoveTemplate, NoParams{})
+	c.Args = ids
+	return c, err
+}
+
+// SwarmReset returns the command that leaves the swarm and restores the
+// files gpukit changed.
+func SwarmReset(p BackupParams) (ssh.Command, error) {
+	return command("leave the swarm and restore docker's configuration", swarmResetTemplate, p)
+}

@@ -1,0 +1,2 @@
+# Prints the swarm's join token for the role $1 (worker or manager).
+docker swarm join-token -q "$1"

@@ -1,0 +1,59 @@
+set -euo pipefail
+export LC_ALL=C DEBIAN_FRONTEND=noninteractive
+# Writes Docker's daemon configuration ($1) and the NVIDIA container
+# runtime's ($2; empty: left as it is), both rendered by gpukit from what the
+# host had, so the user's other settings stay, and restarts docker only when
+# one of them changed. The first time gpukit changes a file it keeps the
+# original under /var/lib/gpukit/swarm/originals (gpukit reset puts it back).
+# put FILE CONTENT: writes CONTENT (and a newline) to FILE, creating its
+# directory, unless FILE holds it already; true when it wrote.
+put() {
+  if [ "$(cat "$1" 2>/dev/null)" = "$2" ]; then return 1; fi
+  mkdir -p "${1%/*}"
+  printf '%s\n' "$2" >"$1"
+}
+backup=/var/lib/gpukit/swarm/originals
+# keep_original FILE: the file as it was before gpukit first changed it
+# (FILE.absent when there was none).
+keep_original() {
+  local b
+  b="$backup/$(basename "$1")"
+  if [ -e "$b" ] || [ -e "$b.absent" ]; then return 0; fi
+  mkdir -p "$backup"
+  if [ -e "$1" ]; then cp -p "$1" "$b"; else : >"$b.absent"; fi
+}
+changed=0
+daemon=/etc/docker/daemon.json
+if [ "$(cat "$daemon" 2>/dev/null)" != "$1" ]; then
+  keep_original "$daemon"
+  put "$daemon" "$1"
+  echo "gpukit: $daemon written"
+  changed=1
+fi
+runtime=/etc/nvidia-container-runtime/config.toml
+if [ -n "$2" ] && [ "$(cat "$runtime" 2>/dev/null)" != "$2" ]; then
+  keep_original "$runtime"
+  put "$runtime" "$2"
+  echo "gpukit: $runtime written"
+  changed=1
+fi
+# restart_docker: restarts docker and waits until it answers (a daemon that
+# does not come back fails the script with its own words).
+restart_docker() {
+  local _
+  systemctl reset-failed docker >/dev/null 2>&1 || true
+  if ! systemctl restart docker; then
+    journalctl -u docker -n 20 --no-pager >&2 2>/dev/null || true
+    return 1
+  fi
+  for _ in $(seq 120); do
+    if docker info >/dev/null 2>&1; then
+      echo "gpukit: docker restarted"
+      return 0
+    fi
+    sleep 0.5
+  done
+  echo "gpukit: docker did not answer within 60 s of its restart" >&2
+  return 1
+}
+if [ "$changed" = 1 ]; then restart_docker; fi
