@@ -43,8 +43,10 @@ e2e: deps
 
 ## demo: a 3-host local lab; the workers get the GPU simulator (test/gpusim, test only: simulated
 ## GPUs replaying a real H100 capture); gpukit plan, gpukit init, and init again (0 changed).
+## ORCHESTRATOR=swarm: the same, then a GPU-aware Docker Swarm (1 manager, 2 GPU workers), a
+## service reserving a GPU, gpukit status.
 demo: deps build
-	@hack/demo.sh $(HOSTS)
+	@ORCHESTRATOR=$(ORCHESTRATOR) hack/demo.sh $(HOSTS)
 
 bench: deps build
 	bench/facts.sh

@@ -6,12 +6,25 @@
 # packages); then `gpukit plan`, `gpukit init` (NVIDIA driver, fabric manager,
 # persistence daemon, CUDA toolkit, container toolkit, one reboot per host,
 # verified with nvidia-smi) and a second `gpukit init`, which changes nothing.
+# With ORCHESTRATOR=swarm the inventory says orchestrator: swarm (the first
+# host the manager): init goes on to Docker (Debian's docker.io), the NVIDIA
+# runtime as docker's default with the GPUs advertised, the swarm and node
+# labels; then a service reserving one GPU runs on a GPU worker, and gpukit
+# status lists the nodes.
 # Needs root, the lab's dependencies (make deps), bin/gpukit (make build) and
-# this machine's Debian mirror (the hosts' DKMS and build tools come from it,
-# through the lab's caching proxy).
+# this machine's Debian mirror (the hosts' DKMS and build tools, and docker.io,
+# come from it, through the lab's caching proxy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hosts=${1:-3}
+orchestrator=${ORCHESTRATOR:-kubernetes}
+case $orchestrator in
+kubernetes | swarm) ;;
+*)
+	echo "ORCHESTRATOR=$orchestrator: want kubernetes or swarm" >&2
+	exit 2
+	;;
+esac
 lab=test/lab/lab.sh
 gpukit=bin/gpukit
 
@@ -29,6 +42,11 @@ if [ -d ../shared/fixtures/nvidia-smi ]; then
 else
 	echo "../shared/fixtures/nvidia-smi is absent: no simulated GPUs, gpukit init finds none to set up"
 fi
+if [ "$orchestrator" = swarm ]; then
+	swarm_inv=${inv%.yaml}-swarm.yaml
+	sed -e 's/^spec:$/spec:\n  orchestrator: swarm/' -e '0,/roles: \[control-plane\]/s//roles: [manager]/' "$inv" >"$swarm_inv"
+	inv=$swarm_inv
+fi
 "$gpukit" inventory validate -i "$inv"
 echo; echo "== gpukit plan: what init would change (nothing is changed)"
 "$gpukit" plan -i "$inv"
@@ -36,5 +54,31 @@ echo; echo "== gpukit init"
 "$gpukit" init -i "$inv"
 echo; echo "== gpukit init again: a converged cluster, 0 changed"
 "$gpukit" init -i "$inv"
+if [ "$orchestrator" = swarm ]; then
+	echo; echo "== gpukit status"
+	"$gpukit" status -i "$inv"
+	echo; echo "== a service reserving one GPU (docker service create --generic-resource NVIDIA-GPU=1)"
+	# No registry is reachable from the lab: a static busybox from Debian, imported on each host.
+	for i in $(seq 1 "$hosts"); do
+		"$lab" ssh "lab-$i" bash -s <<-'EOF' &
+			set -e
+			DEBIAN_FRONTEND=noninteractive apt-get -qq install -y busybox-static >/dev/null 2>&1
+			d=$(mktemp -d); mkdir -p "$d/bin"; cp /bin/busybox "$d/bin/"
+			for a in sh cat tr sleep; do ln -s busybox "$d/bin/$a"; done
+			tar -C "$d" -c . | docker import - gpukit-lab/busybox:1 >/dev/null; rm -rf "$d"
+		EOF
+	done
+	wait
+	# The task's process environment: Swarm's assignment, and what the (simulated) NVIDIA runtime made of it.
+	"$lab" ssh lab-1 bash -s <<-'EOF'
+		docker service rm demo-gpu >/dev/null 2>&1 || true
+		docker service create -q --detach=false --name demo-gpu --generic-resource NVIDIA-GPU=1 gpukit-lab/busybox:1 \
+			sh -c 'tr "\0" "\n" </proc/1/environ; sleep 3600' >/dev/null 2>&1
+		docker service ps demo-gpu --format 'task {{.Name}} on {{.Node}}: {{.CurrentState}}'
+		sleep 1
+		docker service logs --raw demo-gpu 2>/dev/null | grep -E '^(DOCKER_RESOURCE|NVIDIA_VISIBLE|GPUSIM)'
+		docker service rm demo-gpu >/dev/null
+	EOF
+fi
 echo
 echo "The lab stays up for you to explore: $lab ssh lab-2 nvidia-smi; 'make lab-down' removes it."

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -144,5 +145,55 @@ func TestSummaryCarriesFacts(t *testing.T) {
 	}
 	if sum.Hosts[1].Facts != nil {
 		t.Errorf("unreachable host has facts")
+	}
+}
+
+// A Scoped phase runs on its named hosts only (its own Targeter choosing
+// among them), while its Prepare still sees every healthy host: add-node's
+// new hosts join through a manager the phase does not run on. A scoped
+// phase that stops the run still does.
+func TestScopedRunsOnTheNamedHostsOnly(t *testing.T) {
+	t.Parallel()
+	fleet := &enginetest.Fleet{Handler: byScript(map[string]ssh.Result{"token": {Stdout: []byte("t\n")}})}
+	var ran []string
+	var mu sync.Mutex
+	join := &preparePhase{
+		funcPhase: funcPhase{
+			name:    "join",
+			targets: func(hs []*engine.Host) []*engine.Host { return hs[1:] }, // not the first of those it is given
+			run: func(ctx context.Context, h *engine.Host) error {
+				mu.Lock()
+				ran = append(ran, h.Name())
+				mu.Unlock()
+				return nil
+			},
+		},
+		prepare: func(ctx context.Context, all, targets []*engine.Host) error {
+			if got := names(all); !reflect.DeepEqual(got, []string{"gpu-001", "gpu-002", "gpu-003", "gpu-004"}) {
+				t.Errorf("Prepare's all = %v", got)
+			}
+			if got := names(targets); !reflect.DeepEqual(got, []string{"gpu-004"}) {
+				t.Errorf("Prepare's targets = %v", got)
+			}
+			_, err := all[0].Run(ctx, "token", ssh.Command{Script: "token"})
+			return err
+		},
+	}
+	fail := &funcPhase{name: "checks", stopRun: true, run: func(_ context.Context, h *engine.Host) error {
+		if h.Name() == "gpu-003" {
+			return errors.New("not ready")
+		}
+		return nil
+	}}
+	r := &engine.Runner{Phases: []engine.Phase{engine.Scoped{Phase: join, Hosts: []string{"gpu-002", "gpu-004"}}}}
+	run(t, r, fleet, 4)
+	if !reflect.DeepEqual(ran, []string{"gpu-004"}) {
+		t.Errorf("ran on %v", ran)
+	}
+	ran = nil
+	r = &engine.Runner{Phases: []engine.Phase{engine.Scoped{Phase: fail, Hosts: []string{"gpu-003"}}, join}}
+	sum, _, _ := run(t, r, &enginetest.Fleet{Handler: fleet.Handler}, 4)
+	if _, failed, _ := sum.Counts(); failed != 1 || len(ran) != 0 {
+		t.Errorf("a scoped phase that stops the run: %d failed, later phase ran on %v", failed, ran)
 	}
 }

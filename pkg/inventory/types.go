@@ -137,7 +137,7 @@ type Host struct {
 	Address string `yaml:"address" json:"address"`
 	// Roles: control-plane, worker, ingress (kubernetes); manager, worker (swarm).
 	Roles []Role `yaml:"roles" json:"roles" jsonschema:"minItems=1"`
-	// Labels are Kubernetes node labels.
+	// Labels are node labels (Kubernetes, or Swarm: docker node update --label-add).
 	Labels map[string]string `yaml:"labels,omitempty" json:"labels,omitempty"`
 	// Taints in kubectl form: key[=value]:Effect.
 	Taints []string `yaml:"taints,omitempty" json:"taints,omitempty"`

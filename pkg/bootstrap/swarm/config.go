@@ -70,7 +70,11 @@ func DaemonConfig(current []byte, uuids []string) (out []byte, changed bool, err
 		if nv == nil {
 			nv = map[string]json.RawMessage{"runtimeArgs": json.RawMessage("[]")}
 		}
-		nv["path"] = mustJSON(NVIDIARuntime)
+		// nvidia-ctk writes the absolute path: that is the same runtime.
+		var path string
+		if json.Unmarshal(nv["path"], &path) != nil || (path != NVIDIARuntime && !strings.HasSuffix(path, "/"+NVIDIARuntime)) {
+			nv["path"] = mustJSON(NVIDIARuntime)
+		}
 		runtimes["nvidia"] = nv
 		cfg["runtimes"] = mustJSON(runtimes)
 		cfg["default-runtime"] = mustJSON("nvidia")

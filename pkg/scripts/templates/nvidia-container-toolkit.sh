@@ -43,8 +43,9 @@ dnf install -y -q "${pkgs[@]/%/-$v}"
 dnf -q versionlock add "${pkgs[@]}"
 {{- end}}
 nvidia-ctk --version | head -n 1
-# config_sum FILE...: a checksum of the runtime's configuration as it is now.
-config_sum() { cat "$@" 2>/dev/null | sha256sum; }
+# config_sum FILE...: a checksum of the runtime's configuration as it is now
+# (files not there yet count as empty: nvidia-ctk creates them).
+config_sum() { { cat "$@" 2>/dev/null || true; } | sha256sum; }
 {{- range .Runtimes}}
 if command -v {{quote .Binary}} >/dev/null 2>&1; then
   runtime={{quote .Name}}

@@ -46,8 +46,9 @@ apt-get install -y -q --no-install-recommends --allow-downgrades -o Dpkg::Option
   "${pkgs[@]/%/=$v}"
 apt-mark hold "${pkgs[@]}" >/dev/null
 nvidia-ctk --version | head -n 1
-# config_sum FILE...: a checksum of the runtime's configuration as it is now.
-config_sum() { cat "$@" 2>/dev/null | sha256sum; }
+# config_sum FILE...: a checksum of the runtime's configuration as it is now
+# (files not there yet count as empty: nvidia-ctk creates them).
+config_sum() { { cat "$@" 2>/dev/null || true; } | sha256sum; }
 if command -v containerd >/dev/null 2>&1; then
   runtime=containerd
   files=(/etc/containerd/config.toml /etc/containerd/conf.d/99-nvidia.toml)

@@ -1,0 +1,355 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
+	"github.com/gpukit/gpukit/test/gpusim"
+	"github.com/gpukit/gpukit/test/lab"
+)
+
+// The swarm of `gpukit init` on real Docker engines (Debian's docker.io
+// through the lab's package proxy, dockerd and swarm running in systemd lab
+// hosts) over simulated GPUs: 1 manager without GPU and 2 GPU workers form a
+// swarm; each worker advertises its GPU; a service reserving NVIDIA-GPU=1
+// runs only on the workers and each container sees its node's GPU (the
+// simulator's nvidia-container-runtime applies Swarm's assignment through
+// swarm-resource, as NVIDIA's does); a service asking for more GPUs than any
+// node has stays pending; labels are on the nodes; the user's daemon.json
+// settings survive; the join token shows nowhere; a second init changes
+// nothing; add-node joins a 4th host touching only it and the manager;
+// reset of one host, then of all, restores docker's configuration; init
+// again forms the swarm again.
+func TestLabSwarm(t *testing.T) {
+	lab.Require(t)
+	t.Parallel()
+	captures, err := gpusim.Captures(gpusim.FixturesDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h100 gpusim.Capture
+	for _, c := range captures {
+		if strings.HasSuffix(c.Prefix, "/h100-80gb-hbm3__drv590.48.01") {
+			h100 = c
+		}
+	}
+	if h100.Prefix == "" {
+		t.Skip("no h100-80gb-hbm3__drv590.48.01 capture among the fixtures")
+	}
+	// Real GPUs have distinct UUIDs; the captures' are redacted to zeros.
+	// Each worker replays a copy with its own, so that a container seeing
+	// "a" GPU can be told from one seeing its node's.
+	uuids := map[string]string{
+		"lab-2": "GPU-5a1e0002-6c2d-4b1e-9f00-000000000002",
+		"lab-3": "GPU-5a1e0003-6c2d-4b1e-9f00-000000000003",
+		"lab-4": "GPU-5a1e0004-6c2d-4b1e-9f00-000000000004",
+	}
+	hw := map[string]gpusim.Hardware{}
+	for host, uuid := range uuids {
+		hw[host] = gpusim.Hardware{Capture: withUUID(t, h100, uuid)}
+	}
+	l := lab.Start(t, lab.Options{Hosts: 4})
+	repo := gpusim.Simulate(t, l, hw)
+	dir := t.TempDir()
+	gpuInv, err := repo.Inventory(l, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv4 := swarmInventory(t, gpuInv, filepath.Join(dir, "swarm-4.yaml"), "")
+	inv3 := swarmInventory(t, gpuInv, filepath.Join(dir, "swarm-3.yaml"), "lab-4")
+	all := []string{"lab-1", "lab-2", "lab-3", "lab-4"}
+	var wg sync.WaitGroup
+	for _, h := range all {
+		l.SetRebootDelay(t, h, time.Second)
+		wg.Add(1)
+		go func() { defer wg.Done(); l.UseDebianMirror(t, h) }()
+	}
+	wg.Wait()
+	// A user's own docker settings on lab-2, which must survive.
+	userDaemon := `{"log-level": "warn", "node-generic-resources": ["SSD=fast"]}`
+	l.SSH(t, "lab-2", "mkdir -p /etc/docker && echo '"+userDaemon+"' >/etc/docker/daemon.json")
+
+	t.Run("init forms a GPU swarm", func(t *testing.T) {
+		start := time.Now()
+		r := runInit(t, "init", "-i", inv3)
+		if r.code != ExitOK || r.counts.Changed != 3 {
+			t.Fatalf("exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
+		}
+		t.Logf("first init (NVIDIA stack + docker + swarm) on 3 hosts: %s", time.Since(start).Round(100*time.Millisecond))
+		nodes := swarmNodes(t, l)
+		if len(nodes) != 3 {
+			t.Fatalf("nodes: %+v", nodes)
+		}
+		for _, n := range nodes {
+			wantRole := "worker"
+			if n.Hostname == "lab-1" {
+				wantRole = "manager"
+			}
+			if n.Role != wantRole || n.State != "ready" || n.Availability != "active" {
+				t.Errorf("%s: role %s, state %s, availability %s", n.Hostname, n.Role, n.State, n.Availability)
+			}
+			want := uuids[n.Hostname]
+			if (want == "" && len(n.GPUs) != 0) || (want != "" && (len(n.GPUs) != 1 || n.GPUs[0] != want)) {
+				t.Errorf("%s advertises GPUs %v, want %q", n.Hostname, n.GPUs, want)
+			}
+			if want != "" && (n.Labels[swarm.LabelGPUProduct] != "NVIDIA H100 80GB HBM3" || n.Labels[swarm.LabelGPUCount] != "1" ||
+				n.Labels[swarm.LabelDriver] != "580.95.05" || n.Labels[swarm.LabelCUDA] != "13.0" || n.Labels[swarm.LabelGPUMemory] == "") {
+				t.Errorf("%s labels: %v", n.Hostname, n.Labels)
+			}
+		}
+		lab2 := nodeNamed(nodes, "lab-2")
+		if strings.Join(lab2.Resources, ",") != "SSD=fast" {
+			t.Errorf("lab-2's own generic resource is gone: %v", lab2.Resources)
+		}
+		var daemon map[string]any
+		if err := json.Unmarshal([]byte(l.SSH(t, "lab-2", "cat /etc/docker/daemon.json")), &daemon); err != nil || daemon["log-level"] != "warn" || daemon["default-runtime"] != "nvidia" {
+			t.Errorf("lab-2 daemon.json: %v %v", daemon, err)
+		}
+		// The join tokens never show: not in the output, not in the logs.
+		for _, role := range []string{"worker", "manager"} {
+			token := l.SSH(t, "lab-1", "docker swarm join-token -q "+role)
+			if !strings.HasPrefix(token, "SWMTKN-") {
+				t.Fatalf("%s token: %q", role, token)
+			}
+			assertNowhere(t, token, r.out, r.logDir)
+		}
+	})
+
+	t.Run("GPU services land on GPU nodes and see their GPU", func(t *testing.T) {
+		var wg sync.WaitGroup
+		for _, h := range all[:3] {
+			wg.Add(1)
+			go func() { defer wg.Done(); l.SSH(t, h, busyboxImage) }()
+		}
+		wg.Wait()
+		l.SSH(t, "lab-1", "docker service create -d --name gpu1 --replicas 2 --generic-resource NVIDIA-GPU=1 gpukit-lab/busybox:1 sh -c 'env; sleep 3600' >/dev/null 2>&1")
+		l.SSH(t, "lab-1", "docker service create -d --name gpu2 --generic-resource NVIDIA-GPU=2 gpukit-lab/busybox:1 sleep 3600 >/dev/null 2>&1")
+		var tasks string
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			tasks = l.SSH(t, "lab-1", "docker service ps gpu1 --filter desired-state=running --format '{{.Node}} {{.CurrentState}}' | sort")
+			if strings.Count(tasks, "Running") == 2 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+		if !regexp.MustCompile(`^lab-2 Running.*\nlab-3 Running`).MatchString(tasks) {
+			t.Fatalf("gpu1's tasks: %q (want one on each GPU worker, none on the manager)", tasks)
+		}
+		for _, h := range []string{"lab-2", "lab-3"} {
+			// What the container's process got (docker exec would show the
+			// container's configuration, not what the runtime made of it).
+			env := l.SSH(t, h, "docker inspect --format '{{json .Config.Env}}' $(docker ps -q --filter name=gpu1); docker exec $(docker ps -q --filter name=gpu1) cat /proc/1/environ | tr '\\0' '\\n'")
+			if !strings.Contains(env, "DOCKER_RESOURCE_NVIDIA-GPU="+uuids[h]) || !regexp.MustCompile(`(?m)^NVIDIA_VISIBLE_DEVICES=`+uuids[h]+`$`).MatchString(env) ||
+				!strings.Contains(env, "GPUSIM_RUNTIME=") {
+				t.Errorf("%s: the container does not see its node's GPU %s:\n%s", h, uuids[h], env)
+			}
+		}
+		pending := l.SSH(t, "lab-1", "docker service ps gpu2 --no-trunc --format '{{.CurrentState}} {{.Error}}'")
+		if !strings.HasPrefix(pending, "Pending") || !strings.Contains(pending, "insufficient resources") {
+			t.Errorf("gpu2 (2 GPUs, no node has 2): %q", pending)
+		}
+		l.SSH(t, "lab-1", "docker service rm gpu1 gpu2 >/dev/null")
+	})
+
+	t.Run("a second init changes nothing", func(t *testing.T) {
+		r := runInit(t, "init", "-i", inv3)
+		if r.code != ExitOK || r.counts.Changed != 0 || r.counts.Unchanged != 3 || len(r.writeSteps()) != 0 {
+			t.Fatalf("exit %d %+v writes %v\n%s", r.code, r.counts, r.writeSteps(), r.out)
+		}
+	})
+
+	t.Run("add-node joins lab-4, touching only it and the manager", func(t *testing.T) {
+		before := sshLogins(t, l, all...)
+		start := time.Now()
+		r := runInit(t, "add-node", "-i", inv4, "lab-4")
+		if r.code != ExitOK || r.counts.Changed != 2 { // lab-4, and the manager that labels its node
+			t.Fatalf("exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
+		}
+		t.Logf("add-node of 1 host (NVIDIA stack + docker + join): %s", time.Since(start).Round(100*time.Millisecond))
+		after := sshLogins(t, l, all...)
+		for _, h := range []string{"lab-2", "lab-3"} {
+			if after[h] != before[h] {
+				t.Errorf("%s was connected to (%d logins before, %d after)", h, before[h], after[h])
+			}
+		}
+		if after["lab-1"] != before["lab-1"]+1 || after["lab-4"] < before["lab-4"]+1 {
+			t.Errorf("logins before %v, after %v: want one on the manager, some on lab-4", before, after)
+		}
+		n := nodeNamed(swarmNodes(t, l), "lab-4")
+		if n.State != "ready" || len(n.GPUs) != 1 || n.GPUs[0] != uuids["lab-4"] || n.Labels[swarm.LabelGPUCount] != "1" {
+			t.Errorf("lab-4's node: %+v", n)
+		}
+		assertNowhere(t, l.SSH(t, "lab-1", "docker swarm join-token -q worker"), r.out, r.logDir)
+	})
+
+	t.Run("status lists the nodes", func(t *testing.T) {
+		r := runInit(t, "status", "-i", inv4)
+		var st struct {
+			Type  string       `json:"type"`
+			Nodes []swarm.Node `json:"nodes"`
+		}
+		lines := strings.Split(strings.TrimSpace(r.out), "\n")
+		for _, line := range lines {
+			if strings.Contains(line, `"type":"swarm-status"`) {
+				if err := json.Unmarshal([]byte(line), &st); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if r.code != ExitOK || len(st.Nodes) != 4 || len(nodeNamed(st.Nodes, "lab-4").GPUs) != 1 {
+			t.Errorf("exit %d, nodes %+v\n%s", r.code, st.Nodes, r.out)
+		}
+	})
+
+	t.Run("reset one host, then all; init again", func(t *testing.T) {
+		r := runInit(t, "reset", "-i", inv4, "--hosts", "lab-3")
+		if r.code != ExitUsage || !strings.Contains(r.out, "pass --yes") {
+			t.Fatalf("reset without --yes and no terminal: exit %d\n%s", r.code, r.out)
+		}
+		r = runInit(t, "reset", "-i", inv4, "--hosts", "lab-3", "--yes")
+		if r.code != ExitOK {
+			t.Fatalf("exit %d %v\n%s", r.code, r.failed, r.out)
+		}
+		if got := l.SSH(t, "lab-3", "docker info --format '{{.Swarm.LocalNodeState}}'; test -e /etc/docker/daemon.json && echo daemon.json left || true; grep -c '^swarm-resource' /etc/nvidia-container-runtime/config.toml || true"); got != "inactive\n0" {
+			t.Errorf("lab-3 after reset: %q", got)
+		}
+		if n := nodeNamed(swarmNodes(t, l), "lab-3"); n.ID != "" {
+			t.Errorf("lab-3 is still listed: %+v", n)
+		}
+		r = runInit(t, "reset", "-i", inv4, "--yes")
+		if r.code != ExitOK {
+			t.Fatalf("exit %d %v\n%s", r.code, r.failed, r.out)
+		}
+		if got := l.SSH(t, "lab-2", "cat /etc/docker/daemon.json"); got != userDaemon {
+			t.Errorf("lab-2's daemon.json after reset: %q, want the user's %q", got, userDaemon)
+		}
+		for _, h := range all {
+			if got := l.SSH(t, h, "docker info --format '{{.Swarm.LocalNodeState}}'"); got != "inactive" {
+				t.Errorf("%s after reset: %s", h, got)
+			}
+		}
+		r = runInit(t, "init", "-i", inv4)
+		if r.code != ExitOK || len(swarmNodes(t, l)) != 4 {
+			t.Fatalf("init after reset: exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
+		}
+	})
+}
+
+// busyboxImage builds the test image on a host: no registry is reachable
+// from the lab, so a static busybox from Debian's busybox-static is imported.
+const busyboxImage = `set -e
+DEBIAN_FRONTEND=noninteractive apt-get -qq install -y busybox-static >/dev/null 2>&1
+d=$(mktemp -d); mkdir -p $d/bin; cp /bin/busybox $d/bin/
+for a in sh env sleep cat; do ln -s busybox $d/bin/$a; done
+tar -C $d -c . | docker import -c 'CMD ["/bin/sh"]' - gpukit-lab/busybox:1 >/dev/null
+rm -rf $d`
+
+// withUUID copies capture c into a temporary directory with its GPU UUIDs
+// replaced by uuid.
+func withUUID(t *testing.T, c gpusim.Capture, uuid string) gpusim.Capture {
+	t.Helper()
+	files, err := filepath.Glob(c.Prefix + "__*")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("capture %s: %v", c.Prefix, err)
+	}
+	dir := t.TempDir()
+	zero := regexp.MustCompile(`GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), zero.ReplaceAll(b, []byte(uuid)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return gpusim.Capture{Prefix: filepath.Join(dir, filepath.Base(c.Prefix))}
+}
+
+// swarmInventory writes src as a swarm inventory (the first host the
+// manager), leaving out the host drop, if any.
+func swarmInventory(t *testing.T, src, dst, drop string) string {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(b), "\nspec:\n", "\nspec:\n  orchestrator: swarm\n", 1)
+	s = strings.Replace(s, "roles: [control-plane]", "roles: [manager]", 1)
+	if drop != "" {
+		s = regexp.MustCompile(`(?m)^    - name: `+regexp.QuoteMeta(drop)+`\n(      .*\n)+`).ReplaceAllString(s, "")
+	}
+	if !strings.Contains(s, "orchestrator: swarm") || !strings.Contains(s, "roles: [manager]") || (drop != "" && strings.Contains(s, drop)) {
+		t.Fatalf("cannot make a swarm inventory of %s:\n%s", src, s)
+	}
+	if err := os.WriteFile(dst, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// swarmNodes are the nodes as the manager lists them.
+func swarmNodes(t *testing.T, l *lab.Lab) []swarm.Node {
+	t.Helper()
+	nodes, err := swarm.ParseNodes([]byte(l.SSH(t, "lab-1", "docker node inspect $(docker node ls -q)")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nodes
+}
+
+func nodeNamed(nodes []swarm.Node, host string) swarm.Node {
+	for _, n := range nodes {
+		if n.Hostname == host {
+			return n
+		}
+	}
+	return swarm.Node{}
+}
+
+// sshLogins counts gpukit's logins (user deploy; the test logs in as root)
+// on each host, from sshd's journal.
+func sshLogins(t *testing.T, l *lab.Lab, hosts ...string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, h := range hosts {
+		n, err := strconv.Atoi(l.SSH(t, h, "journalctl -u ssh --no-pager -q | grep -c 'Accepted publickey for deploy' || true"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[h] = n
+	}
+	return out
+}
+
+// assertNowhere fails when secret shows in the output or any file under
+// logDir.
+func assertNowhere(t *testing.T, secret, out, logDir string) {
+	t.Helper()
+	if strings.Contains(out, secret) {
+		t.Errorf("a join token is in the output")
+	}
+	err := filepath.WalkDir(logDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err == nil && strings.Contains(string(b), secret) {
+			return fmt.Errorf("a join token is in %s", p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Error(err)
+	}
+}
