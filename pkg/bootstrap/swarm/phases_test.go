@@ -62,7 +62,9 @@ func (f *fakeSwarm) host(name string) *fakeHost {
 	return h
 }
 
-func nodeID(host string) string { return ("id" + strings.ReplaceAll(host, "-", "") + strings.Repeat("0", 25))[:25] }
+func nodeID(host string) string {
+	return ("id" + strings.ReplaceAll(host, "-", "") + strings.Repeat("0", 25))[:25]
+}
 
 func (f *fakeSwarm) handle(_ context.Context, e *enginetest.Executor, cmd ssh.Command) (ssh.Result, error) {
 	f.mu.Lock()
