@@ -9,7 +9,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/engine"
@@ -27,6 +29,9 @@ const token = "SWMTKN-1-canary0123456789secret"
 // node list as its manager keeps it. A recording executor, for the phases'
 // logic; the lab test (internal/cli) runs them on real dockerd.
 type fakeSwarm struct {
+	// managerJoins are manager joins in flight, managerJoinPeak their most.
+	managerJoins, managerJoinPeak atomic.Int32
+
 	mu    sync.Mutex
 	gpus  map[string][]string // host -> UUIDs
 	hosts map[string]*fakeHost
@@ -67,6 +72,15 @@ func nodeID(host string) string {
 }
 
 func (f *fakeSwarm) handle(_ context.Context, e *enginetest.Executor, cmd ssh.Command) (ssh.Result, error) {
+	if cmd.Name == "join the swarm" && cmd.Args[0] == token+"-manager" {
+		// A manager's join takes a moment, outside the lock: joins that
+		// overlap show in the peak.
+		n := f.managerJoins.Add(1)
+		for peak := f.managerJoinPeak.Load(); n > peak && !f.managerJoinPeak.CompareAndSwap(peak, n); peak = f.managerJoinPeak.Load() {
+		}
+		time.Sleep(20 * time.Millisecond)
+		f.managerJoins.Add(-1)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	h := f.host(e.Host)
@@ -110,14 +124,22 @@ func (f *fakeSwarm) handle(_ context.Context, e *enginetest.Executor, cmd ssh.Co
 		if !h.manager {
 			return ssh.Result{ExitCode: 1}, &ssh.ExitError{Command: cmd.Name, Code: 1}
 		}
+		if cmd.Args[0] == "manager" {
+			return out("%s-manager\n", token) // Swarm's tokens say the role
+		}
 		return out("%s\n", token)
 	case "join the swarm":
-		if cmd.Args[0] != token {
+		role := "worker"
+		switch cmd.Args[0] {
+		case token:
+		case token + "-manager":
+			role = "manager"
+		default:
 			return ssh.Result{ExitCode: 1}, &ssh.ExitError{Command: cmd.Name, Code: 1, StderrTail: "invalid join token"}
 		}
 		// The script's own output never names the token; docker's goes to /dev/null.
-		h.state, h.id, h.joinedToken = "active", nodeID(e.Host), cmd.Args[0]
-		f.nodes[h.id] = &fakeNode{host: e.Host, role: "worker"}
+		h.state, h.id, h.joinedToken, h.manager = "active", nodeID(e.Host), cmd.Args[0], role == "manager"
+		f.nodes[h.id] = &fakeNode{host: e.Host, role: role}
 		return out("gpukit: joined the swarm\nnode=%s\n", h.id)
 	case "read the swarm's nodes":
 		var list []map[string]any
@@ -337,4 +359,39 @@ func assertNoToken(t *testing.T, rec *enginetest.Recorder) {
 	if len(rec.OfType(event.StepStart)) == 0 {
 		t.Fatal("no events recorded")
 	}
+}
+
+// Other managers join with the manager token, one at a time, before the
+// workers.
+func TestSwarmManagersJoinFirst(t *testing.T) {
+	t.Parallel()
+	inv, err := inventory.Parse("inv.yaml", []byte(`apiVersion: gpukit.dev/v1alpha1
+kind: Cluster
+metadata: {name: s}
+spec:
+  orchestrator: swarm
+  hosts:
+    - {name: m1, address: 10.0.0.1, roles: [manager]}
+    - {name: m2, address: 10.0.0.2, roles: [manager]}
+    - {name: m3, address: 10.0.0.3, roles: [manager]}
+    - {name: w1, address: 10.0.0.4, roles: [worker]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := newFakeSwarm(nil)
+	l := swarm.New(inv)
+	sum, _, rec := run(t, inv.Machines, []engine.Phase{l.Engine(), l.Runtime(), l.Init(), l.JoinManagers(), l.JoinWorkers()}, fake)
+	if c := sum.HostCounts(); c.Changed != 4 || c.Failed != 0 {
+		t.Fatalf("%+v %+v", c, sum.Failed())
+	}
+	for h, role := range map[string]string{"m1": "manager", "m2": "manager", "m3": "manager", "w1": "worker"} {
+		if n := fake.nodes[nodeID(h)]; n == nil || n.role != role {
+			t.Errorf("%s: node %+v, want a %s", h, n, role)
+		}
+	}
+	if peak := fake.managerJoinPeak.Load(); peak != 1 {
+		t.Errorf("%d managers joined at once, want 1 at a time", peak)
+	}
+	assertNoToken(t, rec)
 }
