@@ -2,6 +2,7 @@ package swarm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -98,16 +99,27 @@ func gpuUUIDs(h *engine.Host) ([]string, error) {
 	}
 	if len(out) == 0 && len(f.PCIGPUs) > 0 {
 		if h.DryRun() {
-			h.Logf("%s: %d NVIDIA GPU(s) on the PCI bus are advertised once the driver lists them", PhaseRuntime, len(f.PCIGPUs))
-			return nil, nil
+			return nil, errGPUsPending{len(f.PCIGPUs)}
 		}
 		return nil, fmt.Errorf("%d NVIDIA GPU(s) on the PCI bus but nvidia-smi lists none: the NVIDIA phases must succeed first", len(f.PCIGPUs))
 	}
 	return out, nil
 }
 
+// errGPUsPending is a dry-run's GPUs that the driver does not list yet:
+// what they will be advertised as is known once it is installed.
+type errGPUsPending struct{ n int }
+
+func (e errGPUsPending) Error() string {
+	return fmt.Sprintf("%d NVIDIA GPU(s) on the PCI bus are advertised once the driver lists them (after nvidia/verify)", e.n)
+}
+
 func (p *runtimePhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
 	_, _, changed, gpus, err := p.want(ctx, h)
+	var pending errGPUsPending
+	if errors.As(err, &pending) {
+		return false, pending.Error(), nil
+	}
 	if err != nil || changed {
 		return changed, "", err
 	}

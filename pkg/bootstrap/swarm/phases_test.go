@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -32,10 +33,11 @@ type fakeSwarm struct {
 	// managerJoins are manager joins in flight, managerJoinPeak their most.
 	managerJoins, managerJoinPeak atomic.Int32
 
-	mu    sync.Mutex
-	gpus  map[string][]string // host -> UUIDs
-	hosts map[string]*fakeHost
-	nodes map[string]*fakeNode // node ID -> node
+	mu       sync.Mutex
+	gpus     map[string][]string // host -> UUIDs
+	noDriver bool                // the GPUs are on the PCI bus, nvidia-smi lists none
+	hosts    map[string]*fakeHost
+	nodes    map[string]*fakeNode // node ID -> node
 }
 
 type fakeHost struct {
@@ -91,7 +93,10 @@ func (f *fakeSwarm) handle(_ context.Context, e *enginetest.Executor, cmd ssh.Co
 	case "probe facts":
 		s := fmt.Sprintf("os.id=debian\nos.version=12\nhostname=%s\ninit=systemd\n", e.Host)
 		for i, u := range f.gpus[e.Host] {
-			s += fmt.Sprintf("pci.gpu=0000:0%d:00.0 0x2330\nnvidia_smi.gpu=%d, %s, NVIDIA H100 80GB HBM3, 81559, 580.95.05, Disabled, Enabled\n", i+1, i, u)
+			s += fmt.Sprintf("pci.gpu=0000:0%d:00.0 0x2330\n", i+1)
+			if !f.noDriver {
+				s += fmt.Sprintf("nvidia_smi.gpu=%d, %s, NVIDIA H100 80GB HBM3, 81559, 580.95.05, Disabled, Enabled\n", i, u)
+			}
 		}
 		return out("%s", s)
 	case "read the docker state":
@@ -394,4 +399,43 @@ spec:
 		t.Errorf("%d managers joined at once, want 1 at a time", peak)
 	}
 	assertNoToken(t, rec)
+}
+
+// A plan of a fresh cluster reads and writes nothing, plans the engine,
+// the swarm and the joins (with a stand-in for the token, which does not
+// exist yet), and says the GPUs are advertised once the driver lists them.
+func TestSwarmPlan(t *testing.T) {
+	t.Parallel()
+	inv := swarmInventory(t)
+	fake := newFakeSwarm(map[string][]string{"w1": {"GPU-w1a"}})
+	fake.noDriver = true
+	l := swarm.New(inv)
+	fleet := &enginetest.Fleet{Handler: fake.handle}
+	rec := &enginetest.Recorder{}
+	r := &engine.Runner{Name: "plan", DryRun: true, Sink: rec,
+		Phases: []engine.Phase{l.Engine(), l.Runtime(), l.Init(), l.JoinManagers(), l.JoinWorkers(), l.Labels()}}
+	sum, err := r.Run(context.Background(), inv.Machines[:2], fleet.Dial)
+	if err != nil || sum.HostCounts().Failed != 0 {
+		t.Fatalf("%v %+v", err, sum.Failed())
+	}
+	if w := writes(fleet); len(w) != 0 {
+		t.Errorf("a plan ran writes: %v", w)
+	}
+	planned := map[string]string{}
+	for _, e := range rec.OfType(event.Planned) {
+		planned[e.Host+" "+e.Phase] = e.Script
+	}
+	for _, k := range []string{"m1 swarm/engine", "w1 swarm/engine", "m1 swarm/init", "w1 swarm/join-workers"} {
+		if _, ok := planned[k]; !ok {
+			t.Errorf("not planned: %s (planned: %v)", k, slices.Sorted(maps.Keys(planned)))
+		}
+	}
+	if !strings.Contains(planned["w1 swarm/join-workers"], "<worker join token of m1>") {
+		t.Errorf("join plan: %s", planned["w1 swarm/join-workers"])
+	}
+	for _, e := range rec.OfType(event.HostSkipped) {
+		if e.Host == "w1" && e.Phase == swarm.PhaseRuntime && !strings.Contains(e.Message, "advertised once the driver lists them") {
+			t.Errorf("w1 runtime skipped: %s", e.Message)
+		}
+	}
 }
