@@ -208,6 +208,9 @@ type joinPhase struct {
 	managers bool
 	// set by Prepare
 	token, manager, managerID string
+	// members are the node IDs the first manager lists (nil: not read, in
+	// a dry-run before the swarm exists).
+	members map[string]bool
 }
 
 func (p *joinPhase) Name() string {
@@ -264,6 +267,20 @@ func (p *joinPhase) Prepare(ctx context.Context, all, targets []*engine.Host) er
 	_, p.manager, _ = addrs(fm.Machine)
 	fi := p.l.info(fm.Name())
 	p.managerID = fi.nodeID
+	p.members = nil
+	if fi.member.Active() || !fm.DryRun() {
+		// A host whose swarm is gone (its manager reset and the swarm made
+		// again) still says it is active, with the same manager address:
+		// only the manager's list tells members from strangers.
+		nodes, err := readNodes(ctx, fm)
+		if err != nil {
+			return err
+		}
+		p.members = map[string]bool{}
+		for _, n := range nodes {
+			p.members[n.ID] = true
+		}
+	}
 	needed := false
 	for _, t := range targets {
 		if !p.l.info(t.Name()).member.Active() {
@@ -307,12 +324,21 @@ func (p *joinPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string
 	case !m.Active():
 		return true, "", nil
 	}
-	for _, r := range m.RemoteManagers {
-		if r.NodeID == p.managerID || r.Addr == p.manager {
-			return false, "in the swarm (node " + m.NodeID + ")", nil
-		}
+	if p.members != nil && p.members[m.NodeID] {
+		return false, "in the swarm (node " + m.NodeID + ")", nil
 	}
-	return false, "", fmt.Errorf("%s is in another swarm (managers %s); reset it first (gpukit reset --hosts %s)", h.Name(), remoteAddrs(m), h.Name())
+	if p.members == nil && slices.ContainsFunc(m.RemoteManagers, func(r struct{ NodeID, Addr string }) bool {
+		return r.NodeID == p.managerID || r.Addr == p.manager
+	}) {
+		return false, "in the swarm (node " + m.NodeID + ")", nil
+	}
+	return false, "", fmt.Errorf("%s is in another swarm (node %s, managers %s) that %s does not list; reset it first (gpukit reset --hosts %s)",
+		h.Name(), m.NodeID, remoteAddrs(m), p.managerName(), h.Name())
+}
+
+func (p *joinPhase) managerName() string {
+	m, _ := FirstManager(p.l.inv)
+	return m.Name
 }
 
 func remoteAddrs(m *Membership) string {

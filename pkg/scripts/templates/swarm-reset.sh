@@ -1,11 +1,31 @@
 # Leaves the swarm and puts back the Docker and NVIDIA runtime settings that
 # gpukit changed, from the originals kept under {{.BackupDir}}; docker restarts
 # only when a file changed. Packages stay installed.
+# swarm_ports_open: something listens on TCP 2377 or 7946 (from the
+# kernel's tables: no dependency on ss or netstat).
+swarm_ports_open() {
+  local f local_ state
+  for f in /proc/net/tcp /proc/net/tcp6; do
+    [ -r "$f" ] || continue
+    while read -r _ local_ _ state _; do
+      if [ "$state" = 0A ]; then
+        case ${local_##*:} in 0979 | 1F0A) return 0 ;; esac
+      fi
+    done < <(tail -n +2 "$f")
+  done
+  return 1
+}
 if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
   case $(docker info --format '{{"{{.Swarm.LocalNodeState}}"}}') in
   active | pending | error)
     docker swarm leave --force >/dev/null
-    echo "gpukit: left the swarm" ;;
+    echo "gpukit: left the swarm"
+    # dockerd closes the swarm's ports (2377, 7946) a moment after it left:
+    # wait for them (15 s at most), so that a next init finds them free.
+    for _ in $(seq 60); do
+      swarm_ports_open || break
+      sleep 0.25
+    done ;;
   esac
 fi
 backup={{quote .BackupDir}}
