@@ -41,7 +41,7 @@ for p in "${pinned[@]}" "${extra[@]}"; do
     break
   fi
 {{- else}}
-  if ! dnf -q list --available --installed "$p" >/dev/null 2>&1; then
+  if ! dnf -q list "$p" >/dev/null 2>&1; then
     dnf -q makecache
     break
   fi
@@ -72,6 +72,8 @@ apt-get install -y -q --no-install-recommends --allow-downgrades -o Dpkg::Option
   "${args[@]}" "${extra[@]}"
 apt-mark hold "${pinned[@]}" "${extra[@]}" >/dev/null
 {{- else}}
+# A host without GPU never ran the driver's script, which installs the plugin.
+if ! rpm -q python3-dnf-plugin-versionlock >/dev/null 2>&1; then dnf install -y -q python3-dnf-plugin-versionlock; fi
 dnf -q versionlock delete "${pinned[@]}" "${extra[@]}" >/dev/null 2>&1 || true
 dnf install -y -q "${args[@]}" "${extra[@]}"
 dnf -q versionlock add "${pinned[@]}" "${extra[@]}"

@@ -57,7 +57,7 @@ want=28.2.2
 # A host whose package index never listed the engine (a fresh install, no
 # earlier apt-get update) gets the index refreshed once.
 for p in "${pinned[@]}" "${extra[@]}"; do
-  if ! dnf -q list --available --installed "$p" >/dev/null 2>&1; then
+  if ! dnf -q list "$p" >/dev/null 2>&1; then
     dnf -q makecache
     break
   fi
@@ -75,6 +75,8 @@ for p in "${pinned[@]}"; do
   fi
   args+=("$p-$v")
 done
+# A host without GPU never ran the driver's script, which installs the plugin.
+if ! rpm -q python3-dnf-plugin-versionlock >/dev/null 2>&1; then dnf install -y -q python3-dnf-plugin-versionlock; fi
 dnf -q versionlock delete "${pinned[@]}" "${extra[@]}" >/dev/null 2>&1 || true
 dnf install -y -q "${args[@]}" "${extra[@]}"
 dnf -q versionlock add "${pinned[@]}" "${extra[@]}"
