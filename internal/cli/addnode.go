@@ -35,16 +35,7 @@ continue), 2 on bad input (nothing changed on any host).`,
 			if err != nil {
 				return usage(err)
 			}
-			sum, err := o.execute(cmd.Context(), s, l, f.Flow)
-			if sum == nil {
-				return err
-			}
-			if f.Stopped(sum) {
-				if werr := writePreflightReport(l.out, f.Report(sum), o.verbose); werr != nil {
-					return werr
-				}
-			}
-			return runError(err)
+			return o.executeAfterPreflight(cmd.Context(), s, l, f.Preflight)
 		},
 	}
 	o.addFlags(cmd.Flags())

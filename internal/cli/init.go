@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -106,11 +107,16 @@ func (o *initOptions) run(cmd *cobra.Command, s Streams) error {
 	if o.dryRun {
 		f.Name = "gpukit plan"
 	}
-	sum, err := o.execute(cmd.Context(), s, l, f.Flow)
+	return o.executeAfterPreflight(cmd.Context(), s, l, f.Preflight)
+}
+
+// executeAfterPreflight runs a flow that starts with preflight's phases: a
+// run stopped there says which checks failed, as preflight does.
+func (o *initOptions) executeAfterPreflight(ctx context.Context, s Streams, l *loaded, f *flow.Preflight) error {
+	sum, err := o.execute(ctx, s, l, f.Flow)
 	if sum == nil {
 		return err
 	}
-	// A run stopped by preflight says which checks failed, as preflight does.
 	if f.Stopped(sum) {
 		if werr := writePreflightReport(l.out, f.Report(sum), o.verbose); werr != nil {
 			return werr

@@ -153,11 +153,14 @@ func (p *initPhase) Targets(hosts []*engine.Host) []*engine.Host {
 // firstManagerIn is the first manager among hosts, if it is one of them.
 func firstManagerIn(inv *inventory.Inventory, hosts []*engine.Host) []*engine.Host {
 	m, ok := FirstManager(inv)
-	if !ok {
-		return nil
-	}
+	return hostNamed(hosts, m.Name, ok)
+}
+
+// hostNamed is the host called name among hosts, as a target list (none
+// when !ok or it is not there).
+func hostNamed(hosts []*engine.Host, name string, ok bool) []*engine.Host {
 	for _, h := range hosts {
-		if h.Name() == m.Name {
+		if ok && h.Name() == name {
 			return []*engine.Host{h}
 		}
 	}

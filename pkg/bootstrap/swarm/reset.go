@@ -25,15 +25,7 @@ func RemainingManager(inv *inventory.Inventory, names []string) (inventory.Machi
 // remainingIn is the remaining manager among hosts, if it is one of them.
 func remainingIn(inv *inventory.Inventory, names []string, hosts []*engine.Host) []*engine.Host {
 	m, ok := RemainingManager(inv, names)
-	if !ok {
-		return nil
-	}
-	for _, h := range hosts {
-		if h.Name() == m.Name {
-			return []*engine.Host{h}
-		}
-	}
-	return nil
+	return hostNamed(hosts, m.Name, ok)
 }
 
 // readNodes lists the swarm's nodes on manager h.
