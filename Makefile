@@ -13,7 +13,7 @@ LAB        := test/lab/lab.sh
 GO_TEST    ?= go test -count=1 -timeout 45m
 FUZZTIME   ?= 2m
 
-.PHONY: all build test unit lint e2e demo bench fuzz lab-up lab-down deps clean
+.PHONY: all build test unit lint e2e demo bench fuzz lab-up lab-down cluster-up cluster-down deps clean
 
 all: build
 
@@ -35,7 +35,8 @@ unit:
 lint:
 	gofmt -l . | tee /dev/stderr | (! read)
 	go vet ./...
-	shellcheck $(LAB) hack/*.sh bench/*.sh
+	shellcheck $(LAB) hack/*.sh bench/*.sh test/k8s/*.sh
+	cd test/k8s && go vet ./...
 
 ## e2e: the lab integration tests only.
 e2e: deps
@@ -60,6 +61,14 @@ lab-up: deps
 
 lab-down:
 	@$(LAB) down
+
+## cluster-up: a real Kubernetes control plane on loopback (etcd, apiserver, controller manager,
+## scheduler, kwok GPU nodes), built once from Go modules in test/k8s (cold: about 5 minutes).
+cluster-up:
+	@test/k8s/cluster.sh up
+
+cluster-down:
+	@test/k8s/cluster.sh down
 
 clean:
 	rm -rf bin dist

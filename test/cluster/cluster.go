@@ -1,0 +1,225 @@
+// Package cluster gives tests a real Kubernetes control plane on loopback:
+// etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok,
+// each its own process, built from Go modules in test/k8s (its own Go
+// module: k8s.io/kubernetes never enters gpukit's go.mod). GPU nodes are
+// Node objects that kwok runs: pods that fit are scheduled and reach
+// Running, pods over capacity stay Pending. Test tooling only.
+//
+// Building the binaries takes about 5 minutes cold (cached after, keyed by
+// test/k8s's go.sum), so tests run only where that is expected: with
+// GPUKIT_LAB=1 (CI, make test) or GPUKIT_K8S=1; GPUKIT_LAB=0 (make unit)
+// and a plain go test skip them with a message.
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Options configure a control plane.
+type Options struct {
+	// Webhooks keeps the admission webhooks on. Off by default: kwok runs no
+	// pod for real, so no webhook server can answer.
+	Webhooks bool
+}
+
+// Cluster is a running control plane.
+type Cluster struct {
+	// Kubeconfig is the admin kubeconfig (system:masters).
+	Kubeconfig string
+	// Dir holds the logs, certificates and etcd data.
+	Dir string
+	bin string
+}
+
+// Require skips t unless the control plane is expected to be built and run
+// (GPUKIT_LAB=1 or GPUKIT_K8S=1).
+func Require(t testing.TB) {
+	t.Helper()
+	if os.Getenv("GPUKIT_K8S") == "1" || os.Getenv("GPUKIT_LAB") == "1" {
+		return
+	}
+	t.Skip("the test control plane is built from Kubernetes' Go modules (about 5 minutes the first time): set GPUKIT_K8S=1 or GPUKIT_LAB=1 (make test does)")
+}
+
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// Binaries builds (or finds in the cache) the control plane's binaries,
+// once per process, and returns their directory.
+func Binaries(t testing.TB) string {
+	t.Helper()
+	built.once.Do(func() {
+		script, err := buildScript()
+		if err != nil {
+			built.err = err
+			return
+		}
+		var out, errb bytes.Buffer
+		cmd := exec.Command(script)
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			built.err = fmt.Errorf("%s: %v\n%s", script, err, tail(errb.String(), 40))
+			return
+		}
+		built.dir = strings.TrimSpace(out.String())
+		if d := time.Since(start); d > 10*time.Second {
+			t.Logf("built the test control plane in %s: %s", d.Round(time.Second), built.dir)
+		}
+	})
+	if built.err != nil {
+		t.Fatalf("test control plane: %v", built.err)
+	}
+	return built.dir
+}
+
+// buildScript is test/k8s/build.sh of this source tree.
+func buildScript() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("cannot locate the source tree")
+	}
+	p := filepath.Join(filepath.Dir(file), "..", "k8s", "build.sh")
+	if _, err := os.Stat(p); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+// Start runs a control plane for t and stops it when t ends. It dies with
+// the test process too (a crashed test leaves nothing running).
+func Start(t testing.TB, o Options) *Cluster {
+	t.Helper()
+	Require(t)
+	bin := Binaries(t)
+	dir := t.TempDir()
+	args := []string{"up", "-dir", dir, "-bin", bin, "-owner-pid", strconv.Itoa(os.Getpid())}
+	if o.Webhooks {
+		args = append(args, "-webhooks")
+	}
+	cmd := exec.Command(filepath.Join(bin, "kube-env"), args...)
+	log, err := os.Create(filepath.Join(dir, "kube-env.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); log.Close(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	c := &Cluster{Kubeconfig: filepath.Join(dir, "kubeconfig"), Dir: dir, bin: bin}
+	deadline := time.After(3 * time.Minute)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
+			break
+		}
+		select {
+		case <-exited:
+			out, _ := os.ReadFile(filepath.Join(dir, "kube-env.out"))
+			t.Fatalf("the test control plane did not start:\n%s", tail(string(out), 30))
+		case <-deadline:
+			t.Fatalf("the test control plane was not ready within 3 minutes (logs in %s)", dir)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	t.Logf("test control plane ready in %s (%s)", time.Since(start).Round(10*time.Millisecond), dir)
+	return c
+}
+
+// GPUNode is a node kwok runs, with GPU capacity.
+type GPUNode struct {
+	Name string
+	// GPUs is its nvidia.com/gpu capacity; 0 makes a CPU node.
+	GPUs int
+	// Product and MemoryMiB are GPU feature discovery's labels; defaults
+	// NVIDIA-H100-80GB-HBM3, 81559.
+	Product   string
+	MemoryMiB int
+	Labels    map[string]string
+	// Taint the node so that only pods tolerating kwok's taint land on it.
+	Taint bool
+}
+
+// AddNode adds n and waits until it is Ready.
+func (c *Cluster) AddNode(t testing.TB, n GPUNode) {
+	t.Helper()
+	args := []string{"node", "-kubeconfig", c.Kubeconfig, "-name", n.Name, "-gpus", strconv.Itoa(n.GPUs)}
+	if n.Product != "" {
+		args = append(args, "-product", n.Product)
+	}
+	if n.MemoryMiB > 0 {
+		args = append(args, "-memory-mib", strconv.Itoa(n.MemoryMiB))
+	}
+	for k, v := range n.Labels {
+		args = append(args, "-label", k+"="+v)
+	}
+	if n.Taint {
+		args = append(args, "-taint")
+	}
+	if out, err := exec.Command(filepath.Join(c.bin, "kube-env"), args...).CombinedOutput(); err != nil {
+		t.Fatalf("add node %s: %v\n%s", n.Name, err, out)
+	}
+}
+
+// Kubectl runs the kubectl of the control plane's version against it and
+// returns its output; an error fails t.
+func (c *Cluster) Kubectl(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := c.TryKubectl(args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// TryKubectl runs kubectl and returns its output and error.
+func (c *Cluster) TryKubectl(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, "kubectl"), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// Apply applies manifest (YAML) with kubectl.
+func (c *Cluster) Apply(t testing.TB, manifest string) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "manifest.yaml")
+	if err := os.WriteFile(f, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.Kubectl(t, "apply", "-f", f)
+}
+
+func tail(s string, lines int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > lines {
+		l = l[len(l)-lines:]
+	}
+	return strings.Join(l, "\n")
+}
