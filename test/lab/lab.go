@@ -37,6 +37,8 @@ type Options struct {
 	// Light hosts run sshd as PID 1 in their own namespaces (no systemd, ~1.5 MB each) instead
 	// of booting systemd in systemd-nspawn (~20 MB each).
 	Light bool
+	// Kube makes full hosts ready for kubelet and containerd (lab.sh up --kube).
+	Kube bool
 }
 
 // Host is one lab host.
@@ -130,8 +132,13 @@ func Start(t testing.TB, opts Options) *Lab {
 		t.Fatalf("lab: Options.Hosts must be 1..254, got %d", opts.Hosts)
 	}
 	args := []string{strconv.Itoa(opts.Hosts)}
-	if opts.Light {
+	switch {
+	case opts.Light && opts.Kube:
+		t.Fatal("lab: Kube hosts are full hosts, not Light")
+	case opts.Light:
 		args = []string{"--light", strconv.Itoa(opts.Hosts)}
+	case opts.Kube:
+		args = []string{"--kube", strconv.Itoa(opts.Hosts)}
 	}
 	return start(t, nil, opts.Light, args...)
 }

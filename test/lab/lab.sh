@@ -14,6 +14,7 @@
 #   deps                    apt-get install what the lab needs (only what is missing; without root: check)
 #   base                    build/refresh the shared base (cached in $LAB/base)
 #   up [--light] N | NAME.. hosts lab-1..N (full) or lite-1..N (light); last line = inventory path
+#                           --kube: full hosts made for Kubernetes nodes (see kube_host)
 #   stop NAME / start NAME  host down (powered off: no link) / back up with the same host key
 #                           (start also ends a reboot delay early, and boots a host that is down/off)
 #   reboot-delay NAME [SECONDS|never|default]  how long a full host stays down when it reboots
@@ -228,6 +229,8 @@ Type=oneshot
 RemainAfterExit=yes
 ExecStart=/bin/sh -c "for c in /sys/fs/cgroup/*/; do if mountpoint -q $$c; then mount -o remount,bind,rw $$c; fi; done"
 ExecStart=/bin/sh -c "mount --bind /proc/sys/net /proc/sys/net && mount -o remount,bind,rw /proc/sys/net"
+# Kubernetes hosts (up --kube): the machine-wide sysctls kubelet sets are shown as files of this host
+ExecStart=/bin/sh -c "for f in /etc/gpukit-lab/sysctl/*; do [ -f $$f ] || continue; mount --bind $$f /proc/sys/$$(basename $$f | tr . /); done"
 [Install]
 WantedBy=sysinit.target'
 
@@ -598,7 +601,22 @@ personalize() { # identity of a new host (after `host NAME`), written into its u
 		printf '[Match]\nName=eth0\n\n[Network]\nAddress=%s/16\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n' "$ADDR" \
 			>"$M/etc/systemd/network/10-gpukit-lab.network"
 	fi
+	if ((${KUBE:-0})) && [ "$KIND" = full ]; then kube_host; fi
 	touch "$HD/personalized"
+}
+# kube_host: what a Kubernetes node needs here (after `host NAME`, at creation; each fixes an error
+# measured in ../shared/reference/kubeadm-lab): kubelet reads /dev/kmsg (CAP_SYSLOG: all
+# capabilities), containerd's overlay snapshots cannot sit on the host's overlayfs root
+# (/var/lib/containerd on this machine's disk), and kubelet writes vm.overcommit_memory,
+# kernel.panic and kernel.panic_on_oops, which are machine-wide: the host sees files of its own
+# there, holding the values kubelet wants. Own cgroups in every hierarchy, writable controllers and
+# the keyring syscalls every full host has already.
+kube_host() {
+	touch "$HD/kube"
+	mkdir -p "$HD/containerd" "$M/etc/gpukit-lab/sysctl"
+	printf '1\n' >"$M/etc/gpukit-lab/sysctl/vm.overcommit_memory"
+	printf '10\n' >"$M/etc/gpukit-lab/sysctl/kernel.panic"
+	printf '1\n' >"$M/etc/gpukit-lab/sysctl/kernel.panic_on_oops"
 }
 # net_up NAME...: netns + veth on the bridge for each host, one `ip` run for all of them. The
 # netns outlives a stop/start. eth0's address: networkd (full), _init (light). eth0's MAC follows
@@ -733,7 +751,7 @@ power_cut() { # after nspawn exited: what a reset takes down (processes, cgroups
 	net_down
 }
 supervise() { # supervise NAME (after `host NAME`), in the supervisor's process
-	local name=$1 child='' cstart rc stop=0 wake=0 since
+	local name=$1 child='' cstart rc stop=0 wake=0 since kube
 	read_state
 	local boots=$BOOTS
 	if valid_delay "${GPUKIT_LAB_REBOOT_DELAY:-$REBOOT_DELAY_DEFAULT}"; then
@@ -747,12 +765,14 @@ supervise() { # supervise NAME (after `host NAME`), in the supervisor's process
 	trap 'wake=1; echo >&"$NAP_FD"' USR1
 	while :; do
 		rm -rf "/run/systemd/nspawn/propagate/$NS"
+		kube=()
+		if [ -f "$HD/kube" ]; then kube=(--capability=all --bind=/dev/kmsg --bind="$HD/containerd:/var/lib/containerd"); fi
 		(
 			cgroup_enter
 			# shellcheck disable=SC2086 # GPUKIT_LAB_NSPAWN_OPTS: extra options, word-split on purpose
 			exec systemd-nspawn -q -D "$M" -M "$NS" --hostname="$name" --boot --register=no --keep-unit \
 				--network-namespace-path="/run/netns/$NS" --capability=CAP_NET_ADMIN \
-				--system-call-filter=@keyring \
+				--system-call-filter=@keyring "${kube[@]}" \
 				--console=read-only --link-journal=no --resolv-conf=off --timezone=off \
 				${GPUKIT_LAB_NSPAWN_OPTS:-}
 		) &
@@ -978,9 +998,11 @@ up_abort() {
 }
 cmd_up() {
 	local light=0 names=() n
+	KUBE=0
 	while (($#)); do
 		case $1 in
 		--light) light=1 ;;
+		--kube) KUBE=1 ;;
 		[0-9]*)
 			if ! [[ $1 =~ ^[1-9][0-9]*$ ]] || (($1 > 254)); then die "host count must be 1..254"; fi
 			for ((n = 1; n <= $1; n++)); do if ((light)); then names+=("lite-$n"); else names+=("lab-$n"); fi; done ;;
@@ -988,7 +1010,8 @@ cmd_up() {
 		esac
 		shift
 	done
-	((${#names[@]})) || die "usage: lab.sh up [--light] N | NAME..."
+	((${#names[@]})) || die "usage: lab.sh up [--light|--kube] N | NAME..."
+	if ((KUBE && light)); then die "--kube hosts are full hosts: not with --light"; fi
 	[ "$ID" = auto ] || check_id
 	valid_delay "${GPUKIT_LAB_REBOOT_DELAY:-$REBOOT_DELAY_DEFAULT}" || die "GPUKIT_LAB_REBOOT_DELAY: seconds or never, got '$GPUKIT_LAB_REBOOT_DELAY'"
 	cmd_deps

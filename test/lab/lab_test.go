@@ -87,6 +87,39 @@ func TestFullHosts(t *testing.T) {
 	})
 }
 
+// --kube hosts are ready for kubelet and containerd: CAP_SYSLOG and
+// /dev/kmsg, /var/lib/containerd on this machine's disk, and the
+// machine-wide sysctls kubelet writes shown as the host's own files, so
+// that a write there never reaches this machine. Ordinary full hosts have
+// none of it.
+func TestKubeHosts(t *testing.T) {
+	t.Parallel()
+	l := Start(t, Options{Hosts: 1, Kube: true})
+	const probe = `printf 'syslog=%d\n' $(( (0x$(awk '/^CapEff/ {print $2}' /proc/1/status) >> 34) & 1 ))
+n=$(timeout 2 dd if=/dev/kmsg bs=8192 count=1 2>/dev/null | wc -c); printf 'kmsg=%d\n' $(( n > 0 ))
+printf 'containerd=%s\n' "$(stat -f -c %T /var/lib/containerd 2>/dev/null || stat -f -c %T /var/lib)"
+printf 'sysctl=%s\n' "$(cat /proc/sys/vm/overcommit_memory /proc/sys/kernel/panic /proc/sys/kernel/panic_on_oops | tr '\n' ,)"`
+	got := l.SSH(t, "lab-1", probe)
+	want := "syslog=1\nkmsg=1\ncontainerd=ext2/ext3\nsysctl=1,10,1,"
+	if got != want {
+		t.Errorf("kube host:\n%s\nwant\n%s", got, want)
+	}
+	machine, err := os.ReadFile("/proc/sys/vm/overcommit_memory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SSH(t, "lab-1", "echo 2 >/proc/sys/vm/overcommit_memory")
+	after, _ := os.ReadFile("/proc/sys/vm/overcommit_memory")
+	if string(after) != string(machine) || l.SSH(t, "lab-1", "cat /proc/sys/vm/overcommit_memory /etc/gpukit-lab/sysctl/vm.overcommit_memory") != "2\n2" {
+		t.Errorf("a write to vm.overcommit_memory in the host: machine %q -> %q", machine, after)
+	}
+
+	plain := Start(t, Options{Hosts: 1})
+	if got := plain.SSH(t, "lab-1", probe); !strings.HasPrefix(got, "syslog=0\nkmsg=0\ncontainerd=overlayfs\n") {
+		t.Errorf("an ordinary full host:\n%s", got)
+	}
+}
+
 func TestLightHosts(t *testing.T) {
 	t.Parallel()
 	l := Start(t, Options{Hosts: 20, Light: true})
