@@ -383,7 +383,15 @@ type labelsPhase struct {
 
 func (*labelsPhase) Name() string { return PhaseLabels }
 func (*labelsPhase) Title() string {
-	return "Label the nodes (GPU product, count, memory, driver, CUDA)"
+	return "Label the nodes (GPU product, count, memory, driver, CUDA) and set their roles"
+}
+
+// roleOf is the swarm role the inventory gives m.
+func roleOf(m inventory.Machine) string {
+	if m.HasRole(inventory.RoleManager) {
+		return "manager"
+	}
+	return "worker"
 }
 
 func (p *labelsPhase) Targets(hosts []*engine.Host) []*engine.Host {
@@ -438,19 +446,26 @@ func (p *labelsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, stri
 			continue
 		}
 		labelled++
-		if opts := labelOptions(n.Labels, NodeLabels(t.Machine, t.Facts)); len(opts) > 0 {
+		opts := labelOptions(n.Labels, NodeLabels(t.Machine, t.Facts))
+		// The inventory's role wins: a host made a manager there is
+		// promoted, one made a worker demoted (Docker refuses to demote
+		// the last manager, and says so).
+		if want := roleOf(t.Machine); n.Role != want {
+			opts = append(opts, "--role", want)
+		}
+		if len(opts) > 0 {
 			p.updates = append(p.updates, scripts.NodeUpdate{ID: n.ID, Options: opts})
 		}
 	}
 	if len(p.updates) == 0 {
-		return false, fmt.Sprintf("the labels of %d node(s) are as wanted", labelled), nil
+		return false, fmt.Sprintf("the labels and roles of %d node(s) are as wanted", labelled), nil
 	}
 	return true, "", nil
 }
 
 func (p *labelsPhase) Run(ctx context.Context, h *engine.Host) error {
 	cmd, err := scripts.SwarmNodeUpdate(p.updates)
-	_, err = p.l.apply(ctx, h, fmt.Sprintf("label %d node(s)", len(p.updates)), cmd, err)
+	_, err = p.l.apply(ctx, h, fmt.Sprintf("update %d node(s): labels, roles", len(p.updates)), cmd, err)
 	return err
 }
 

@@ -185,6 +185,8 @@ func (f *fakeSwarm) handle(_ context.Context, e *enginetest.Executor, cmd ssh.Co
 					node.labels[k] = v
 				case "--label-rm":
 					delete(node.labels, opts[i+1])
+				case "--role":
+					node.role = opts[i+1]
 				}
 			}
 		}
@@ -437,5 +439,31 @@ func TestSwarmPlan(t *testing.T) {
 		if e.Host == "w1" && e.Phase == swarm.PhaseRuntime && !strings.Contains(e.Message, "advertised once the driver lists them") {
 			t.Errorf("w1 runtime skipped: %s", e.Message)
 		}
+	}
+}
+
+// The inventory's roles win over the swarm's: a worker made a manager in
+// the inventory is promoted on the next init.
+func TestSwarmRolesFollowTheInventory(t *testing.T) {
+	t.Parallel()
+	inv := swarmInventory(t)
+	fake := newFakeSwarm(nil)
+	phases := func(inv *inventory.Inventory) []engine.Phase {
+		l := swarm.New(inv)
+		return []engine.Phase{l.Engine(), l.Runtime(), l.Init(), l.JoinManagers(), l.JoinWorkers(), l.Labels()}
+	}
+	if sum, _, _ := run(t, inv.Machines[:3], phases(inv), fake); sum.HostCounts().Failed != 0 {
+		t.Fatalf("%+v", sum.Failed())
+	}
+	inv.Machines[2].Roles = []inventory.Role{inventory.RoleManager} // w2
+	sum, fleet, _ := run(t, inv.Machines[:3], phases(inv), fake)
+	if c := sum.HostCounts(); c.Changed != 1 || c.Failed != 0 {
+		t.Fatalf("%+v %+v", c, sum.Failed())
+	}
+	if got := writes(fleet); !slices.Equal(got["m1"], []string{"update swarm nodes"}) || len(got) != 1 {
+		t.Errorf("writes %v", got)
+	}
+	if n := fake.nodes[nodeID("w2")]; n.role != "manager" {
+		t.Errorf("w2 is a %s", n.role)
 	}
 }
