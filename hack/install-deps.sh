@@ -22,7 +22,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 # The lab's packages (debootstrap, systemd-container, openssh-client, sshpass, dpkg-dev, python3,
-# iproute2, apt-cacher-ng for its Debian package proxy, ...): lab.sh deps installs what is
+# iproute2, apt-cacher-ng for its Debian package proxy, docker-registry and skopeo for its image
+# registry, ...): lab.sh deps installs what is
 # missing (without root it only checks), and keeps the machine-wide service of the apt-cacher-ng
 # it installs off.
 "$(dirname "$0")/../test/lab/lab.sh" deps

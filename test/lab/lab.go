@@ -542,3 +542,23 @@ func Tail(out []byte) string {
 	}
 	return string(out)
 }
+
+// Registry starts the lab's container registry (lab.sh registry) and returns its address,
+// 10.251.0.1:5000: plain HTTP, on the bridge only, like an air-gapped site's image mirror.
+func (l *Lab) Registry(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := run(ctx, l.script, l.id, "registry")
+	if err != nil {
+		t.Fatalf("lab %s: registry: %v\n%s", l.id, err, Tail(out))
+	}
+	return lastLine(out)
+}
+
+// PushImage pushes the directory dir as a one-layer image ref (name:tag) to the lab registry,
+// with entrypoint, and returns its manifest digest.
+func (l *Lab) PushImage(t testing.TB, ref, dir string, entrypoint ...string) string {
+	t.Helper()
+	return lastLine(l.hostCommand(t, "registry", "push", append([]string{ref, dir}, entrypoint...)...))
+}

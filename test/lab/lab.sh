@@ -13,6 +13,7 @@
 #   lab.sh [--lab ID] COMMAND ...   (or GPUKIT_LAB_ID=ID; default 1; "auto" = first free id, up only)
 #   deps                    apt-get install what the lab needs (only what is missing; without root: check)
 #   base                    build/refresh the shared base (cached in $LAB/base)
+#   registry [push NAME:TAG DIR [ENTRYPOINT..]]  the lab's container registry (10.251.0.1:5000)
 #   up [--light] N | NAME.. hosts lab-1..N (full) or lite-1..N (light); last line = inventory path
 #                           --kube: full hosts made for Kubernetes nodes (see kube_host)
 #   stop NAME / start NAME  host down (powered off: no link) / back up with the same host key
@@ -51,6 +52,9 @@ REPO_DIR=$LAB/repo
 DEBIAN_PORT=3143
 DEBIAN_URL=http://$BRIDGE_ADDR:$DEBIAN_PORT
 DEBIAN_DIR=$LAB/debian-mirror
+REGISTRY_PORT=5000
+REGISTRY=$BRIDGE_ADDR:$REGISTRY_PORT
+REGISTRY_DIR=$LAB/registry
 SUITE=bookworm
 BASE_PACKAGES=openssh-server,sudo,iproute2,systemd,systemd-sysv,dbus,ca-certificates,python3,pciutils,kmod,procps,util-linux
 # cgroup subtree of the lab's full hosts; another name isolates a second lab machine (the sandbox
@@ -163,7 +167,8 @@ cmd_deps() {
 		ssh-keygen:openssh-client ssh-keyscan:openssh-client sshpass:sshpass \
 		dpkg-scanpackages:dpkg-dev dpkg-deb:dpkg ip:iproute2 flock:util-linux unshare:util-linux \
 		nsenter:util-linux pivot_root:util-linux mountpoint:util-linux ps:procps pgrep:procps \
-		sysctl:procps gzip:gzip apt-cacher-ng:apt-cacher-ng setpriv:util-linux; do
+		sysctl:procps gzip:gzip apt-cacher-ng:apt-cacher-ng setpriv:util-linux \
+		docker-registry:docker-registry skopeo:skopeo sha256sum:coreutils; do
 		command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
 	done
 	[ -x /usr/bin/python3 ] || missing+=(python3)
@@ -177,6 +182,11 @@ cmd_deps() {
 			scrub >"$LAB/deps.log" || { tail -n 20 "$LAB/deps.log" >&2; die "apt-get install ${missing[*]} failed"; }
 		# The lab runs an apt-cacher-ng of its own (debian_serve, on the lab bridge only); the
 		# package's machine-wide service would be an open proxy on *:3142. Installed here: kept off.
+		# The same for the registry (registry_serve runs the lab's, on the bridge only).
+		if [[ " ${missing[*]} " == *" docker-registry "* ]]; then
+			if [ -d /run/systemd/system ]; then systemctl disable --now docker-registry.service >/dev/null 2>&1 || true
+			else update-rc.d docker-registry disable >/dev/null 2>&1 || true; /etc/init.d/docker-registry stop >/dev/null 2>&1 || true; fi
+		fi
 		if [[ " ${missing[*]} " == *" apt-cacher-ng "* ]]; then
 			if [ -d /run/systemd/system ]; then systemctl disable --now apt-cacher-ng.service >/dev/null 2>&1 || true
 			else update-rc.d apt-cacher-ng disable >/dev/null 2>&1 || true; /etc/init.d/apt-cacher-ng stop >/dev/null 2>&1 || true; fi
@@ -515,6 +525,96 @@ cmd_debian_mirror() { # debian-mirror [urls|sources]
 	debian_check
 	if [ "$what" = sources ]; then debian_sources; return; fi
 	printf 'debian %s/debian\nsecurity %s/debian-security\nproxy %s/\n' "$DEBIAN_URL" "$DEBIAN_URL" "$DEBIAN_URL"
+}
+
+# ---------------------------------------------------------------- container registry
+# A registry on the bridge (Debian's docker-registry, Docker's distribution), like an air-gapped
+# site's image mirror: 10.251.0.1:5000 (plain http). Images are pushed from directories.
+registry_conf() {
+	cat <<EOF
+# docker-registry of the gpukit lab (test/lab/lab.sh), on the lab bridge only
+version: 0.1
+log: {level: warn}
+storage:
+  filesystem: {rootdirectory: $REGISTRY_DIR/data}
+  delete: {enabled: true}
+http:
+  addr: $REGISTRY
+EOF
+}
+registry_serve() { # under the lock, after bridge_up
+	local bin=/usr/bin/docker-registry
+	[ -x "$bin" ] || die "docker-registry is not installed (sudo $SELF deps)"
+	mkdir -p "$REGISTRY_DIR/data"
+	registry_conf >"$REGISTRY_DIR/config.yml.new"
+	if cmp -s "$REGISTRY_DIR/config.yml.new" "$REGISTRY_DIR/config.yml"; then
+		rm -f "$REGISTRY_DIR/config.yml.new"
+	else
+		registry_stop
+		mv "$REGISTRY_DIR/config.yml.new" "$REGISTRY_DIR/config.yml"
+	fi
+	if ! live_pid "$REGISTRY_DIR/pid"; then
+		kill_matching "$bin serve $REGISTRY_DIR/config.yml"
+		setsid "$bin" serve "$REGISTRY_DIR/config.yml" </dev/null >"$REGISTRY_DIR/registry.log" 2>&1 9>&- &
+		write_pid $! "$REGISTRY_DIR/pid"
+	fi
+	wait_tcp 10 "$BRIDGE_ADDR" "$REGISTRY_PORT" ||
+		{ tail -n 5 "$REGISTRY_DIR/registry.log" >&2; die "the registry did not start (log: $REGISTRY_DIR/registry.log)"; }
+}
+registry_stop() { stop_service "$REGISTRY_DIR/pid" "docker-registry serve $REGISTRY_DIR/config.yml"; }
+registry_locked() { bridge_up; registry_serve; }
+# registry_push NAME:TAG DIR [ENTRYPOINT...]: DIR as a one-layer OCI image (reproducible: owner 0,
+# times 0, sorted), pushed to the lab registry with skopeo; prints its manifest digest.
+registry_push() {
+	local ref=$1 dir=$2 tmp name tag
+	shift 2
+	[[ $ref =~ ^[a-z0-9][a-z0-9._/-]*:[A-Za-z0-9_][A-Za-z0-9_.-]*$ ]] || die "image $ref: want name:tag"
+	[ -d "$dir" ] || die "image $ref: $dir is not a directory"
+	name=${ref%:*} tag=${ref##*:}
+	tmp=$(mktemp -d)
+	mkdir -p "$tmp/oci/blobs/sha256"
+	tar -C "$dir" --numeric-owner --owner=0 --group=0 --sort=name --mtime=@0 -cf "$tmp/layer.tar" .
+	/usr/bin/python3 - "$tmp" "$tag" "$@" <<'PY'
+import gzip, hashlib, json, os, sys
+tmp, tag, entry = sys.argv[1], sys.argv[2], sys.argv[3:]
+blobs = os.path.join(tmp, "oci", "blobs", "sha256")
+def put(data):
+    d = hashlib.sha256(data).hexdigest()
+    with open(os.path.join(blobs, d), "wb") as f:
+        f.write(data)
+    return {"digest": "sha256:" + d, "size": len(data)}
+raw = open(os.path.join(tmp, "layer.tar"), "rb").read()
+layer = put(gzip.compress(raw, mtime=0))
+config = {"architecture": "amd64", "os": "linux",
+          "config": {"Entrypoint": entry or None, "Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]},
+          "rootfs": {"type": "layers", "diff_ids": ["sha256:" + hashlib.sha256(raw).hexdigest()]}}
+cfg = put(json.dumps(config, sort_keys=True).encode())
+manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": dict(cfg, mediaType="application/vnd.oci.image.config.v1+json"),
+            "layers": [dict(layer, mediaType="application/vnd.oci.image.layer.v1.tar+gzip")]}
+m = put(json.dumps(manifest, sort_keys=True).encode())
+index = {"schemaVersion": 2, "manifests": [dict(m, mediaType="application/vnd.oci.image.manifest.v1+json",
+                                                annotations={"org.opencontainers.image.ref.name": tag})]}
+json.dump(index, open(os.path.join(tmp, "oci", "index.json"), "w"))
+json.dump({"imageLayoutVersion": "1.0.0"}, open(os.path.join(tmp, "oci", "oci-layout"), "w"))
+PY
+	local rc=0
+	skopeo copy -q --dest-tls-verify=false "oci:$tmp/oci:$tag" "docker://$REGISTRY/$name:$tag" >&2 || rc=$?
+	rm -rf "$tmp"
+	((rc == 0)) || die "push $ref to $REGISTRY failed"
+	skopeo inspect --tls-verify=false --format '{{.Digest}}' "docker://$REGISTRY/$name:$tag"
+}
+cmd_registry() { # registry [push NAME:TAG DIR [ENTRYPOINT...]]
+	cmd_deps
+	with_lock registry_locked
+	case ${1:-} in
+	"") printf '%s\n' "$REGISTRY" ;;
+	push)
+		shift
+		(($# >= 2)) || die "usage: lab.sh registry push NAME:TAG DIR [ENTRYPOINT...]"
+		registry_push "$@" ;;
+	*) die "usage: lab.sh registry [push NAME:TAG DIR [ENTRYPOINT...]]" ;;
+	esac
 }
 
 # ---------------------------------------------------------------- cgroups (full hosts: one per host in every hierarchy)
@@ -1078,6 +1178,7 @@ lab_release_tail() { # under the lock: forget this lab; the last lab out takes t
 shared_down() {
 	repo_stop
 	debian_stop
+	registry_stop
 	ip link del "$BRIDGE" 2>/dev/null || true
 	rmdir /run/systemd/nspawn/propagate /run/systemd/nspawn/locks /run/systemd/nspawn 2>/dev/null || true # nspawn's, if empty
 	# `ip netns add` bind-mounted /run/netns onto itself; drop that once no namespace is left in it
@@ -1224,6 +1325,7 @@ cmd_status() {
 	if live_pid "$DEBIAN_DIR/pid"; then
 		echo "debian proxy $DEBIAN_URL/debian, $DEBIAN_URL/debian-security (cache $DEBIAN_DIR/cache: $(du -sh "$DEBIAN_DIR/cache" 2>/dev/null | cut -f1))"
 	else echo "debian proxy stopped"; fi
+	if live_pid "$REGISTRY_DIR/pid"; then echo "registry http://$REGISTRY ($REGISTRY_DIR/data: $(du -sh "$REGISTRY_DIR/data" 2>/dev/null | cut -f1))"; else echo "registry stopped"; fi
 	if [ -x "$BASE/usr/sbin/sshd" ]; then echo "base $BASE ($(du -sh "$BASE" 2>/dev/null | cut -f1))"; else echo "base not built"; fi
 }
 
@@ -1237,6 +1339,7 @@ main() {
 	deps | base | up | down | release | stop | start | rekey | ssh | status | state | keep | repo | _launch | _init) "cmd_$cmd" "$@" ;;
 	reboot-delay) cmd_reboot_delay "$@" ;;
 	debian-mirror) cmd_debian_mirror "$@" ;;
+	registry) cmd_registry "$@" ;;
 	*) sed -n '2,/^# shellcheck/p' "$SELF" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 }
