@@ -234,8 +234,9 @@ func TestLabSwarm(t *testing.T) {
 			t.Errorf("lab-2's daemon.json after reset: %q, want the user's %q", got, userDaemon)
 		}
 		for _, h := range all {
-			if got := l.SSH(t, h, "docker info --format '{{.Swarm.LocalNodeState}}'"); got != "inactive" {
-				t.Errorf("%s after reset: %s", h, got)
+			// Left, and the swarm's ports free for the next init's preflight.
+			if got := l.SSH(t, h, "docker info --format '{{.Swarm.LocalNodeState}}'; ss -Hltn '( sport = :2377 or sport = :7946 )' | wc -l"); got != "inactive\n0" {
+				t.Errorf("%s after reset: %q", h, got)
 			}
 		}
 		r = runInit(t, "init", "-i", inv4)

@@ -1,6 +1,7 @@
 # Leaves the swarm and puts back the Docker and NVIDIA runtime settings that
 # gpukit changed, from the originals kept under {{.BackupDir}}; docker restarts
-# only when a file changed. Packages stay installed.
+# when a file changed, or when it still holds the swarm's ports after
+# leaving. Packages stay installed.
 # swarm_ports_open: something listens on TCP 2377 or 7946 (from the
 # kernel's tables: no dependency on ss or netstat).
 swarm_ports_open() {
@@ -15,31 +16,36 @@ swarm_ports_open() {
   done
   return 1
 }
+{{template "restartdocker"}}
+restart=0
 if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
   case $(docker info --format '{{"{{.Swarm.LocalNodeState}}"}}') in
   active | pending | error)
     docker swarm leave --force >/dev/null
     echo "gpukit: left the swarm"
-    # dockerd closes the swarm's ports (2377, 7946) a moment after it left:
-    # wait for them (15 s at most), so that a next init finds them free.
-    for _ in $(seq 60); do
+    # dockerd usually closes the swarm's ports (2377, 7946) a moment after it
+    # left; a dockerd that keeps its gossip port open (seen on the last
+    # manager of a swarm) is restarted, so that a next init finds it free.
+    for _ in $(seq 20); do
       swarm_ports_open || break
       sleep 0.25
-    done ;;
+    done
+    if swarm_ports_open; then
+      echo "gpukit: docker still holds the swarm's ports"
+      restart=1
+    fi ;;
   esac
 fi
 backup={{quote .BackupDir}}
-changed=0
 for f in /etc/docker/daemon.json /etc/nvidia-container-runtime/config.toml; do
   b="$backup/$(basename "$f")"
   if [ -e "$b" ]; then
-    if ! cmp -s "$b" "$f"; then cp -p "$b" "$f"; changed=1; echo "gpukit: $f restored"; fi
+    if ! cmp -s "$b" "$f"; then cp -p "$b" "$f"; restart=1; echo "gpukit: $f restored"; fi
     rm -f "$b"
   elif [ -e "$b.absent" ]; then
-    if [ -e "$f" ]; then rm -f "$f"; changed=1; echo "gpukit: $f removed (gpukit created it)"; fi
+    if [ -e "$f" ]; then rm -f "$f"; restart=1; echo "gpukit: $f removed (gpukit created it)"; fi
     rm -f "$b.absent"
   fi
 done
 rmdir "$backup" 2>/dev/null || true
-{{template "restartdocker"}}
-if [ "$changed" = 1 ] && systemctl is-enabled docker >/dev/null 2>&1; then restart_docker; fi
+if [ "$restart" = 1 ] && systemctl is-enabled docker >/dev/null 2>&1; then restart_docker; fi

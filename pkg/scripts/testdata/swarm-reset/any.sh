@@ -2,7 +2,8 @@ set -euo pipefail
 export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 # Leaves the swarm and puts back the Docker and NVIDIA runtime settings that
 # gpukit changed, from the originals kept under /var/lib/gpukit/swarm/originals; docker restarts
-# only when a file changed. Packages stay installed.
+# when a file changed, or when it still holds the swarm's ports after
+# leaving. Packages stay installed.
 # swarm_ports_open: something listens on TCP 2377 or 7946 (from the
 # kernel's tables: no dependency on ss or netstat).
 swarm_ports_open() {
@@ -17,32 +18,6 @@ swarm_ports_open() {
   done
   return 1
 }
-if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
-  case $(docker info --format '{{.Swarm.LocalNodeState}}') in
-  active | pending | error)
-    docker swarm leave --force >/dev/null
-    echo "gpukit: left the swarm"
-    # dockerd closes the swarm's ports (2377, 7946) a moment after it left:
-    # wait for them (15 s at most), so that a next init finds them free.
-    for _ in $(seq 60); do
-      swarm_ports_open || break
-      sleep 0.25
-    done ;;
-  esac
-fi
-backup=/var/lib/gpukit/swarm/originals
-changed=0
-for f in /etc/docker/daemon.json /etc/nvidia-container-runtime/config.toml; do
-  b="$backup/$(basename "$f")"
-  if [ -e "$b" ]; then
-    if ! cmp -s "$b" "$f"; then cp -p "$b" "$f"; changed=1; echo "gpukit: $f restored"; fi
-    rm -f "$b"
-  elif [ -e "$b.absent" ]; then
-    if [ -e "$f" ]; then rm -f "$f"; changed=1; echo "gpukit: $f removed (gpukit created it)"; fi
-    rm -f "$b.absent"
-  fi
-done
-rmdir "$backup" 2>/dev/null || true
 # restart_docker: restarts docker and waits until it answers (a daemon that
 # does not come back fails the script with its own words).
 restart_docker() {
@@ -62,4 +37,35 @@ restart_docker() {
   echo "gpukit: docker did not answer within 60 s of its restart" >&2
   return 1
 }
-if [ "$changed" = 1 ] && systemctl is-enabled docker >/dev/null 2>&1; then restart_docker; fi
+restart=0
+if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
+  case $(docker info --format '{{.Swarm.LocalNodeState}}') in
+  active | pending | error)
+    docker swarm leave --force >/dev/null
+    echo "gpukit: left the swarm"
+    # dockerd usually closes the swarm's ports (2377, 7946) a moment after it
+    # left; a dockerd that keeps its gossip port open (seen on the last
+    # manager of a swarm) is restarted, so that a next init finds it free.
+    for _ in $(seq 20); do
+      swarm_ports_open || break
+      sleep 0.25
+    done
+    if swarm_ports_open; then
+      echo "gpukit: docker still holds the swarm's ports"
+      restart=1
+    fi ;;
+  esac
+fi
+backup=/var/lib/gpukit/swarm/originals
+for f in /etc/docker/daemon.json /etc/nvidia-container-runtime/config.toml; do
+  b="$backup/$(basename "$f")"
+  if [ -e "$b" ]; then
+    if ! cmp -s "$b" "$f"; then cp -p "$b" "$f"; restart=1; echo "gpukit: $f restored"; fi
+    rm -f "$b"
+  elif [ -e "$b.absent" ]; then
+    if [ -e "$f" ]; then rm -f "$f"; restart=1; echo "gpukit: $f removed (gpukit created it)"; fi
+    rm -f "$b.absent"
+  fi
+done
+rmdir "$backup" 2>/dev/null || true
+if [ "$restart" = 1 ] && systemctl is-enabled docker >/dev/null 2>&1; then restart_docker; fi
