@@ -213,17 +213,17 @@ func (f *fakeSwarm) remoteManagers(h *fakeHost) []map[string]string {
 
 func swarmInventory(t *testing.T) *inventory.Inventory {
 	t.Helper()
-	inv, err := inventory.Parse("inv.yaml", []byte(`apiVersion: gpukit.dev/v1alpha1
-kind: Cluster
-metadata: {name: s}
-spec:
-  orchestrator: swarm
-  hosts:
+	return swarmHosts(t, `
     - {name: m1, address: 10.0.0.1, roles: [manager]}
     - {name: w1, address: 10.0.0.2, roles: [worker], labels: {rack: r1}}
     - {name: w2, address: 10.0.0.3, roles: [worker]}
-    - {name: w3, address: 10.0.0.4, roles: [worker]}
-`))
+    - {name: w3, address: 10.0.0.4, roles: [worker]}`)
+}
+
+// swarmHosts is a swarm inventory of hosts (spec.hosts entries).
+func swarmHosts(t *testing.T, hosts string) *inventory.Inventory {
+	t.Helper()
+	inv, err := inventory.Parse("inv.yaml", []byte("apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: s}\nspec:\n  orchestrator: swarm\n  hosts:"+hosts+"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,20 +372,11 @@ func assertNoToken(t *testing.T, rec *enginetest.Recorder) {
 // workers.
 func TestSwarmManagersJoinFirst(t *testing.T) {
 	t.Parallel()
-	inv, err := inventory.Parse("inv.yaml", []byte(`apiVersion: gpukit.dev/v1alpha1
-kind: Cluster
-metadata: {name: s}
-spec:
-  orchestrator: swarm
-  hosts:
+	inv := swarmHosts(t, `
     - {name: m1, address: 10.0.0.1, roles: [manager]}
     - {name: m2, address: 10.0.0.2, roles: [manager]}
     - {name: m3, address: 10.0.0.3, roles: [manager]}
-    - {name: w1, address: 10.0.0.4, roles: [worker]}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+    - {name: w1, address: 10.0.0.4, roles: [worker]}`)
 	fake := newFakeSwarm(nil)
 	l := swarm.New(inv)
 	sum, _, rec := run(t, inv.Machines, []engine.Phase{l.Engine(), l.Runtime(), l.Init(), l.JoinManagers(), l.JoinWorkers()}, fake)
