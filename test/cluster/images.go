@@ -7,9 +7,18 @@ import (
 	"testing"
 )
 
-// ControlPlaneComponents are the binaries kubeadm runs as static pods,
-// built by test/k8s/build.sh.
-var ControlPlaneComponents = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+// Image is one image of the Kubernetes control plane that kubeadm runs,
+// made from a binary of the build (test/k8s/build.sh).
+type Image struct {
+	// Ref is name:tag as kubeadm names it (kube-apiserver:v1.36.3,
+	// etcd:3.6.8-0, pause:3.10.1), under the registry kubeadm is told.
+	Ref string
+	// Binary is the file in the build directory, Path where the image has
+	// it (kubeadm's manifests call the components by name, in PATH).
+	Binary, Path string
+	// Version is the first line `Path <VersionArg>` prints.
+	VersionArg, Version string
+}
 
 // Version is the Kubernetes version of the built binaries (vX.Y.Z), from
 // the build directory's name.
@@ -18,23 +27,39 @@ func Version(bin string) string {
 	return v
 }
 
-// PushControlPlaneImages makes an image of each control-plane binary
-// (static, so the image is the binary alone, in /usr/local/bin, as
-// kubeadm's manifests call it by name) tagged as kubeadm names them
-// (kube-apiserver:v1.36.3), and pushes it with push (lab.Lab.PushImage:
-// the lab's registry, an air-gapped site's mirror). It returns the digests
-// by image.
-func PushControlPlaneImages(t testing.TB, bin string, push func(t testing.TB, ref, dir string, entrypoint ...string) string) map[string]string {
+// Images are the control plane's images from the build in bin: the
+// components, etcd and the pod sandbox (pause).
+func Images(t testing.TB, bin string) []Image {
+	t.Helper()
+	etcd, err := os.ReadFile(filepath.Join(bin, "etcd-version"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, ev := Version(bin), strings.TrimSpace(string(etcd))
+	var out []Image
+	for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		out = append(out, Image{Ref: c + ":" + v, Binary: c, Path: "/usr/local/bin/" + c, VersionArg: "--version", Version: "Kubernetes " + v})
+	}
+	return append(out,
+		Image{Ref: "etcd:" + ev + "-0", Binary: "etcd", Path: "/usr/local/bin/etcd", VersionArg: "--version", Version: "etcd Version: " + ev},
+		Image{Ref: "pause:3.10.1", Binary: "pause", Path: "/pause", VersionArg: "-v", Version: "pause 3.10.1 (gpukit test build)"},
+	)
+}
+
+// PushImages makes each image (the static binary alone, at its Path, as
+// the entrypoint) and pushes it with push (lab.Lab.PushImage: the lab's
+// registry, an air-gapped site's mirror). It returns the digests by ref.
+func PushImages(t testing.TB, bin string, images []Image, push func(t testing.TB, ref, dir string, entrypoint ...string) string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, c := range ControlPlaneComponents {
-		dir := filepath.Join(t.TempDir(), c)
-		if err := os.MkdirAll(filepath.Join(dir, "usr/local/bin"), 0o755); err != nil {
+	for _, img := range images {
+		dir := filepath.Join(t.TempDir(), "rootfs")
+		dst := filepath.Join(dir, img.Path)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		dst := filepath.Join(dir, "usr/local/bin", c)
-		if err := os.Link(filepath.Join(bin, c), dst); err != nil { // same filesystem: no copy of 100 MB
-			b, rerr := os.ReadFile(filepath.Join(bin, c))
+		if err := os.Link(filepath.Join(bin, img.Binary), dst); err != nil { // same filesystem: no 100 MB copy
+			b, rerr := os.ReadFile(filepath.Join(bin, img.Binary))
 			if rerr != nil {
 				t.Fatal(rerr)
 			}
@@ -42,8 +67,7 @@ func PushControlPlaneImages(t testing.TB, bin string, push func(t testing.TB, re
 				t.Fatal(err)
 			}
 		}
-		ref := c + ":" + Version(bin)
-		out[ref] = push(t, ref, dir, "/usr/local/bin/"+c)
+		out[img.Ref] = push(t, img.Ref, dir, img.Path)
 	}
 	return out
 }

@@ -4,7 +4,9 @@
 # the directory that holds them. Test tooling only.
 #
 #   kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kube-env
+#   pause etcd (for the lab's images: kubeadm runs them)
 #   kwok-stages.yaml (kwok's node and pod stages, from its module)
+#   etcd-version (the etcd server version this module pins)
 #
 # A cold build takes about 5 minutes and 2-3 GB of memory per link step on 2
 # cores; a second build never runs at once (flock). The cache lives outside
@@ -49,12 +51,13 @@ echo "build.sh: building Kubernetes $KUBE_VERSION test binaries into $out (cold:
 CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/" \
 	k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
 	k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl \
-	sigs.k8s.io/kwok/cmd/kwok ./cmd/kube-env >&2
+	sigs.k8s.io/kwok/cmd/kwok ./cmd/kube-env ./cmd/pause ./cmd/etcd >&2
 stages=$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
 for f in "$stages"/node/fast/node-initialize.yaml "$stages"/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml "$stages"/pod/general/pod-*.yaml; do
 	printf -- '---\n'
 	cat "$f"
 done >"$tmp/kwok-stages.yaml"
+go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3 | sed 's/^v//' >"$tmp/etcd-version"
 echo "built in $((SECONDS - began)) s" >"$tmp/.complete"
 rm -rf "$out"
 mv "$tmp" "$out"
