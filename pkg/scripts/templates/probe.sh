@@ -85,10 +85,5 @@ else
   kv init "$(cat /proc/1/comm 2>/dev/null)"
 fi
 
-# Listening TCP ports (state 0A), from the kernel: no dependency on ss or netstat.
-for f in /proc/net/tcp /proc/net/tcp6; do
-  [ -r "$f" ] || continue
-  while read -r _ local _ state _; do
-    if [ "$state" = 0A ]; then kv listen.tcp "$((16#${local##*:}))"; fi
-  done < <(tail -n +2 "$f")
-done
+{{template "listening"}}
+while read -r port; do kv listen.tcp "$port"; done < <(listening_ports)

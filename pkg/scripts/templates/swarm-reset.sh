@@ -2,20 +2,9 @@
 # gpukit changed, from the originals kept under {{.BackupDir}}; docker restarts
 # when a file changed, or when it still holds the swarm's ports after
 # leaving. Packages stay installed.
-# swarm_ports_open: something listens on TCP 2377 or 7946 (from the
-# kernel's tables: no dependency on ss or netstat).
-swarm_ports_open() {
-  local f local_ state
-  for f in /proc/net/tcp /proc/net/tcp6; do
-    [ -r "$f" ] || continue
-    while read -r _ local_ _ state _; do
-      if [ "$state" = 0A ]; then
-        case ${local_##*:} in 0979 | 1F0A) return 0 ;; esac
-      fi
-    done < <(tail -n +2 "$f")
-  done
-  return 1
-}
+{{template "listening"}}
+# swarm_ports_open: something listens on 2377 or 7946.
+swarm_ports_open() { listening_ports | grep -xE '2377|7946' >/dev/null; } # not -q: under pipefail an early exit would be a SIGPIPE failure
 {{template "restartdocker"}}
 restart=0
 if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then

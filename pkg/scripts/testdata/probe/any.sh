@@ -87,10 +87,15 @@ else
   kv init "$(cat /proc/1/comm 2>/dev/null)"
 fi
 
-# Listening TCP ports (state 0A), from the kernel: no dependency on ss or netstat.
-for f in /proc/net/tcp /proc/net/tcp6; do
-  [ -r "$f" ] || continue
-  while read -r _ local _ state _; do
-    if [ "$state" = 0A ]; then kv listen.tcp "$((16#${local##*:}))"; fi
-  done < <(tail -n +2 "$f")
-done
+# listening_ports: the TCP ports something listens on (state 0A), one per
+# line, from the kernel's tables: no dependency on ss or netstat.
+listening_ports() {
+  local f local_ state
+  for f in /proc/net/tcp /proc/net/tcp6; do
+    [ -r "$f" ] || continue
+    while read -r _ local_ _ state _; do
+      if [ "$state" = 0A ]; then echo "$((16#${local_##*:}))"; fi
+    done < <(tail -n +2 "$f")
+  done
+}
+while read -r port; do kv listen.tcp "$port"; done < <(listening_ports)

@@ -4,20 +4,19 @@ export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 # gpukit changed, from the originals kept under /var/lib/gpukit/swarm/originals; docker restarts
 # when a file changed, or when it still holds the swarm's ports after
 # leaving. Packages stay installed.
-# swarm_ports_open: something listens on TCP 2377 or 7946 (from the
-# kernel's tables: no dependency on ss or netstat).
-swarm_ports_open() {
+# listening_ports: the TCP ports something listens on (state 0A), one per
+# line, from the kernel's tables: no dependency on ss or netstat.
+listening_ports() {
   local f local_ state
   for f in /proc/net/tcp /proc/net/tcp6; do
     [ -r "$f" ] || continue
     while read -r _ local_ _ state _; do
-      if [ "$state" = 0A ]; then
-        case ${local_##*:} in 0979 | 1F0A) return 0 ;; esac
-      fi
+      if [ "$state" = 0A ]; then echo "$((16#${local_##*:}))"; fi
     done < <(tail -n +2 "$f")
   done
-  return 1
 }
+# swarm_ports_open: something listens on 2377 or 7946.
+swarm_ports_open() { listening_ports | grep -xE '2377|7946' >/dev/null; } # not -q: under pipefail an early exit would be a SIGPIPE failure
 # restart_docker: restarts docker and waits until it answers (a daemon that
 # does not come back fails the script with its own words).
 restart_docker() {
