@@ -32,18 +32,12 @@ func NewAddNode(inv *inventory.Inventory, names []string, o InitOptions) (*AddNo
 	if len(names) == 0 {
 		return nil, fmt.Errorf("name the hosts to add")
 	}
-	var machines []inventory.Machine
-	for _, n := range names {
-		i := slices.IndexFunc(inv.Machines, func(m inventory.Machine) bool { return m.Name == n })
-		switch {
-		case i < 0:
-			return nil, fmt.Errorf("%s is not in the inventory: add it there first", n)
-		case n == first.Name:
-			return nil, fmt.Errorf("%s is the first manager: it creates the swarm (gpukit init)", n)
-		case slices.ContainsFunc(machines, func(m inventory.Machine) bool { return m.Name == n }):
-			return nil, fmt.Errorf("%s is named twice", n)
-		}
-		machines = append(machines, inv.Machines[i])
+	if slices.Contains(names, first.Name) {
+		return nil, fmt.Errorf("%s is the first manager: it creates the swarm (gpukit init)", first.Name)
+	}
+	machines, err := named(inv, names, ": add it there first")
+	if err != nil {
+		return nil, err
 	}
 	p := NewPreflight(inv)
 	p.Name = "gpukit add-node"

@@ -7,6 +7,9 @@
 package flow
 
 import (
+	"fmt"
+	"slices"
+
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
 )
@@ -19,4 +22,22 @@ type Flow struct {
 	Name     string
 	Machines []inventory.Machine
 	Phases   []engine.Phase
+}
+
+// named returns the machines of inv called names, in the order named; a
+// name not in the inventory or named twice is an error (the commands make
+// it a usage error: nothing is contacted).
+func named(inv *inventory.Inventory, names []string, notFound string) ([]inventory.Machine, error) {
+	var out []inventory.Machine
+	for i, n := range names {
+		j := slices.IndexFunc(inv.Machines, func(m inventory.Machine) bool { return m.Name == n })
+		switch {
+		case j < 0:
+			return nil, fmt.Errorf("%s is not in the inventory%s", n, notFound)
+		case slices.Contains(names[:i], n):
+			return nil, fmt.Errorf("%s is named twice", n)
+		}
+		out = append(out, inv.Machines[j])
+	}
+	return out, nil
 }

@@ -2,7 +2,6 @@ package flow
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/engine"
@@ -31,15 +30,9 @@ func NewReset(inv *inventory.Inventory, names []string) (*Reset, error) {
 			names = append(names, m.Name)
 		}
 	} else {
-		for _, n := range names {
-			i := slices.IndexFunc(inv.Machines, func(m inventory.Machine) bool { return m.Name == n })
-			if i < 0 {
-				return nil, fmt.Errorf("%s is not in the inventory", n)
-			}
-			if slices.ContainsFunc(machines, func(m inventory.Machine) bool { return m.Name == n }) {
-				return nil, fmt.Errorf("%s is named twice", n)
-			}
-			machines = append(machines, inv.Machines[i])
+		var err error
+		if machines, err = named(inv, names, ""); err != nil {
+			return nil, err
 		}
 	}
 	if m, ok := swarm.RemainingManager(inv, names); ok {
