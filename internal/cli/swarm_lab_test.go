@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
+	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/test/gpusim"
 	"github.com/gpukit/gpukit/test/lab"
 )
@@ -77,6 +79,28 @@ func TestLabSwarm(t *testing.T) {
 	// A user's own docker settings on lab-2, which must survive.
 	userDaemon := `{"log-level": "warn", "node-generic-resources": ["SSD=fast"]}`
 	l.SSH(t, "lab-2", "mkdir -p /etc/docker && echo '"+userDaemon+"' >/etc/docker/daemon.json")
+
+	t.Run("plan changes nothing", func(t *testing.T) {
+		r := runInit(t, "plan", "-i", inv3)
+		if r.code != ExitOK || len(r.writeSteps()) != 0 {
+			t.Fatalf("plan: exit %d, writes %v\n%s", r.code, r.writeSteps(), r.out)
+		}
+		joins := 0
+		for _, e := range r.events {
+			if e.Type == event.Planned && e.Phase == swarm.PhaseJoinWorkers {
+				joins++
+				if !strings.Contains(e.Script, "<worker join token of lab-1>") {
+					t.Errorf("planned join on %s:\n%s", e.Host, e.Script)
+				}
+			}
+		}
+		if joins != 2 {
+			t.Errorf("%d joins planned, want 2", joins)
+		}
+		if got := l.SSH(t, "lab-1", "command -v docker || echo none"); got != "none" {
+			t.Errorf("plan installed docker: %q", got)
+		}
+	})
 
 	t.Run("init forms a GPU swarm", func(t *testing.T) {
 		start := time.Now()
@@ -211,20 +235,44 @@ func TestLabSwarm(t *testing.T) {
 		}
 	})
 
+	// lab-4 made a manager in the inventory: the next init promotes it.
+	inv4m := filepath.Join(dir, "swarm-4-managers.yaml")
+	t.Run("roles follow the inventory", func(t *testing.T) {
+		b, err := os.ReadFile(inv4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`(?m)(^    - name: lab-4\n(?:      .*\n)*?      roles: )\[worker\]`).ReplaceAllString(string(b), "${1}[manager]")
+		if m == string(b) {
+			t.Fatalf("no lab-4 worker entry in %s", inv4)
+		}
+		if err := os.WriteFile(inv4m, []byte(m), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := runInit(t, "init", "-i", inv4m)
+		if r.code != ExitOK || r.counts.Changed != 1 {
+			t.Fatalf("exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
+		}
+		if n := nodeNamed(swarmNodes(t, l), "lab-4"); n.Role != "manager" || n.Manager != "reachable" {
+			t.Errorf("lab-4 after init: role %s, manager %q", n.Role, n.Manager)
+		}
+	})
+
 	t.Run("reset one host, then all; init again", func(t *testing.T) {
-		r := runInit(t, "reset", "-i", inv4, "--hosts", "lab-3")
+		r := runInit(t, "reset", "-i", inv4m, "--hosts", "lab-4")
 		if r.code != ExitUsage || !strings.Contains(r.out, "pass --yes") {
 			t.Fatalf("reset without --yes and no terminal: exit %d\n%s", r.code, r.out)
 		}
-		r = runInit(t, "reset", "-i", inv4, "--hosts", "lab-3", "--yes")
-		if r.code != ExitOK {
-			t.Fatalf("exit %d %v\n%s", r.code, r.failed, r.out)
+		// lab-4 is a manager: lab-1 demotes it first, and forgets it after.
+		r = runInit(t, "reset", "-i", inv4m, "--hosts", "lab-4", "--yes")
+		if r.code != ExitOK || !slices.Contains(r.writeSteps()["lab-1"], "demote 1 manager(s)") {
+			t.Fatalf("exit %d %v, writes %v\n%s", r.code, r.failed, r.writeSteps(), r.out)
 		}
-		if got := l.SSH(t, "lab-3", "docker info --format '{{.Swarm.LocalNodeState}}'; test -e /etc/docker/daemon.json && echo daemon.json left || true; grep -c '^swarm-resource' /etc/nvidia-container-runtime/config.toml || true"); got != "inactive\n0" {
-			t.Errorf("lab-3 after reset: %q", got)
+		if got := l.SSH(t, "lab-4", "docker info --format '{{.Swarm.LocalNodeState}}'; test -e /etc/docker/daemon.json && echo daemon.json left || true; grep -c '^swarm-resource' /etc/nvidia-container-runtime/config.toml || true"); got != "inactive\n0" {
+			t.Errorf("lab-4 after reset: %q", got)
 		}
-		if n := nodeNamed(swarmNodes(t, l), "lab-3"); n.ID != "" {
-			t.Errorf("lab-3 is still listed: %+v", n)
+		if n := nodeNamed(swarmNodes(t, l), "lab-4"); n.ID != "" {
+			t.Errorf("lab-4 is still listed: %+v", n)
 		}
 		r = runInit(t, "reset", "-i", inv4, "--yes")
 		if r.code != ExitOK {
