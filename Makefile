@@ -35,8 +35,9 @@ unit:
 lint:
 	gofmt -l . | tee /dev/stderr | (! read)
 	go vet ./...
-	shellcheck $(LAB) hack/*.sh bench/*.sh test/k8s/*.sh
+	shellcheck $(LAB) hack/*.sh bench/*.sh test/k8s/*.sh test/cluster/testdata/*.sh
 	cd test/k8s && go vet ./...
+	cd test/k8s/kube-1.35 && go vet ./...
 
 ## e2e: the lab integration tests only.
 e2e: deps

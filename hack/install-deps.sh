@@ -8,6 +8,8 @@ pkgs=(
   gnupg                                                # the GPU simulator's signed stand-in repositories (test/gpusim)
   tmux                                                 # real-terminal test of the TUI
   shellcheck                                           # lint of rendered scripts
+  gcc libc6-dev pkg-config libseccomp-dev              # runc for the lab's Kubernetes hosts (cgo + seccomp: test/k8s/build.sh runtime)
+  iptables                                             # kube-proxy's image carries this machine's iptables (test/cluster)
 )
 missing=()
 for p in "${pkgs[@]}"; do

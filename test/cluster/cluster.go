@@ -52,39 +52,84 @@ func Require(t testing.TB) {
 	t.Skip("the test control plane is built from Kubernetes' Go modules (about 5 minutes the first time): set GPUKIT_K8S=1 or GPUKIT_LAB=1 (make test does)")
 }
 
-var built struct {
+// builds are test/k8s/build.sh's outputs by set, each built once per
+// process.
+var builds struct {
+	mu   sync.Mutex
+	sets map[string]*build
+}
+
+type build struct {
 	once sync.Once
 	dir  string
 	err  error
 }
 
 // Binaries builds (or finds in the cache) the control plane's binaries,
-// once per process, and returns their directory.
+// once per process, and returns their directory. They are also the newest
+// Kubernetes' lab packages (Build(t, "")).
 func Binaries(t testing.TB) string {
 	t.Helper()
-	built.once.Do(func() {
+	return Build(t, "")
+}
+
+// Build builds (or finds in the cache) one set of test/k8s/build.sh, once
+// per process, and returns its directory: "" the newest Kubernetes (with the
+// control plane), "vX.Y.Z" another version, "runtime" containerd, runc,
+// crictl and CoreDNS.
+func Build(t testing.TB, set string) string {
+	t.Helper()
+	builds.mu.Lock()
+	if builds.sets == nil {
+		builds.sets = map[string]*build{}
+	}
+	b := builds.sets[set]
+	if b == nil {
+		b = &build{}
+		builds.sets[set] = b
+	}
+	builds.mu.Unlock()
+	b.once.Do(func() {
 		script, err := buildScript()
 		if err != nil {
-			built.err = err
+			b.err = err
 			return
 		}
 		var out, errb bytes.Buffer
 		cmd := exec.Command(script)
+		if set != "" {
+			cmd.Args = append(cmd.Args, set)
+		}
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		start := time.Now()
 		if err := cmd.Run(); err != nil {
-			built.err = fmt.Errorf("%s: %v\n%s", script, err, tail(errb.String(), 40))
+			b.err = fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, tail(errb.String(), 40))
 			return
 		}
-		built.dir = strings.TrimSpace(out.String())
+		b.dir = strings.TrimSpace(out.String())
 		if d := time.Since(start); d > 10*time.Second {
-			t.Logf("built the test control plane in %s: %s", d.Round(time.Second), built.dir)
+			t.Logf("built %s in %s: %s", strings.Join(cmd.Args[1:], " "), d.Round(time.Second), b.dir)
 		}
 	})
-	if built.err != nil {
-		t.Fatalf("test control plane: %v", built.err)
+	if b.err != nil {
+		t.Fatalf("test/k8s build: %v", b.err)
 	}
-	return built.dir
+	return b.dir
+}
+
+// Versions are the Kubernetes versions test/k8s has modules for, newest
+// first.
+func Versions(t testing.TB) []string {
+	t.Helper()
+	script, err := buildScript()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(script, "versions").Output()
+	if err != nil {
+		t.Fatalf("%s versions: %v", script, err)
+	}
+	return strings.Fields(string(out))
 }
 
 // buildScript is test/k8s/build.sh of this source tree.

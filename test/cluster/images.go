@@ -1,73 +1,220 @@
 package cluster
 
 import (
+	"bufio"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// Image is one image of the Kubernetes control plane that kubeadm runs,
-// made from a binary of the build (test/k8s/build.sh).
+// Image is one image that kubeadm runs (the control plane's static pods,
+// kube-proxy, CoreDNS, the pod sandbox), made from binaries of the builds
+// (test/k8s/build.sh).
 type Image struct {
-	// Ref is name:tag as kubeadm names it (kube-apiserver:v1.36.3,
-	// etcd:3.6.8-0, pause:3.10.1), under the registry kubeadm is told.
+	// Ref is name:tag as kubeadm names it under a custom imageRepository
+	// (kube-apiserver:v1.37.2, etcd:3.7.0-0, coredns:v1.14.6, pause:3.10.2).
 	Ref string
-	// Binary is the file in the build directory, Path where the image has
-	// it (kubeadm's manifests call the components by name, in PATH).
-	Binary, Path string
-	// Version is the first line `Path <VersionArg>` prints.
-	VersionArg, Version string
+	// Files are the image's files: path in the image -> file on this machine.
+	// Links are symlinks: path in the image -> target.
+	Files, Links map[string]string
+	// Entrypoint is the image's entrypoint (kubeadm's manifests give the
+	// command of the static pods; the sandbox and CoreDNS rely on it).
+	Entrypoint []string
+	// VersionCmd prints Version on its first line when run in the image.
+	VersionCmd []string
+	Version    string
 }
 
-// Version is the Kubernetes version of the built binaries (vX.Y.Z), from
-// the build directory's name.
+// Version is the Kubernetes version of a build directory (vX.Y.Z), from its
+// name.
 func Version(bin string) string {
 	v, _, _ := strings.Cut(filepath.Base(bin), "-")
 	return v
 }
 
-// Images are the control plane's images from the build in bin: the
-// components, etcd and the pod sandbox (pause).
-func Images(t testing.TB, bin string) []Image {
+// kubeadmImage is a line of `kubeadm config images list`:
+// registry.k8s.io/NAME:TAG, or registry.k8s.io/coredns/coredns:TAG (under a
+// custom imageRepository kubeadm drops the inner coredns/).
+var kubeadmImage = regexp.MustCompile(`^registry\.k8s\.io/(?:coredns/)?([a-z0-9-]+):([A-Za-z0-9_.-]+)$`)
+
+// Images are the images kubeadm of the build in kube pulls (the list that
+// `kubeadm config images list` printed at build time), each made from the
+// binaries of kube and of the runtime build rt (CoreDNS).
+func Images(t testing.TB, kube, rt string) []Image {
 	t.Helper()
-	etcd, err := os.ReadFile(filepath.Join(bin, "etcd-version"))
+	list, err := os.ReadFile(filepath.Join(kube, "images"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, ev := Version(bin), strings.TrimSpace(string(etcd))
-	var out []Image
-	for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
-		out = append(out, Image{Ref: c + ":" + v, Binary: c, Path: "/usr/local/bin/" + c, VersionArg: "--version", Version: "Kubernetes " + v})
+	etcd, err := os.ReadFile(filepath.Join(kube, "etcd-version"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return append(out,
-		Image{Ref: "etcd:" + ev + "-0", Binary: "etcd", Path: "/usr/local/bin/etcd", VersionArg: "--version", Version: "etcd Version: " + ev},
-		Image{Ref: "pause:3.10.1", Binary: "pause", Path: "/pause", VersionArg: "-v", Version: "pause 3.10.1 (gpukit test build)"},
-	)
+	corednsVersion := runtimeVersions(t, rt)["coredns"]
+	if corednsVersion == "" {
+		t.Fatalf("%s/versions names no coredns", rt)
+	}
+	v := Version(kube)
+	var out []Image
+	sc := bufio.NewScanner(strings.NewReader(string(list)))
+	for sc.Scan() {
+		m := kubeadmImage.FindStringSubmatch(strings.TrimSpace(sc.Text()))
+		if m == nil {
+			t.Fatalf("%s/images: %q is not an image kubeadm of this build names", kube, sc.Text())
+		}
+		name, tag := m[1], m[2]
+		img := Image{Ref: name + ":" + tag}
+		bin := func(b, at string) {
+			img.Files = map[string]string{at: filepath.Join(kube, b)}
+			img.VersionCmd = []string{at, "--version"}
+		}
+		switch name {
+		case "kube-apiserver", "kube-controller-manager", "kube-scheduler":
+			bin(name, "/usr/local/bin/"+name)
+			img.Version = "Kubernetes " + v
+		case "kube-proxy":
+			bin(name, "/usr/local/bin/"+name)
+			img.Version = "Kubernetes " + v
+			addIptables(t, &img)
+		case "etcd":
+			ev := strings.TrimSpace(string(etcd))
+			if tag != ev+"-0" {
+				t.Fatalf("kubeadm %s wants etcd:%s but the module pins etcd %s: pin go.etcd.io/etcd/server/v3 to its version", v, tag, ev)
+			}
+			bin(name, "/usr/local/bin/etcd")
+			img.Version = "etcd Version: " + ev
+		case "coredns":
+			// One CoreDNS build serves every version's tag (the Corefile kubeadm
+			// writes is the same); the image says which it is.
+			img.Files = map[string]string{"/coredns": filepath.Join(rt, "coredns")}
+			img.Entrypoint = []string{"/coredns"}
+			img.VersionCmd = []string{"/coredns", "-version"}
+			img.Version = "CoreDNS-" + strings.TrimPrefix(corednsVersion, "v")
+		case "pause":
+			img.Files = map[string]string{"/pause": filepath.Join(Build(t, ""), "pause")}
+			img.Entrypoint = []string{"/pause"}
+			img.VersionCmd = []string{"/pause", "-v"}
+			img.Version = "pause (gpukit test build)"
+		default:
+			t.Fatalf("kubeadm %s names image %s, which the lab cannot make: teach test/cluster/images.go", v, img.Ref)
+		}
+		out = append(out, img)
+	}
+	return out
 }
 
-// PushImages makes each image (the static binary alone, at its Path, as
-// the entrypoint) and pushes it with push (lab.Lab.PushImage: the lab's
-// registry, an air-gapped site's mirror). It returns the digests by ref.
-func PushImages(t testing.TB, bin string, images []Image, push func(t testing.TB, ref, dir string, entrypoint ...string) string) map[string]string {
+// runtimeVersions reads the runtime build's versions file (name version per
+// line: containerd, runc, cri-tools, coredns).
+func runtimeVersions(t testing.TB, rt string) map[string]string {
 	t.Helper()
+	b, err := os.ReadFile(filepath.Join(rt, "versions"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := map[string]string{}
+	for line := range strings.Lines(string(b)) {
+		if n, v, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
+			out[n] = v
+		}
+	}
+	return out
+}
+
+// addIptables puts this machine's iptables (xtables-nft-multi, its
+// libraries, loader and extensions) into img: kube-proxy programs the
+// node's rules with it.
+func addIptables(t testing.TB, img *Image) {
+	t.Helper()
+	const multi = "/usr/sbin/xtables-nft-multi"
+	if _, err := os.Stat(multi); err != nil {
+		t.Fatalf("kube-proxy's image needs this machine's iptables (apt-get install iptables): %v", err)
+	}
+	img.Files[multi] = multi
+	out, err := exec.Command("ldd", multi).Output()
+	if err != nil {
+		t.Fatalf("ldd %s: %v", multi, err)
+	}
+	for line := range strings.Lines(string(out)) {
+		for _, f := range strings.Fields(line) {
+			if strings.HasPrefix(f, "/") {
+				real, err := filepath.EvalSymlinks(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				img.Files[f] = real
+			}
+		}
+	}
+	ext, _ := filepath.Glob("/usr/lib/*/xtables/*.so")
+	for _, e := range ext {
+		img.Files[e] = e
+	}
+	img.Links = map[string]string{}
+	for _, n := range []string{"iptables", "iptables-save", "iptables-restore", "ip6tables", "ip6tables-save", "ip6tables-restore"} {
+		img.Links["/usr/sbin/"+n] = "xtables-nft-multi"
+	}
+}
+
+// PushImages makes each image (its files only; one layer) and pushes it
+// with push (lab.Lab.PushImage: the lab's registry, an air-gapped site's
+// mirror), two at a time. It returns the digests by ref.
+func PushImages(t testing.TB, images []Image, push func(t testing.TB, ref, dir string, entrypoint ...string) string) map[string]string {
+	t.Helper()
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, 2)
+		out = map[string]string{}
+	)
 	for _, img := range images {
 		dir := filepath.Join(t.TempDir(), "rootfs")
-		dst := filepath.Join(dir, img.Path)
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Link(filepath.Join(bin, img.Binary), dst); err != nil { // same filesystem: no 100 MB copy
-			b, rerr := os.ReadFile(filepath.Join(bin, img.Binary))
-			if rerr != nil {
-				t.Fatal(rerr)
+		for at, src := range img.Files {
+			if err := place(src, filepath.Join(dir, at)); err != nil {
+				t.Fatalf("image %s: %v", img.Ref, err)
 			}
-			if err := os.WriteFile(dst, b, 0o755); err != nil {
+		}
+		for at, target := range img.Links {
+			p := filepath.Join(dir, at)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, p); err != nil {
 				t.Fatal(err)
 			}
 		}
-		out[img.Ref] = push(t, img.Ref, dir, img.Path)
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			d := push(t, img.Ref, dir, img.Entrypoint...)
+			mu.Lock()
+			out[img.Ref] = d
+			mu.Unlock()
+		})
 	}
+	wg.Wait()
 	return out
+}
+
+// place hard-links src at dst (same filesystem: no 100 MB copies), or
+// copies it, keeping its mode.
+func place(src, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	if os.Link(src, dst) == nil {
+		return nil
+	}
+	st, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, st.Mode().Perm())
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/osfamily"
 	"github.com/gpukit/gpukit/pkg/scripts"
 	"github.com/gpukit/gpukit/pkg/ssh"
+	"github.com/gpukit/gpukit/test/aptrepo"
 	"github.com/gpukit/gpukit/test/gpusim/hoststate"
 	"github.com/gpukit/gpukit/test/lab"
 )
@@ -237,7 +238,7 @@ func copyCapture(t *testing.T, c Capture, dir, name string) Capture {
 // persistence mode, the fabric manager, CUDA and the container toolkit.
 func TestLabGPUSimulator(t *testing.T) {
 	lab.Require(t)
-	requireTools(t, "dpkg-deb", "dpkg-scanpackages", "gpg")
+	aptrepo.RequireTools(t, "dpkg-deb", "dpkg-scanpackages", "gpg")
 	l := lab.Start(t, lab.Options{Hosts: 4}) // lab-4: the replay-only simulation
 	// before the simulation covers /sys/module: the machine's modules, which lab hosts see
 	realModules := kernelModules(t)

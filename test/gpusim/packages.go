@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpukit/gpukit/pkg/nvidia"
+	"github.com/gpukit/gpukit/test/aptrepo"
 	"github.com/gpukit/gpukit/test/gpusim/hoststate"
 )
 
@@ -31,68 +32,26 @@ const Label = "gpukit GPU SIMULATOR"
 
 const maintainer = "gpukit GPU SIMULATOR <gpusim@gpukit.invalid>"
 
-// debFile is one file of a package: a regular file (Data) or a symlink (Link).
-type debFile struct {
-	Path string
-	Mode os.FileMode
-	Data []byte
-	Link string
+const homepage = "https://gpukit.invalid/gpusim"
+
+// describe is a stand-in's description: NVIDIA's synopsis, saying what it is.
+func describe(summary string) string {
+	return summary + " (" + Label + " stand-in)\n" +
+		"Test-only stand-in carrying the name and version of NVIDIA's package, built\n" +
+		"by gpukit's GPU simulator (test/gpusim) for the local lab, which has no GPUs.\n" +
+		"It contains no NVIDIA software."
 }
 
-// deb is a package to build with dpkg-deb.
-type deb struct {
-	Name, Version, Arch string
-	Depends, Conflicts  string
-	Recommends          string
-	Section, Summary    string
-	Files               []debFile
-	// Scripts are maintainer scripts by name (postinst, prerm, postrm).
-	Scripts map[string]string
-}
-
-// FileName is its name in a flat repository.
-func (d deb) FileName() string {
-	v := d.Version
-	if i := strings.IndexByte(v, ':'); i >= 0 { // the epoch is not in file names
-		v = v[i+1:]
-	}
-	return fmt.Sprintf("%s_%s_%s.deb", d.Name, v, d.Arch)
-}
-
-// control is its DEBIAN/control.
-func (d deb) control() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Package: %s\nVersion: %s\nArchitecture: %s\nMaintainer: %s\n", d.Name, d.Version, d.Arch, maintainer)
-	if d.Depends != "" {
-		fmt.Fprintf(&b, "Depends: %s\n", d.Depends)
-	}
-	if d.Recommends != "" {
-		fmt.Fprintf(&b, "Recommends: %s\n", d.Recommends)
-	}
-	if d.Conflicts != "" {
-		fmt.Fprintf(&b, "Conflicts: %s\n", d.Conflicts)
-	}
-	section := d.Section
-	if section == "" {
-		section = "contrib/libs"
-	}
-	fmt.Fprintf(&b, "Section: %s\nPriority: optional\nHomepage: https://gpukit.invalid/gpusim\n", section)
-	fmt.Fprintf(&b, "Description: %s (%s stand-in)\n", d.Summary, Label)
-	fmt.Fprintf(&b, " Test-only stand-in carrying the name and version of NVIDIA's package, built\n")
-	fmt.Fprintf(&b, " by gpukit's GPU simulator (test/gpusim) for the local lab, which has no GPUs.\n")
-	fmt.Fprintf(&b, " It contains no NVIDIA software.\n")
-	return b.String()
-}
-
-// conffiles are its files under /etc.
-func (d deb) conffiles() string {
-	var b strings.Builder
-	for _, f := range d.Files {
-		if strings.HasPrefix(f.Path, "/etc/") && f.Link == "" {
-			b.WriteString(f.Path + "\n")
+// asStandIns gives debs the simulator's maintainer and homepage, and the
+// section of Debian's NVIDIA libraries where they name none.
+func asStandIns(debs []aptrepo.Deb) []aptrepo.Deb {
+	for i := range debs {
+		debs[i].Maintainer, debs[i].Homepage = maintainer, homepage
+		if debs[i].Section == "" {
+			debs[i].Section = "contrib/libs"
 		}
 	}
-	return b.String()
+	return debs
 }
 
 // arch is the machine's architecture in the names NVIDIA and Debian use.
@@ -115,11 +74,11 @@ type binaries struct {
 	NvidiaSMI, Persistenced, CTK, ContainerRuntime []byte
 }
 
-func file(path string, mode os.FileMode, data string) debFile {
-	return debFile{Path: path, Mode: mode, Data: []byte(data)}
+func file(path string, mode os.FileMode, data string) aptrepo.File {
+	return aptrepo.File{Path: path, Mode: mode, Data: []byte(data)}
 }
 
-func symlink(path, target string) debFile { return debFile{Path: path, Link: target} }
+func symlink(path, target string) aptrepo.File { return aptrepo.File{Path: path, Link: target} }
 
 func standIn(what string) string {
 	return fmt.Sprintf("This is the %s's stand-in for %s (test only, not NVIDIA software).\n", Label, what)
@@ -130,62 +89,62 @@ func script(body string) string {
 }
 
 // cudaPackages are the stand-in CUDA repository's packages.
-func cudaPackages(a arch, bin binaries, keyring []byte, cudaURL string) []deb {
-	var out []deb
+func cudaPackages(a arch, bin binaries, keyring []byte, cudaURL string) []aptrepo.Deb {
+	var out []aptrepo.Deb
 	libdir := "/usr/lib/" + a.Triplet + "/nvidia/current"
 	for _, v := range DriverVersions() {
 		u := nvidia.Upstream(v)
 		branch, _, _ := strings.Cut(u, ".")
 		eq := " (= " + v + ")"
 		out = append(out,
-			deb{Name: "nvidia-open", Version: v, Arch: a.Deb, Section: "contrib/metapackages",
-				Summary: "NVIDIA driver metapackage, open kernel modules",
-				Depends: "nvidia-driver" + eq + ", nvidia-kernel-open-dkms" + eq},
-			deb{Name: "cuda-drivers", Version: v, Arch: a.Deb, Section: "contrib/metapackages",
-				Summary: "CUDA driver metapackage, proprietary kernel modules",
-				Depends: "cuda-drivers-" + branch + eq},
-			deb{Name: "cuda-drivers-" + branch, Version: v, Arch: a.Deb, Section: "contrib/metapackages",
-				Summary: "CUDA driver metapackage for branch " + branch,
-				Depends: "nvidia-driver" + eq + ", nvidia-kernel-dkms" + eq},
-			deb{Name: "nvidia-driver", Version: v, Arch: a.Deb, Section: "contrib/metapackages",
-				Summary: "NVIDIA driver metapackage",
+			aptrepo.Deb{Name: "nvidia-open", Version: v, Arch: a.Deb, Section: "contrib/metapackages",
+				Description: describe("NVIDIA driver metapackage, open kernel modules"),
+				Depends:     "nvidia-driver" + eq + ", nvidia-kernel-open-dkms" + eq},
+			aptrepo.Deb{Name: "cuda-drivers", Version: v, Arch: a.Deb, Section: "contrib/metapackages",
+				Description: describe("CUDA driver metapackage, proprietary kernel modules"),
+				Depends:     "cuda-drivers-" + branch + eq},
+			aptrepo.Deb{Name: "cuda-drivers-" + branch, Version: v, Arch: a.Deb, Section: "contrib/metapackages",
+				Description: describe("CUDA driver metapackage for branch " + branch),
+				Depends:     "nvidia-driver" + eq + ", nvidia-kernel-dkms" + eq},
+			aptrepo.Deb{Name: "nvidia-driver", Version: v, Arch: a.Deb, Section: "contrib/metapackages",
+				Description: describe("NVIDIA driver metapackage"),
 				Depends: "nvidia-driver-libs" + eq + ", nvidia-smi" + eq +
 					", nvidia-kernel-open-dkms" + eq + " | nvidia-kernel-dkms" + eq,
 				// as in Debian's packaging: --no-install-recommends leaves it out
 				Recommends: "nvidia-persistenced",
-				Files:      []debFile{file("/usr/share/doc/nvidia-driver/README.gpusim", 0o644, standIn("NVIDIA driver "+u))}},
+				Files:      []aptrepo.File{file("/usr/share/doc/nvidia-driver/README.gpusim", 0o644, standIn("NVIDIA driver "+u))}},
 			kernelModule(v, "open", a),
 			kernelModule(v, "proprietary", a),
-			deb{Name: "nvidia-kernel-support", Version: v, Arch: a.Deb,
-				Summary: "NVIDIA binary kernel module support files",
-				Files:   []debFile{file("/usr/share/doc/nvidia-kernel-support/README.gpusim", 0o644, standIn("nvidia-kernel-support "+u))}},
-			deb{Name: "firmware-nvidia-gsp", Version: v, Arch: a.Deb, Section: "contrib/kernel",
-				Summary: "NVIDIA GSP firmware",
-				Files:   []debFile{file("/lib/firmware/nvidia/"+u+"/README.gpusim", 0o644, standIn("the GSP firmware of driver "+u))}},
-			deb{Name: "nvidia-driver-libs", Version: v, Arch: a.Deb, Section: "contrib/metapackages",
-				Summary: "NVIDIA driver libraries metapackage",
-				Depends: "libcuda1" + eq + ", libnvidia-ml1" + eq},
+			aptrepo.Deb{Name: "nvidia-kernel-support", Version: v, Arch: a.Deb,
+				Description: describe("NVIDIA binary kernel module support files"),
+				Files:       []aptrepo.File{file("/usr/share/doc/nvidia-kernel-support/README.gpusim", 0o644, standIn("nvidia-kernel-support "+u))}},
+			aptrepo.Deb{Name: "firmware-nvidia-gsp", Version: v, Arch: a.Deb, Section: "contrib/kernel",
+				Description: describe("NVIDIA GSP firmware"),
+				Files:       []aptrepo.File{file("/lib/firmware/nvidia/"+u+"/README.gpusim", 0o644, standIn("the GSP firmware of driver "+u))}},
+			aptrepo.Deb{Name: "nvidia-driver-libs", Version: v, Arch: a.Deb, Section: "contrib/metapackages",
+				Description: describe("NVIDIA driver libraries metapackage"),
+				Depends:     "libcuda1" + eq + ", libnvidia-ml1" + eq},
 			library("libnvidia-ml1", "libnvidia-ml.so", "NVIDIA Management Library (NVML)", v, a, libdir),
 			library("libcuda1", "libcuda.so", "NVIDIA CUDA driver library", v, a, libdir),
-			deb{Name: "nvidia-smi", Version: v, Arch: a.Deb, Section: "contrib/utils",
-				Summary: "NVIDIA System Management Interface", Depends: "libnvidia-ml1" + eq,
-				Files: []debFile{{Path: "/usr/bin/nvidia-smi", Mode: 0o755, Data: bin.NvidiaSMI}}},
+			aptrepo.Deb{Name: "nvidia-smi", Version: v, Arch: a.Deb, Section: "contrib/utils",
+				Description: describe("NVIDIA System Management Interface"), Depends: "libnvidia-ml1" + eq,
+				Files: []aptrepo.File{{Path: "/usr/bin/nvidia-smi", Mode: 0o755, Data: bin.NvidiaSMI}}},
 			persistenced(v, a, bin),
 			fabricManager(v, a),
 		)
 	}
 	out = append(out,
-		deb{Name: "cuda-toolkit-13-0", Version: "13.0.2-1", Arch: a.Deb, Section: "contrib/metapackages",
-			Summary: "CUDA Toolkit 13.0 metapackage", Depends: "cuda-nvcc-13-0 (>= 13.0.88)"},
-		deb{Name: "cuda-nvcc-13-0", Version: "13.0.88-1", Arch: a.Deb, Section: "contrib/devel",
-			Summary: "CUDA nvcc",
-			Files: []debFile{
+		aptrepo.Deb{Name: "cuda-toolkit-13-0", Version: "13.0.2-1", Arch: a.Deb, Section: "contrib/metapackages",
+			Description: describe("CUDA Toolkit 13.0 metapackage"), Depends: "cuda-nvcc-13-0 (>= 13.0.88)"},
+		aptrepo.Deb{Name: "cuda-nvcc-13-0", Version: "13.0.88-1", Arch: a.Deb, Section: "contrib/devel",
+			Description: describe("CUDA nvcc"),
+			Files: []aptrepo.File{
 				file("/usr/local/cuda-13.0/bin/nvcc", 0o755, nvccScript),
 				file("/usr/local/cuda-13.0/README.gpusim", 0o644, standIn("the CUDA toolkit 13.0")),
 			}},
-		deb{Name: "cuda-keyring", Version: "1.1-1", Arch: "all", Section: "contrib/admin",
-			Summary: "NVIDIA CUDA repository keyring (the simulator's TEST key)",
-			Files: []debFile{
+		aptrepo.Deb{Name: "cuda-keyring", Version: "1.1-1", Arch: "all", Section: "contrib/admin",
+			Description: describe("NVIDIA CUDA repository keyring (the simulator's TEST key)"),
+			Files: []aptrepo.File{
 				{Path: "/usr/share/keyrings/cuda-archive-keyring.gpg", Mode: 0o644, Data: keyring},
 				// NVIDIA's package names NVIDIA's server; gpukit points the source at the mirror.
 				file("/etc/apt/sources.list.d/cuda-debian12-"+a.CUDA+".list", 0o644,
@@ -195,14 +154,14 @@ func cudaPackages(a arch, bin binaries, keyring []byte, cudaURL string) []deb {
 					"# "+Label+" stand-in of cuda-keyring's pin\nPackage: *\nPin: release l=NVIDIA CUDA\nPin-Priority: 600\n"),
 			}},
 	)
-	return out
+	return asStandIns(out)
 }
 
 // kernelModule is nvidia-kernel-open-dkms or nvidia-kernel-dkms: no module is
 // built; the postinst records the version "on disk", which the simulated
 // kernel loads at the next boot (gpusim-boot.service). While
 // /etc/gpusim/fail-install exists the postinst fails like a DKMS build.
-func kernelModule(v, flavor string, a arch) deb {
+func kernelModule(v, flavor string, a arch) aptrepo.Deb {
 	u := nvidia.Upstream(v)
 	name, other, summary := "nvidia-kernel-open-dkms", "nvidia-kernel-dkms", "NVIDIA open GPU kernel modules (DKMS)"
 	if flavor == "proprietary" {
@@ -233,17 +192,17 @@ remove | purge)
   if [ "$(cat %[2]s 2>/dev/null)" = "%[1]s" ]; then rm -f %[2]s; fi ;;
 esac
 `, record, hoststate.InstalledDriverFile))
-	return deb{Name: name, Version: v, Arch: a.Deb, Section: "contrib/kernel", Summary: summary,
+	return aptrepo.Deb{Name: name, Version: v, Arch: a.Deb, Section: "contrib/kernel", Description: describe(summary),
 		Depends: deps, Conflicts: other,
-		Files:   []debFile{file("/usr/src/nvidia-"+u+"/README.gpusim", 0o644, standIn("the "+flavor+" kernel module sources of driver "+u+"; nothing is built"))},
+		Files:   []aptrepo.File{file("/usr/src/nvidia-"+u+"/README.gpusim", 0o644, standIn("the "+flavor+" kernel module sources of driver "+u+"; nothing is built"))},
 		Scripts: map[string]string{"postinst": postinst, "postrm": postrm}}
 }
 
 // library is a stand-in shared library: a text file named like the real one,
 // kept where Debian's NVIDIA packages put them (not a directory ldconfig scans).
-func library(pkg, soname, summary, v string, a arch, dir string) deb {
+func library(pkg, soname, summary, v string, a arch, dir string) aptrepo.Deb {
 	u := nvidia.Upstream(v)
-	return deb{Name: pkg, Version: v, Arch: a.Deb, Summary: summary, Files: []debFile{
+	return aptrepo.Deb{Name: pkg, Version: v, Arch: a.Deb, Description: describe(summary), Files: []aptrepo.File{
 		file(dir+"/"+soname+"."+u, 0o644, standIn(soname+"."+u+": not a library")),
 		symlink(dir+"/"+soname+".1", soname+"."+u),
 	}}
@@ -264,7 +223,7 @@ ExecStopPost=/bin/rm -rf /run/nvidia-persistenced
 WantedBy=multi-user.target
 `
 
-func persistenced(v string, a arch, bin binaries) deb {
+func persistenced(v string, a arch, bin binaries) aptrepo.Deb {
 	postinst := script(`if [ "$1" = configure ]; then
   if ! getent passwd nvidia-persistenced >/dev/null; then
     useradd --system --home-dir /run/nvidia-persistenced --no-create-home --shell /usr/sbin/nologin \
@@ -289,9 +248,9 @@ fi
   fi
 fi
 `)
-	return deb{Name: "nvidia-persistenced", Version: v, Arch: a.Deb, Section: "contrib/utils",
-		Summary: "daemon to maintain persistent software state in the NVIDIA driver",
-		Files: []debFile{
+	return aptrepo.Deb{Name: "nvidia-persistenced", Version: v, Arch: a.Deb, Section: "contrib/utils",
+		Description: describe("daemon to maintain persistent software state in the NVIDIA driver"),
+		Files: []aptrepo.File{
 			{Path: "/usr/bin/nvidia-persistenced", Mode: 0o755, Data: bin.Persistenced},
 			file("/usr/share/gpusim/nvidia-persistenced.version", 0o644, nvidia.Upstream(v)+"\n# the version of this "+Label+" stand-in\n"),
 			file("/lib/systemd/system/nvidia-persistenced.service", 0o644, persistencedUnit),
@@ -299,7 +258,7 @@ fi
 		Scripts: map[string]string{"postinst": postinst, "prerm": prerm, "postrm": postrm}}
 }
 
-func fabricManager(v string, a arch) deb {
+func fabricManager(v string, a arch) aptrepo.Deb {
 	u := nvidia.Upstream(v)
 	daemon := fmt.Sprintf(`#!/bin/sh
 # %[2]s stand-in for NVIDIA's nv-fabricmanager %[1]s (test only): it checks what
@@ -336,9 +295,9 @@ ExecStart=/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.
 [Install]
 WantedBy=multi-user.target
 `
-	return deb{Name: "nvidia-fabricmanager", Version: v, Arch: a.Deb, Section: "contrib/utils",
-		Summary: "Fabric Manager for NVSwitch based systems",
-		Files: []debFile{
+	return aptrepo.Deb{Name: "nvidia-fabricmanager", Version: v, Arch: a.Deb, Section: "contrib/utils",
+		Description: describe("Fabric Manager for NVSwitch based systems"),
+		Files: []aptrepo.File{
 			file("/usr/bin/nv-fabricmanager", 0o755, daemon),
 			file("/lib/systemd/system/nvidia-fabricmanager.service", 0o644, unit),
 			file("/usr/share/nvidia/nvswitch/fabricmanager.cfg", 0o644, "# "+Label+" stand-in of fabricmanager.cfg\nFABRIC_MODE=0\n"),
@@ -380,12 +339,12 @@ mode = "auto"
 `
 
 // toolkitPackages are the stand-in libnvidia-container repository's packages.
-func toolkitPackages(a arch, bin binaries) []deb {
-	var out []deb
+func toolkitPackages(a arch, bin binaries) []aptrepo.Deb {
+	var out []aptrepo.Deb
 	for _, v := range ContainerToolkitVersions() {
 		u := nvidia.Upstream(v)
 		eq := " (= " + v + ")"
-		tool := func(name, what string) debFile {
+		tool := func(name, what string) aptrepo.File {
 			return file("/usr/bin/"+name, 0o755, fmt.Sprintf(`#!/bin/sh
 # %[1]s stand-in for NVIDIA's %[2]s %[3]s (test only).
 case "${1:-}" in --version | -v | version) echo "%[2]s version %[3]s (%[1]s stand-in)"; exit 0 ;; esac
@@ -394,29 +353,29 @@ exit 1
 `, Label, name, u, what))
 		}
 		out = append(out,
-			deb{Name: "libnvidia-container1", Version: v, Arch: a.Deb, Summary: "NVIDIA container runtime library",
-				Files: []debFile{
+			aptrepo.Deb{Name: "libnvidia-container1", Version: v, Arch: a.Deb, Description: describe("NVIDIA container runtime library"),
+				Files: []aptrepo.File{
 					file("/usr/lib/"+a.Triplet+"/libnvidia-container/libnvidia-container.so."+u, 0o644, standIn("libnvidia-container.so."+u+": not a library")),
 					symlink("/usr/lib/"+a.Triplet+"/libnvidia-container/libnvidia-container.so.1", "libnvidia-container.so."+u),
 				}},
-			deb{Name: "libnvidia-container-tools", Version: v, Arch: a.Deb, Section: "utils",
-				Summary: "NVIDIA container runtime library (command-line tools)", Depends: "libnvidia-container1" + eq,
-				Files: []debFile{tool("nvidia-container-cli", "no GPU to hand to a container in the lab")}},
-			deb{Name: "nvidia-container-toolkit-base", Version: v, Arch: a.Deb, Section: "utils",
-				Summary: "NVIDIA Container Toolkit Base",
-				Files: []debFile{
+			aptrepo.Deb{Name: "libnvidia-container-tools", Version: v, Arch: a.Deb, Section: "utils",
+				Description: describe("NVIDIA container runtime library (command-line tools)"), Depends: "libnvidia-container1" + eq,
+				Files: []aptrepo.File{tool("nvidia-container-cli", "no GPU to hand to a container in the lab")}},
+			aptrepo.Deb{Name: "nvidia-container-toolkit-base", Version: v, Arch: a.Deb, Section: "utils",
+				Description: describe("NVIDIA Container Toolkit Base"),
+				Files: []aptrepo.File{
 					{Path: "/usr/bin/nvidia-ctk", Mode: 0o755, Data: bin.CTK},
 					file("/usr/share/gpusim/nvidia-container-toolkit.version", 0o644, u+"\n# the version of this "+Label+" stand-in\n"),
 					{Path: "/usr/bin/nvidia-container-runtime", Mode: 0o755, Data: bin.ContainerRuntime},
 					file("/etc/nvidia-container-runtime/config.toml", 0o644, runtimeConfig),
 				}},
-			deb{Name: "nvidia-container-toolkit", Version: v, Arch: a.Deb, Section: "utils",
-				Summary: "NVIDIA Container toolkit",
-				Depends: "nvidia-container-toolkit-base" + eq + ", libnvidia-container-tools (>= " + v + "), libnvidia-container-tools (<< 2.0.0)",
-				Files:   []debFile{tool("nvidia-container-runtime-hook", "no GPU to hand to a container in the lab")}},
+			aptrepo.Deb{Name: "nvidia-container-toolkit", Version: v, Arch: a.Deb, Section: "utils",
+				Description: describe("NVIDIA Container toolkit"),
+				Depends:     "nvidia-container-toolkit-base" + eq + ", libnvidia-container-tools (>= " + v + "), libnvidia-container-tools (<< 2.0.0)",
+				Files:       []aptrepo.File{tool("nvidia-container-runtime-hook", "no GPU to hand to a container in the lab")}},
 		)
 	}
-	return out
+	return asStandIns(out)
 }
 
 // DriverPackages are the stand-in packages a driver release (580.95.05) in

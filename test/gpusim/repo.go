@@ -1,25 +1,18 @@
 package gpusim
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gpukit/gpukit/test/aptrepo"
 	"github.com/gpukit/gpukit/test/lab"
 )
 
@@ -53,9 +46,11 @@ type Repo struct {
 // repoPort is the lab repository's port (test/lab: http://BRIDGE:8080/).
 const repoPort = "8080"
 
-// LabDir is the directory of the lab l belongs to ($GPUKIT_LAB_DIR): l.Dir
-// is LabDir/run/ID.
-func LabDir(l *lab.Lab) string { return filepath.Dir(filepath.Dir(l.Dir)) }
+// keyUID names the TEST key that signs the stand-in repositories, made once
+// per lab directory: apt on the lab hosts checks the signatures as it checks
+// NVIDIA's, against the keyring cuda-keyring installs (and the container
+// toolkit's gpgkey).
+const keyUID = "gpukit GPU SIMULATOR test repository key (NOT NVIDIA; test only) <gpusim@gpukit.invalid>"
 
 // PublishForLab publishes the stand-in repositories for l's hosts, checks
 // that the lab repository serves them, and returns them; it fails the test
@@ -65,7 +60,7 @@ func PublishForLab(t testing.TB, l *lab.Lab) Repo {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	began := time.Now()
-	r, err := Publish(ctx, LabDir(l), l.Bridge)
+	r, err := Publish(ctx, l.LabDir(), l.Bridge)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +100,8 @@ func (r Repo) check(ctx context.Context) error {
 // stand-in binaries (go build, once per process), makes the test signing key once
 // (labDir/repo/gpusim-key, outside the web root), builds the packages with
 // dpkg-deb, indexes them with dpkg-scanpackages and signs the indexes with
-// gpg. Concurrent publishers do not disturb each other: each builds in a
-// directory of its own and renames it into place.
+// gpg (package aptrepo). Concurrent publishers do not disturb each other:
+// each builds in a directory of its own and renames it into place.
 func Publish(ctx context.Context, labDir, bridge string) (Repo, error) {
 	a, err := archFor(runtime.GOARCH)
 	if err != nil {
@@ -117,7 +112,7 @@ func Publish(ctx context.Context, labDir, bridge string) (Repo, error) {
 			return Repo{}, fmt.Errorf("gpusim: %s is not installed (hack/install-deps.sh installs dpkg-dev and gnupg): %w", tool, err)
 		}
 	}
-	key, err := loadKey(ctx, filepath.Join(labDir, "repo", "gpusim-key"))
+	key, err := aptrepo.LoadKey(ctx, filepath.Join(labDir, "repo", "gpusim-key"), keyUID)
 	if err != nil {
 		return Repo{}, err
 	}
@@ -128,69 +123,29 @@ func Publish(ctx context.Context, labDir, bridge string) (Repo, error) {
 	const nvidiaCUDA = "https://developer.download.nvidia.com/compute/cuda/repos/"
 	cudaDir := "cuda/repos/debian12/" + a.CUDA + "/"
 	toolkitDir := "libnvidia-container/stable/deb/" + a.Deb + "/"
-	repos := map[string][]deb{
-		cudaDir:    cudaPackages(a, bin, key.Binary, nvidiaCUDA+"debian12/"+a.CUDA+"/"),
-		toolkitDir: toolkitPackages(a, bin),
-	}
-	hash := contentHash(key, repos)
-	root := filepath.Join(labDir, "repo", "www", "gpusim")
-	dir := filepath.Join(root, hash)
-	base := "http://" + bridge + ":" + repoPort + "/gpusim/" + hash + "/"
-	r := Repo{URL: base, CUDA: base + cudaDir, ContainerToolkit: base + "libnvidia-container/", Dir: dir, KeyFingerprint: key.Fingerprint}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return r, err
-	}
-	prune(root, hash)
-	if st, err := os.Stat(dir); err == nil && st.IsDir() {
-		now := time.Now()
-		_ = os.Chtimes(dir, now, now) // in use: prune keeps it
-		r.Reused = true
-		return r, nil
-	}
-	tmp, err := os.MkdirTemp(root, ".tmp-"+hash+"-")
-	if err != nil {
-		return r, err
-	}
-	defer os.RemoveAll(tmp) // gone after the rename; removes a failed attempt
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return r, err
-	}
-	var releases []string
-	for sub, debs := range repos {
-		d := filepath.Join(tmp, sub)
-		if err := buildDebs(ctx, d, debs); err != nil {
-			return r, err
-		}
-		origin, label := Label, "NVIDIA CUDA" // the label cuda-keyring's pin names
-		if sub == toolkitDir {
-			label = "libnvidia-container"
-		}
-		rel, err := indexRepo(ctx, d, origin, label, a.Deb)
-		if err != nil {
-			return r, err
-		}
-		releases = append(releases, rel)
-	}
-	if err := key.signRelease(ctx, releases...); err != nil {
-		return r, err
-	}
-	if err := os.WriteFile(filepath.Join(tmp, "libnvidia-container", "gpgkey"), key.Armored, 0o644); err != nil {
-		return r, err
+	release := func(label string) aptrepo.Release {
+		return aptrepo.Release{Origin: Label, Label: label, Archs: []string{a.Deb},
+			Description: Label + " stand-in repository (test only; not NVIDIA's)"}
 	}
 	readme := "This is the " + Label + " (gpukit's test/gpusim), test only: stand-ins of NVIDIA's\n" +
 		"package repositories with NVIDIA's package names and versions, signed with a TEST key\n" +
 		"(" + key.Fingerprint + "). Nothing here is NVIDIA software.\n"
-	if err := os.WriteFile(filepath.Join(tmp, "README"), []byte(readme), 0o644); err != nil {
-		return r, err
+	tree := aptrepo.Tree{
+		Repos: map[string]aptrepo.Repo{
+			cudaDir: {Debs: cudaPackages(a, bin, key.Binary, nvidiaCUDA+"debian12/"+a.CUDA+"/"),
+				Release: release("NVIDIA CUDA")}, // the label cuda-keyring's pin names
+			toolkitDir: {Debs: toolkitPackages(a, bin), Release: release("libnvidia-container")},
+		},
+		Files: map[string][]byte{"libnvidia-container/gpgkey": key.Armored, "README": []byte(readme)},
+		Key:   key,
 	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if st, serr := os.Stat(dir); serr == nil && st.IsDir() { // another publisher was first
-			r.Reused = true
-			return r, nil
-		}
-		return r, err
+	dir, hash, reused, err := tree.Publish(ctx, filepath.Join(labDir, "repo", "www", "gpusim"))
+	if err != nil {
+		return Repo{}, err
 	}
-	return r, nil
+	base := "http://" + bridge + ":" + repoPort + "/gpusim/" + hash + "/"
+	return Repo{URL: base, CUDA: base + cudaDir, ContainerToolkit: base + "libnvidia-container/", Dir: dir,
+		KeyFingerprint: key.Fingerprint, Reused: reused}, nil
 }
 
 // standIns holds the Go stand-ins once built: every Publish of this process
@@ -241,173 +196,4 @@ func buildBinaries(ctx context.Context, goarch string) (binaries, error) {
 		}
 	}
 	return bin, nil
-}
-
-// contentHash names a repository by everything that goes into it.
-func contentHash(key testKey, repos map[string][]deb) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "gpusim repository layout 1\nkey %s\n", key.Fingerprint)
-	subs := make([]string, 0, len(repos))
-	for s := range repos {
-		subs = append(subs, s)
-	}
-	sort.Strings(subs)
-	for _, s := range subs {
-		fmt.Fprintf(h, "repo %s\n", s)
-		for _, d := range repos[s] {
-			fmt.Fprintf(h, "deb %s\n%s\n%s\n", d.FileName(), d.control(), d.conffiles())
-			names := make([]string, 0, len(d.Scripts))
-			for n := range d.Scripts {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			for _, n := range names {
-				fmt.Fprintf(h, "script %s %x\n", n, sha256.Sum256([]byte(d.Scripts[n])))
-			}
-			for _, f := range d.Files {
-				fmt.Fprintf(h, "file %s %o %q %x\n", f.Path, f.Mode, f.Link, sha256.Sum256(f.Data))
-			}
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
-}
-
-// prune removes repositories of other contents unused for a week, and
-// half-built ones an hour old (a publisher that was killed).
-func prune(root, keep string) {
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		info, err := e.Info()
-		if err != nil || e.Name() == keep {
-			continue
-		}
-		age := time.Since(info.ModTime())
-		if (strings.HasPrefix(e.Name(), ".tmp-") && age > time.Hour) || (!strings.HasPrefix(e.Name(), ".") && age > 7*24*time.Hour) {
-			os.RemoveAll(filepath.Join(root, e.Name()))
-		}
-	}
-}
-
-// buildDebs builds debs into dir with dpkg-deb, a few at a time.
-func buildDebs(ctx context.Context, dir string, debs []deb) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	work, err := os.MkdirTemp("", "gpusim-deb")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(work)
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		sem  = make(chan struct{}, max(runtime.NumCPU(), 2))
-	)
-	for i, d := range debs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if err := buildDeb(ctx, filepath.Join(work, fmt.Sprint(i)), filepath.Join(dir, d.FileName()), d); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("gpusim: package %s: %w", d.FileName(), err))
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-func buildDeb(ctx context.Context, tree, out string, d deb) error {
-	write := func(path string, mode os.FileMode, data []byte) error {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(path, data, mode); err != nil {
-			return err
-		}
-		return os.Chmod(path, mode) // whatever the umask
-	}
-	if err := write(filepath.Join(tree, "DEBIAN", "control"), 0o644, []byte(d.control())); err != nil {
-		return err
-	}
-	if c := d.conffiles(); c != "" {
-		if err := write(filepath.Join(tree, "DEBIAN", "conffiles"), 0o644, []byte(c)); err != nil {
-			return err
-		}
-	}
-	for name, body := range d.Scripts {
-		if err := write(filepath.Join(tree, "DEBIAN", name), 0o755, []byte(body)); err != nil {
-			return err
-		}
-	}
-	for _, f := range d.Files {
-		p := filepath.Join(tree, f.Path)
-		if f.Link != "" {
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return err
-			}
-			if err := os.Symlink(f.Link, p); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := write(p, f.Mode, f.Data); err != nil {
-			return err
-		}
-	}
-	// directories made by MkdirAll under a restrictive umask: dpkg-deb keeps their modes
-	if err := filepath.WalkDir(tree, func(p string, e os.DirEntry, err error) error {
-		if err == nil && e.IsDir() {
-			err = os.Chmod(p, 0o755)
-		}
-		return err
-	}); err != nil {
-		return err
-	}
-	c := exec.CommandContext(ctx, "dpkg-deb", "--root-owner-group", "-Zgzip", "-z6", "--build", tree, out)
-	if b, err := c.CombinedOutput(); err != nil {
-		return fmt.Errorf("dpkg-deb: %w\n%s", err, b)
-	}
-	return nil
-}
-
-// indexRepo writes a flat repository's Packages, Packages.gz and Release;
-// it returns the Release file's path.
-func indexRepo(ctx context.Context, dir, origin, label, debArch string) (string, error) {
-	c := exec.CommandContext(ctx, "dpkg-scanpackages", "--multiversion", ".", "/dev/null")
-	c.Dir = dir
-	var out, errb bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errb
-	if err := c.Run(); err != nil {
-		return "", fmt.Errorf("gpusim: dpkg-scanpackages in %s: %w: %s", dir, err, errb.String())
-	}
-	packages := out.Bytes()
-	var gz bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
-	if _, err := io.Copy(zw, bytes.NewReader(packages)); err != nil {
-		return "", err
-	}
-	if err := zw.Close(); err != nil {
-		return "", err
-	}
-	files := map[string][]byte{"Packages": packages, "Packages.gz": gz.Bytes()}
-	var rel strings.Builder
-	fmt.Fprintf(&rel, "Origin: %s\nLabel: %s\nArchitectures: %s all\n", origin, label, debArch)
-	fmt.Fprintf(&rel, "Date: %s\n", time.Now().UTC().Format("Mon, 02 Jan 2006 15:04:05 UTC"))
-	fmt.Fprintf(&rel, "Description: %s stand-in repository (test only; not NVIDIA's)\nSHA256:\n", Label)
-	for _, name := range []string{"Packages", "Packages.gz"} {
-		fmt.Fprintf(&rel, " %x %d %s\n", sha256.Sum256(files[name]), len(files[name]), name)
-		if err := os.WriteFile(filepath.Join(dir, name), files[name], 0o644); err != nil {
-			return "", err
-		}
-	}
-	p := filepath.Join(dir, "Release")
-	return p, os.WriteFile(p, []byte(rel.String()), 0o644)
 }

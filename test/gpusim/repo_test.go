@@ -10,24 +10,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpukit/gpukit/test/aptrepo"
 )
 
-// requireTools skips without the repository tools, unless GPUKIT_LAB=1
-// (CI) makes them mandatory.
-func requireTools(t *testing.T, tools ...string) {
-	t.Helper()
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("GPUKIT_LAB") == "1" {
-				t.Fatalf("%s is required (GPUKIT_LAB=1): hack/install-deps.sh installs it", tool)
-			}
-			t.Skipf("%s is not installed (hack/install-deps.sh installs it)", tool)
-		}
-	}
-}
-
 func TestPublishBuildsSignedRepositoriesOnce(t *testing.T) {
-	requireTools(t, "dpkg-deb", "dpkg-scanpackages", "gpg", "gpgv")
+	aptrepo.RequireTools(t, "dpkg-deb", "dpkg-scanpackages", "gpg", "gpgv")
 	labDir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -141,7 +129,7 @@ func TestPublishBuildsSignedRepositoriesOnce(t *testing.T) {
 }
 
 func TestConcurrentPublishersShareOneRepository(t *testing.T) {
-	requireTools(t, "dpkg-deb", "dpkg-scanpackages", "gpg")
+	aptrepo.RequireTools(t, "dpkg-deb", "dpkg-scanpackages", "gpg")
 	labDir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -1,29 +1,60 @@
 #!/usr/bin/env bash
-# build.sh: builds the test control plane's binaries from this module (once:
-# cached by a key of go.mod, go.sum, the sources and this script) and prints
-# the directory that holds them. Test tooling only.
+# build.sh: builds Kubernetes test tooling from the Go modules under test/k8s
+# (once: cached by a key of the module's go.mod, go.sum, sources and this
+# script) and prints the directory that holds it. Test tooling only.
 #
-#   kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kube-env
-#   pause etcd (for the lab's images: kubeadm runs them)
-#   kwok-stages.yaml (kwok's node and pod stages, from its module)
-#   etcd-version (the etcd server version this module pins)
+#   build.sh            the test control plane and the lab packages of the newest
+#                       Kubernetes (this module, KUBE_VERSION below)
+#   build.sh vX.Y.Z     the lab packages of another version (module kube-X.Y)
+#   build.sh runtime    the lab hosts' runtime (module runtime)
+#   build.sh versions   the Kubernetes versions there are modules for, newest first
 #
-# A cold build takes about 5 minutes and 2-3 GB of memory per link step on 2
-# cores; a second build never runs at once (flock). The cache lives outside
-# the work tree: $GPUKIT_K8S_CACHE (default /var/tmp/gpukit-k8s/bin).
+# A Kubernetes set: kube-apiserver kube-controller-manager kube-scheduler
+# kubectl kubelet kubeadm kube-proxy etcd; `images` (what kubeadm config images
+# list names), etcd-version; the newest also kwok, kube-env, pause and
+# kwok-stages.yaml (kwok's node and pod stages, from its module).
+# The runtime set: containerd, containerd-shim-runc-v2, ctr, runc (cgo,
+# libseccomp), crictl, coredns, containerd.service (upstream's unit); versions
+# (name version per line).
+#
+# A cold Kubernetes set takes about 6 minutes and 2-3 GB of memory per link
+# step on 2 cores; a second build never runs at once (flock). The cache lives
+# outside the work tree: $GPUKIT_K8S_CACHE (default /var/tmp/gpukit-k8s/bin).
 set -euo pipefail
 cd "$(dirname "$0")"
+here=$PWD
 export PATH=/usr/local/go/bin:$PATH
-# The one place that names the Kubernetes version: it must be the go.mod's.
-KUBE_VERSION=v1.36.3
+# The one place that names the newest Kubernetes version: it must be the go.mod's.
+KUBE_VERSION=v1.37.2
 cache=${GPUKIT_K8S_CACHE:-/var/tmp/gpukit-k8s/bin}
-mod_version=$(awk '$1 == "k8s.io/kubernetes" { print $2; exit }' go.mod)
-if [ "$mod_version" != "$KUBE_VERSION" ]; then
-	echo "build.sh: go.mod has k8s.io/kubernetes $mod_version, build.sh $KUBE_VERSION: change both" >&2
-	exit 1
+die() { printf 'build.sh: %s\n' "$*" >&2; exit 1; }
+modversion() { awk -v m="$2" '$1 == m { print $2; exit }' "$1/go.mod"; }
+
+versions() {
+	local d
+	echo "$KUBE_VERSION"
+	for d in "$here"/kube-*/; do modversion "$d" k8s.io/kubernetes; done | sort -rV
+}
+
+set=${1:-$KUBE_VERSION}
+case $set in
+versions) versions; exit 0 ;;
+runtime) mod=$here/runtime ;;
+"$KUBE_VERSION") mod=$here ;;
+v1.*)
+	minor=${set#v}
+	mod=$here/kube-${minor%.*}
+	[ -f "$mod/go.mod" ] || die "no module for Kubernetes $set (there are: $(versions | tr '\n' ' '))"
+	;;
+*) die "usage: build.sh [vX.Y.Z|runtime|versions]" ;;
+esac
+if [ "$set" != runtime ]; then
+	got=$(modversion "$mod" k8s.io/kubernetes)
+	[ "$got" = "$set" ] || die "$mod/go.mod has k8s.io/kubernetes $got, not $set: change both"
 fi
-key=$({ cat go.mod go.sum build.sh; find cmd -type f -name '*.go' | sort | xargs cat; go version; } | sha256sum | cut -c1-16)
-out=$cache/$KUBE_VERSION-$key
+cd "$mod"
+key=$({ echo "$set"; cat go.mod go.sum "$here/build.sh"; find . -path ./runtime -prune -o -path './kube-*' -prune -o -type f -name '*.go' -print | sort | xargs cat; go version; } | sha256sum | cut -c1-16)
+out=$cache/$set-$key
 if [ -f "$out/.complete" ]; then
 	echo "$out"
 	exit 0
@@ -35,34 +66,64 @@ if [ -f "$out/.complete" ]; then # built while we waited
 	echo "$out"
 	exit 0
 fi
-minor=${KUBE_VERSION#v1.}
-minor=${minor%%.*}
-ldflags="-s -w"
-for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-	# Without them the server says v0.0.0-master+$Format:%H$, which kubectl and
-	# Helm's kubeVersion checks cannot parse.
-	ldflags+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.buildDate=2026-01-01T00:00:00Z"
-done
-tmp=$cache/.build-$key
+tmp=$cache/.build-$set-$key
 rm -rf "$tmp"
 mkdir -p "$tmp"
 began=$SECONDS
-echo "build.sh: building Kubernetes $KUBE_VERSION test binaries into $out (cold: about 5 minutes)" >&2
-CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/" \
-	k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-	k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl \
-	sigs.k8s.io/kwok/cmd/kwok ./cmd/kube-env ./cmd/pause ./cmd/etcd >&2
-stages=$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
-for f in "$stages"/node/fast/node-initialize.yaml "$stages"/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml "$stages"/pod/general/pod-*.yaml; do
-	printf -- '---\n'
-	cat "$f"
-done >"$tmp/kwok-stages.yaml"
-go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3 | sed 's/^v//' >"$tmp/etcd-version"
+
+build_kube() {
+	local minor=${set#v1.} ldflags="-s -w" p cmds=()
+	minor=${minor%%.*}
+	for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		# Without them the server says v0.0.0-master+$Format:%H$, which kubectl,
+		# kubeadm and Helm's kubeVersion checks cannot parse.
+		ldflags+=" -X $p.gitVersion=$set -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.buildDate=2026-01-01T00:00:00Z"
+	done
+	for p in kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kubeadm kube-proxy; do
+		cmds+=("k8s.io/kubernetes/cmd/$p")
+	done
+	cmds+=(./cmd/etcd)
+	if [ "$set" = "$KUBE_VERSION" ]; then cmds+=(sigs.k8s.io/kwok/cmd/kwok ./cmd/kube-env ./cmd/pause); fi
+	echo "build.sh: building Kubernetes $set into $out (cold: about 6 minutes)" >&2
+	CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/" "${cmds[@]}" >&2
+	go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3 | sed 's/^v//' >"$tmp/etcd-version"
+	# registry.k8s.io/NAME:TAG lines; offline, since the version is given
+	"$tmp/kubeadm" config images list --kubernetes-version "$set" >"$tmp/images"
+	if [ "$set" = "$KUBE_VERSION" ]; then
+		local stages f
+		stages=$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
+		for f in "$stages"/node/fast/node-initialize.yaml "$stages"/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml "$stages"/pod/general/pod-*.yaml; do
+			printf -- '---\n'
+			cat "$f"
+		done >"$tmp/kwok-stages.yaml"
+	fi
+}
+
+build_runtime() {
+	local v m
+	echo "build.sh: building the lab runtime (containerd, runc, crictl, coredns) into $out (cold: about 5 minutes)" >&2
+	v=$(modversion . github.com/containerd/containerd/v2)
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$v -X github.com/containerd/containerd/v2/version.Revision=gpukit-lab" \
+		-o "$tmp/" github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/ctr >&2
+	# runc needs cgo for seccomp (libseccomp-dev); its Makefile's libpathrs tag
+	# needs a Rust library Debian does not ship.
+	CGO_ENABLED=1 go build -trimpath -tags "seccomp urfave_cli_no_docs" -ldflags "-s -w -X main.extraVersion=+gpukit-lab" -o "$tmp/runc" github.com/opencontainers/runc >&2
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$(modversion . sigs.k8s.io/cri-tools)" -o "$tmp/" sigs.k8s.io/cri-tools/cmd/crictl >&2
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/coredns" github.com/coredns/coredns >&2
+	for m in github.com/containerd/containerd/v2 github.com/opencontainers/runc sigs.k8s.io/cri-tools github.com/coredns/coredns; do
+		printf '%s %s\n' "${m%/v2}" "$(modversion . "$m")"
+	done | sed 's|^[^ ]*/||' >"$tmp/versions"
+	# the upstream unit, for the containerd package
+	cp "$(go list -m -f '{{.Dir}}' github.com/containerd/containerd/v2)/containerd.service" "$tmp/"
+	chmod 644 "$tmp/containerd.service"
+}
+
+if [ "$set" = runtime ]; then build_runtime; else build_kube; fi
 echo "built in $((SECONDS - began)) s" >"$tmp/.complete"
 rm -rf "$out"
 mv "$tmp" "$out"
-# older builds of this cache (another go.sum): the newest 3 stay
+# older builds of this set (another go.sum): the newest 2 stay
 # shellcheck disable=SC2012 # our own directory names: no odd characters
-ls -1dt "$cache"/v*-* 2>/dev/null | tail -n +4 | xargs -r rm -rf
-echo "build.sh: $(cat "$out/.complete")" >&2
+ls -1dt "$cache/$set"-* 2>/dev/null | tail -n +3 | xargs -r rm -rf
+echo "build.sh: $set $(cat "$out/.complete")" >&2
 echo "$out"

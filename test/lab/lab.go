@@ -543,6 +543,10 @@ func Tail(out []byte) string {
 	return string(out)
 }
 
+// LabDir is the lab directory ($GPUKIT_LAB_DIR) that l belongs to: l.Dir is
+// LabDir/run/ID. Its repo/www is the lab repository's web root.
+func (l *Lab) LabDir() string { return filepath.Dir(filepath.Dir(l.Dir)) }
+
 // Registry starts the lab's container registry (lab.sh registry) and returns its address,
 // 10.251.0.1:5000: plain HTTP, on the bridge only, like an air-gapped site's image mirror.
 func (l *Lab) Registry(t testing.TB) string {

@@ -214,7 +214,9 @@ func up(args []string) error {
 	kcm, err := spawn(*dir, "kube-controller-manager", filepath.Join(*bin, "kube-controller-manager"), append(common,
 		"--service-account-private-key-file="+p("sa.key"), "--root-ca-file="+p("ca.crt"),
 		"--use-service-account-credentials=true",
-		"--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route",
+		// nodeipam would hand kwok's nodes pod CIDRs nothing routes (the cloud
+		// controllers left kube-controller-manager in 1.37)
+		"--controllers=*,-nodeipam",
 		"--cluster-signing-cert-file="+p("ca.crt"), "--cluster-signing-key-file="+p("ca.key"))...)
 	if err != nil {
 		return err

@@ -1,8 +1,9 @@
-package gpusim
+package aptrepo
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,26 +12,31 @@ import (
 	"syscall"
 )
 
-// The stand-in repositories are signed with a TEST key made for the
-// simulator: apt on the lab hosts checks the signatures as it checks
-// NVIDIA's, against the keyring cuda-keyring installs (and the container
-// toolkit's gpgkey). The key is made once per lab directory with gpg in a
-// temporary GNUPGHOME and kept outside the web root.
-
-const keyUID = "gpukit GPU SIMULATOR test repository key (NOT NVIDIA; test only) <gpusim@gpukit.invalid>"
-
-// testKey is the simulator's signing key.
-type testKey struct {
-	dir         string // $LAB/repo/gpusim-key
+// Key is a test signing key kept in a directory outside any web root, made
+// once with gpg in a temporary GNUPGHOME: apt on the lab hosts checks the
+// repositories' signatures as it checks the real ones'. The directory holds
+// secret.asc (the secret key, 0600), public.asc, public.gpg and fingerprint.
+type Key struct {
 	Fingerprint string
-	Armored     []byte // public key, ASCII-armored (the container toolkit's gpgkey)
-	Binary      []byte // public key, binary keyring (cuda-archive-keyring.gpg)
+	Armored     []byte // public key, ASCII-armored
+	Binary      []byte // public key, binary keyring
+	dir         string
 }
 
-// loadKey returns the key kept in dir, making it first if there is none.
-// Concurrent callers (test packages running at once) wait on a lock.
-func loadKey(ctx context.Context, dir string) (testKey, error) {
-	k := testKey{dir: dir}
+// LoadKey returns the key kept in dir, making it first with user ID uid if
+// there is none (a kept key is used whatever its user ID). Concurrent
+// callers, in this process or others (test packages running at once), wait
+// on a flock.
+func LoadKey(ctx context.Context, dir, uid string) (Key, error) {
+	k, err := loadKey(ctx, dir, uid)
+	if err != nil {
+		return Key{}, fmt.Errorf("aptrepo: test signing key in %s: %w", dir, err)
+	}
+	return k, nil
+}
+
+func loadKey(ctx context.Context, dir, uid string) (Key, error) {
+	k := Key{dir: dir}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return k, err
 	}
@@ -38,13 +44,16 @@ func loadKey(ctx context.Context, dir string) (testKey, error) {
 	if err != nil {
 		return k, err
 	}
-	defer lock.Close()
+	defer lock.Close() // releases the flock
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return k, err
 	}
 	if _, err := os.Stat(filepath.Join(dir, "secret.asc")); err != nil {
-		if err := makeKey(ctx, dir); err != nil {
-			return k, fmt.Errorf("gpusim: making the test signing key: %w", err)
+		if uid == "" {
+			return k, errors.New("no key yet, and no user ID to make one with")
+		}
+		if err := makeKey(ctx, dir, uid); err != nil {
+			return k, fmt.Errorf("making it: %w", err)
 		}
 	}
 	fpr, err := os.ReadFile(filepath.Join(dir, "fingerprint"))
@@ -66,7 +75,7 @@ type gnupg struct{ home string }
 
 func newGnupg() (*gnupg, error) {
 	// a short path: gpg-agent's socket path must fit in sun_path
-	home, err := os.MkdirTemp("", "gpusim-gpg")
+	home, err := os.MkdirTemp("", "aptrepo-gpg")
 	if err != nil {
 		return nil, err
 	}
@@ -93,13 +102,13 @@ func (g *gnupg) close() {
 	os.RemoveAll(g.home)
 }
 
-func makeKey(ctx context.Context, dir string) error {
+func makeKey(ctx context.Context, dir, uid string) error {
 	g, err := newGnupg()
 	if err != nil {
 		return err
 	}
 	defer g.close()
-	if _, err := g.run(ctx, nil, "--quick-gen-key", keyUID, "ed25519", "sign", "never"); err != nil {
+	if _, err := g.run(ctx, nil, "--quick-gen-key", uid, "ed25519", "sign", "never"); err != nil {
 		return err
 	}
 	colons, err := g.run(ctx, nil, "--with-colons", "--list-secret-keys")
@@ -114,7 +123,7 @@ func makeKey(ctx context.Context, dir string) error {
 		}
 	}
 	if fpr == "" {
-		return fmt.Errorf("no fingerprint in gpg's listing")
+		return errors.New("no fingerprint in gpg's listing")
 	}
 	secret, err := g.run(ctx, nil, "--armor", "--export-secret-keys", fpr)
 	if err != nil {
@@ -137,9 +146,19 @@ func makeKey(ctx context.Context, dir string) error {
 	return writeFileAtomic(filepath.Join(dir, "secret.asc"), secret, 0o600)
 }
 
-// signRelease writes InRelease (clear-signed) and Release.gpg (detached) next
-// to each Release file.
-func (k testKey) signRelease(ctx context.Context, releases ...string) error {
+// Sign writes InRelease (clear-signed) and Release.gpg (detached) next to
+// each Release file.
+func (k Key) Sign(ctx context.Context, releases ...string) error {
+	if err := k.sign(ctx, releases); err != nil {
+		return fmt.Errorf("aptrepo: signing with the test key %s: %w", k.Fingerprint, err)
+	}
+	return nil
+}
+
+func (k Key) sign(ctx context.Context, releases []string) error {
+	if k.dir == "" {
+		return errors.New("not a key from LoadKey")
+	}
 	secret, err := os.ReadFile(filepath.Join(k.dir, "secret.asc"))
 	if err != nil {
 		return err
@@ -155,11 +174,11 @@ func (k testKey) signRelease(ctx context.Context, releases ...string) error {
 	for _, rel := range releases {
 		d := filepath.Dir(rel)
 		if _, err := g.run(ctx, nil, "--local-user", k.Fingerprint, "--digest-algo", "SHA512",
-			"--clearsign", "--output", filepath.Join(d, "InRelease"), rel); err != nil {
+			"--yes", "--clearsign", "--output", filepath.Join(d, "InRelease"), rel); err != nil {
 			return err
 		}
 		if _, err := g.run(ctx, nil, "--local-user", k.Fingerprint, "--digest-algo", "SHA512",
-			"--armor", "--detach-sign", "--output", filepath.Join(d, "Release.gpg"), rel); err != nil {
+			"--yes", "--armor", "--detach-sign", "--output", filepath.Join(d, "Release.gpg"), rel); err != nil {
 			return err
 		}
 	}
