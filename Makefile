@@ -13,7 +13,7 @@ LAB        := test/lab/lab.sh
 GO_TEST    ?= go test -count=1 -timeout 45m
 FUZZTIME   ?= 2m
 
-.PHONY: all build test unit lint e2e demo bench fuzz lab-up lab-down cluster-up cluster-down deps clean
+.PHONY: all build test k8s unit lint e2e demo bench fuzz lab-up lab-down cluster-up cluster-down deps clean
 
 all: build
 
@@ -23,10 +23,15 @@ deps:
 build:
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpukit
 
-## test: every test, including the lab integration tests (they need root; skipped otherwise).
-test: deps
+## test: every test, including the lab integration tests (they need root; skipped otherwise) and
+## the Kubernetes ones (test/k8s built first: cold about 20 minutes, then cached).
+test: deps k8s
 	go vet ./...
-	$(GO_TEST) ./...
+	GPUKIT_K8S=1 $(GO_TEST) ./...
+
+## k8s: every test/k8s build (Kubernetes versions, containerd/runc/crictl/CoreDNS), cached.
+k8s:
+	test/k8s/build.sh all >/dev/null
 
 ## unit: tests that need no lab (fast; the lab tests skip themselves).
 unit:

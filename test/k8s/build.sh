@@ -8,6 +8,8 @@
 #   build.sh vX.Y.Z     the lab packages of another version (module kube-X.Y)
 #   build.sh runtime    the lab hosts' runtime (module runtime)
 #   build.sh versions   the Kubernetes versions there are modules for, newest first
+#   build.sh all        every set, one after the other (make test builds them before
+#                       the tests start: cold builds beside lab tests starve them)
 #
 # A Kubernetes set: kube-apiserver kube-controller-manager kube-scheduler
 # kubectl kubelet kubeadm kube-proxy etcd; `images` (what kubeadm config images
@@ -39,6 +41,10 @@ versions() {
 set=${1:-$KUBE_VERSION}
 case $set in
 versions) versions; exit 0 ;;
+all)
+	for s in runtime $(versions); do "$here/build.sh" "$s"; done
+	exit 0
+	;;
 runtime) mod=$here/runtime ;;
 "$KUBE_VERSION") mod=$here ;;
 v1.*)
