@@ -18,7 +18,7 @@ const (
 	DefaultNvidiaDriver     = "580.95.05" // CUDA 13.0 U2 driver
 	DefaultCUDA             = "13.0"
 	DefaultContainerToolkit = "1.20.0"
-	DefaultKubernetes       = "1.36.2"
+	DefaultKubernetes       = "1.37.2"
 	// DefaultRuntime is the runtime for kubernetes; swarm always uses docker.
 	DefaultRuntime           = RuntimeContainerd
 	DefaultSwarmRuntime      = RuntimeDocker
@@ -74,10 +74,10 @@ const (
 	FabricManagerNever  = "never"
 )
 
-// Kubernetes minor versions this gpukit installs and upgrades (1.33 to 1.36).
+// Kubernetes minor versions this gpukit installs and upgrades (1.34 to 1.37).
 const (
-	MinKubernetesMinor = 33
-	MaxKubernetesMinor = 36
+	MinKubernetesMinor = 34
+	MaxKubernetesMinor = 37
 )
 
 // KubeflowVersions returns the kubeflow/manifests releases gpukit can deploy,

@@ -58,7 +58,7 @@ func TestDefaults(t *testing.T) {
 		{"nvidiaDriver", s.Versions.NvidiaDriver, "580.95.05"},
 		{"cuda", s.Versions.CUDA, "13.0"},
 		{"containerToolkit", s.Versions.ContainerToolkit, "1.20.0"},
-		{"kubernetes", s.Versions.Kubernetes, "1.36.2"},
+		{"kubernetes", s.Versions.Kubernetes, "1.37.2"},
 		{"runtime", s.Versions.Runtime, "containerd"},
 		{"containerRuntime", s.Versions.ContainerRuntime, "2.3.1"},
 		{"podCIDR", s.Network.PodCIDR, "10.244.0.0/16"},

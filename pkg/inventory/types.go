@@ -157,7 +157,7 @@ type Versions struct {
 	CUDA string `yaml:"cuda,omitempty" json:"cuda,omitempty"`
 	// ContainerToolkit is the NVIDIA Container Toolkit X.Y.Z. Default 1.20.0.
 	ContainerToolkit string `yaml:"containerToolkit,omitempty" json:"containerToolkit,omitempty"`
-	// Kubernetes X.Y.Z, minor 1.33 to 1.36. Default 1.36.2.
+	// Kubernetes X.Y.Z, minor 1.34 to 1.37. Default 1.37.2.
 	Kubernetes string `yaml:"kubernetes,omitempty" json:"kubernetes,omitempty"`
 	// ContainerRuntime is the version of Runtime.
 	ContainerRuntime string `yaml:"containerRuntime,omitempty" json:"containerRuntime,omitempty"`

@@ -431,8 +431,8 @@ func TestGroupVarsToVersionsAndNetwork(t *testing.T) {
 		},
 		{
 			name:     "cloud native stack keys",
-			vars:     "k8s_version: \"1.33.6\"\ncontainer_runtime: containerd\nnvidia_container_toolkit_version: \"1.18.0\"\ngpu_driver_version: \"580.95.05\"\n",
-			versions: inventory.Versions{Kubernetes: "1.33.6", Runtime: "containerd", ContainerToolkit: "1.18.0", NvidiaDriver: "580.95.05"},
+			vars:     "k8s_version: \"1.34.6\"\ncontainer_runtime: containerd\nnvidia_container_toolkit_version: \"1.18.0\"\ngpu_driver_version: \"580.95.05\"\n",
+			versions: inventory.Versions{Kubernetes: "1.34.6", Runtime: "containerd", ContainerToolkit: "1.18.0", NvidiaDriver: "580.95.05"},
 		},
 		{
 			name:     "deepops cuda and a driver package version",
@@ -452,7 +452,7 @@ func TestGroupVarsToVersionsAndNetwork(t *testing.T) {
 			name: "values gpukit rejects fall back to its defaults",
 			vars: "kube_version: 1.29.5\nnvidia_driver_branch: \"535\"\ncontainerd_version: \"1.7\"\n",
 			notes: []string{
-				"variable kube_version: \"1.29.5\" is not accepted by gpukit (unsupported Kubernetes version 1.29.5; gpukit supports 1.33 to 1.36); spec.versions.kubernetes is left at gpukit's default",
+				"variable kube_version: \"1.29.5\" is not accepted by gpukit (unsupported Kubernetes version 1.29.5; gpukit supports 1.34 to 1.37); spec.versions.kubernetes is left at gpukit's default",
 				"variable nvidia_driver_branch: \"535\" is not accepted by gpukit (CUDA 13.0 (default) needs NVIDIA driver branch 580 or newer",
 				"variable containerd_version: \"1.7\" is not accepted by gpukit (malformed version",
 			},
