@@ -134,12 +134,12 @@ type Cluster struct {
 	// (HA) or the first control plane.
 	Endpoint string
 	// ImageRepository replaces registry.k8s.io (a site's mirror); "" keeps it.
-	ImageRepository            string
-	PodSubnet, ServiceSubnet   string
-	CertSANs                   []string
-	Kubelet                    Kubelet
-	KubeProxy                  KubeProxy
-	IgnorePreflightErrors      []string
+	ImageRepository          string
+	PodSubnet, ServiceSubnet string
+	CertSANs                 []string
+	Kubelet                  Kubelet
+	KubeProxy                KubeProxy
+	IgnorePreflightErrors    []string
 }
 
 // Kubelet are the KubeletConfiguration fields gpukit sets.
