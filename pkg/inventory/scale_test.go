@@ -25,6 +25,8 @@ spec:
       labels:
         nvidia.com/gpu.product: H200
       taints: ["nvidia.com/gpu=present:NoSchedule"]
+  kubernetes:
+    controlPlaneEndpoint: 10.0.0.10:6443
 `
 
 func TestLoad200Hosts(t *testing.T) {

@@ -70,6 +70,57 @@ type Spec struct {
 	Kubeflow Kubeflow `yaml:"kubeflow,omitempty" json:"kubeflow,omitempty"`
 	// Mirrors replace the public package, chart and image sources (air-gapped sites, the lab).
 	Mirrors Mirrors `yaml:"mirrors,omitempty" json:"mirrors,omitempty"`
+	// Kubernetes tunes kubeadm, the kubelet, kube-proxy and containerd (kubernetes only).
+	Kubernetes KubernetesSpec `yaml:"kubernetes,omitempty" json:"kubernetes,omitempty"`
+}
+
+// KubernetesSpec is what kubeadm, the kubelet, kube-proxy and containerd are
+// told beyond the defaults: each field exists because real hosts need it.
+type KubernetesSpec struct {
+	// ControlPlaneEndpoint is the API's address for every node and client, host[:port] (port
+	// 6443): a load balancer in front of the control planes, required with more than one.
+	// Default: the first control-plane host's address.
+	ControlPlaneEndpoint string `yaml:"controlPlaneEndpoint,omitempty" json:"controlPlaneEndpoint,omitempty"`
+	// CertSANs are extra names and addresses in the API server's certificate.
+	CertSANs []string `yaml:"certSANs,omitempty" json:"certSANs,omitempty"`
+	// ImageRepository replaces registry.k8s.io for the control plane's images, host[:port][/path].
+	// Default: spec.mirrors.registry when set.
+	ImageRepository string `yaml:"imageRepository,omitempty" json:"imageRepository,omitempty"`
+	// IgnorePreflightErrors are kubeadm preflight checks to pass over (SystemVerification, ...).
+	IgnorePreflightErrors []string `yaml:"ignorePreflightErrors,omitempty" json:"ignorePreflightErrors,omitempty"`
+	// Kubelet settings.
+	Kubelet KubeletSpec `yaml:"kubelet,omitempty" json:"kubelet,omitempty"`
+	// KubeProxy settings.
+	KubeProxy KubeProxySpec `yaml:"kubeProxy,omitempty" json:"kubeProxy,omitempty"`
+	// Containerd settings.
+	Containerd ContainerdSpec `yaml:"containerd,omitempty" json:"containerd,omitempty"`
+}
+
+// KubeletSpec are the kubelet settings gpukit passes on.
+type KubeletSpec struct {
+	// CgroupDriver: systemd or cgroupfs (hosts whose systemd delegates no controllers). Default systemd.
+	CgroupDriver string `yaml:"cgroupDriver,omitempty" json:"cgroupDriver,omitempty" jsonschema:"enum=systemd,enum=cgroupfs"`
+	// FailCgroupV1 false lets kubelet 1.35+ start on cgroup v1 hosts. Default true.
+	FailCgroupV1 *bool `yaml:"failCgroupV1,omitempty" json:"failCgroupV1,omitempty"`
+	// FailSwapOn false lets kubelet start with swap on. Default true (gpukit turns swap off).
+	FailSwapOn *bool `yaml:"failSwapOn,omitempty" json:"failSwapOn,omitempty"`
+	// ResolvConf is the resolver file (absolute path) pods' DNS forwards to. Default /etc/resolv.conf.
+	ResolvConf string `yaml:"resolvConf,omitempty" json:"resolvConf,omitempty"`
+}
+
+// KubeProxySpec are the kube-proxy settings gpukit passes on.
+type KubeProxySpec struct {
+	// Mode: iptables, ipvs or nftables. Default: kube-proxy's (iptables).
+	Mode string `yaml:"mode,omitempty" json:"mode,omitempty" jsonschema:"enum=iptables,enum=ipvs,enum=nftables"`
+	// ConntrackMaxPerCore sizes nf_conntrack_max; 0 leaves the host's value alone. Default: kube-proxy's (32768).
+	ConntrackMaxPerCore *int `yaml:"conntrackMaxPerCore,omitempty" json:"conntrackMaxPerCore,omitempty" jsonschema:"minimum=0,maximum=1048576"`
+}
+
+// ContainerdSpec are the containerd settings gpukit writes.
+type ContainerdSpec struct {
+	// RestrictOOMScoreAdj keeps containers' OOM score adjustments at or above containerd's own
+	// (hosts without CAP_SYS_RESOURCE, such as containers). Default false.
+	RestrictOOMScoreAdj bool `yaml:"restrictOOMScoreAdj,omitempty" json:"restrictOOMScoreAdj,omitempty"`
 }
 
 // SSH says how to reach and become root on a host. Zero fields inherit from spec.ssh.

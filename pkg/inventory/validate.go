@@ -37,6 +37,7 @@ func (c *checker) validate(cl *Cluster, machines []Machine) {
 	c.checkNetwork(cl, machines)
 	c.checkAddons(cl, machines)
 	c.checkMirrors(&cl.Spec.Mirrors)
+	c.checkKubernetes(cl, machines)
 }
 
 func (c *checker) checkHeader(cl *Cluster) {

@@ -10,14 +10,17 @@ import (
 )
 
 // Every golden kubeadm configuration gpukit renders (pkg/bootstrap/kubeadm/
-// testdata/config) is accepted by the real `kubeadm config validate` of
+// testdata: config/ from typed values, inventory/ from inventories) is accepted by the real `kubeadm config validate` of
 // each Kubernetes version test/k8s builds (the document's kubernetesVersion
 // set to that kubeadm's own: kubeadm refuses to deploy a newer minor).
 func TestKubeadmValidatesTheGoldenConfigs(t *testing.T) {
 	Require(t)
 	_, file, _, _ := runtime.Caller(0)
-	goldens, err := filepath.Glob(filepath.Join(filepath.Dir(file), "..", "..", "pkg", "bootstrap", "kubeadm", "testdata", "config", "*.yaml"))
-	if err != nil || len(goldens) == 0 {
+	testdata := filepath.Join(filepath.Dir(file), "..", "..", "pkg", "bootstrap", "kubeadm", "testdata")
+	goldens, err := filepath.Glob(filepath.Join(testdata, "config", "*.yaml"))
+	fromInventory, err2 := filepath.Glob(filepath.Join(testdata, "inventory", "*", "*.yaml"))
+	goldens = append(goldens, fromInventory...)
+	if err != nil || err2 != nil || len(fromInventory) == 0 {
 		t.Fatalf("no golden configurations found (%v)", err)
 	}
 	version := regexp.MustCompile(`(?m)^kubernetesVersion: .*$`)
@@ -38,7 +41,7 @@ func TestKubeadmValidatesTheGoldenConfigs(t *testing.T) {
 					t.Fatal(err)
 				}
 				if out, err := exec.Command(kubeadm, "config", "validate", "--config", p).CombinedOutput(); err != nil {
-					t.Errorf("kubeadm %s config validate %s: %v\n%s", v, filepath.Base(g), err, out)
+					t.Errorf("kubeadm %s config validate %s: %v\n%s", v, g[len(testdata)+1:], err, out)
 				}
 			}
 		})

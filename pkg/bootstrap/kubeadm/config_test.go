@@ -40,7 +40,7 @@ func configCases() []configCase {
 		CertSANs: []string{"k8s-api.example.com", "10.0.0.10"},
 	}
 	cpTaint := []Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: "NoSchedule"}}
-	join := Join{Token: "abcdef.0123456789abcdef", CACertHashes: []string{"sha256:" + strings.Repeat("0a", 32)}}
+	join := testJoin
 	cpJoin := join
 	cpJoin.CertificateKey = strings.Repeat("1b", 32)
 	return []configCase{

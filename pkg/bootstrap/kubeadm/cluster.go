@@ -1,0 +1,94 @@
+package kubeadm
+
+import (
+	"cmp"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/gpukit/gpukit/pkg/inventory"
+)
+
+// ControlPlaneTaint keeps workloads off control planes; gpukit leaves it
+// off when no host is a worker (a single-node cluster must schedule there).
+var ControlPlaneTaint = Taint{Key: "node-role.kubernetes.io/control-plane", Effect: "NoSchedule"}
+
+// ClusterOf is the part of kubeadm's configuration every node shares, from
+// the inventory (validated: its values are well-formed).
+func ClusterOf(inv *inventory.Inventory) Cluster {
+	s := &inv.Cluster.Spec
+	k := &s.Kubernetes
+	c := Cluster{
+		Name:                  inv.Cluster.Metadata.Name,
+		Version:               "v" + s.Versions.Kubernetes,
+		Endpoint:              endpoint(k.ControlPlaneEndpoint),
+		ImageRepository:       cmp.Or(k.ImageRepository, s.Mirrors.Registry),
+		PodSubnet:             s.Network.PodCIDR,
+		ServiceSubnet:         s.Network.ServiceCIDR,
+		CertSANs:              k.CertSANs,
+		IgnorePreflightErrors: k.IgnorePreflightErrors,
+		Kubelet: Kubelet{
+			CgroupDriver: k.Kubelet.CgroupDriver,
+			FailCgroupV1: k.Kubelet.FailCgroupV1,
+			FailSwapOn:   k.Kubelet.FailSwapOn,
+			ResolvConf:   k.Kubelet.ResolvConf,
+		},
+		KubeProxy: KubeProxy{Mode: k.KubeProxy.Mode},
+	}
+	if n := k.KubeProxy.ConntrackMaxPerCore; n != nil {
+		v := int32(*n) // validated: 0 to 2^20
+		c.KubeProxy.ConntrackMaxPerCore = &v
+	}
+	if c.Endpoint == "" {
+		for _, m := range inv.Machines {
+			if m.HasRole(inventory.RoleControlPlane) {
+				c.Endpoint = net.JoinHostPort(m.Address, strconv.Itoa(APIServerPort))
+				break
+			}
+		}
+	}
+	return c
+}
+
+// endpoint is host:port, with the API server's port when none is given.
+func endpoint(e string) string {
+	if e == "" {
+		return ""
+	}
+	if _, _, err := net.SplitHostPort(e); err == nil {
+		return e
+	}
+	return net.JoinHostPort(strings.Trim(e, "[]"), strconv.Itoa(APIServerPort))
+}
+
+// NodeOf is machine m's part: its address, role and taints (the inventory's,
+// and the control-plane taint on control planes unless no host is a worker).
+func NodeOf(inv *inventory.Inventory, m inventory.Machine) Node {
+	n := Node{Name: m.Name, Address: m.Address, ControlPlane: m.HasRole(inventory.RoleControlPlane), Taints: []Taint{}}
+	if n.ControlPlane && hasWorker(inv) {
+		n.Taints = append(n.Taints, ControlPlaneTaint)
+	}
+	for _, t := range m.Taints {
+		n.Taints = append(n.Taints, parseTaint(t))
+	}
+	return n
+}
+
+func hasWorker(inv *inventory.Inventory) bool {
+	for _, m := range inv.Machines {
+		if m.HasRole(inventory.RoleWorker) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseTaint reads kubectl's key[=value]:Effect (validated by the inventory).
+func parseTaint(s string) Taint {
+	kv, effect := s, ""
+	if i := strings.LastIndexByte(s, ':'); i >= 0 {
+		kv, effect = s[:i], s[i+1:]
+	}
+	key, value, _ := strings.Cut(kv, "=")
+	return Taint{Key: key, Value: value, Effect: effect}
+}

@@ -1,0 +1,104 @@
+package inventory
+
+import (
+	"fmt"
+	"net"
+	"strings"
+)
+
+// checkKubernetes checks spec.kubernetes: every value reaches kubeadm's
+// configuration or containerd's, so each is held to what they accept.
+func (c *checker) checkKubernetes(cl *Cluster, ms []Machine) {
+	k := &cl.Spec.Kubernetes
+	const p = "spec.kubernetes"
+	if cl.Spec.Orchestrator == Swarm {
+		if c.isSet(p) {
+			c.warnf(p, "kubernetes settings are ignored: the orchestrator is swarm")
+		}
+		return
+	}
+	if k.ControlPlaneEndpoint != "" {
+		if err := checkEndpoint(k.ControlPlaneEndpoint); err != nil {
+			c.errorf(p+".controlPlaneEndpoint", "invalid endpoint: %v", err)
+		}
+	} else {
+		cps := 0
+		for _, m := range ms {
+			if m.HasRole(RoleControlPlane) {
+				cps++
+			}
+		}
+		if cps > 1 {
+			// Not an error: imported inventories rarely name one, and the
+			// cluster works; it only loses its API with the first host.
+			c.warnf("spec.hosts", "%d control-plane hosts but no spec.kubernetes.controlPlaneEndpoint: nodes and clients reach the API at the first one's address and lose it when that host is down; give the address of a load balancer in front of them (port 6443)", cps)
+		}
+	}
+	for i, san := range k.CertSANs {
+		if err := checkAddress(san); err != nil {
+			c.errorf(fmt.Sprintf("%s.certSANs[%d]", p, i), "invalid certificate name: %v", err)
+		}
+	}
+	if k.ImageRepository != "" {
+		if err := checkRegistry(k.ImageRepository); err != nil {
+			c.errorf(p+".imageRepository", "invalid image repository: %v", err)
+		}
+	}
+	for i, check := range k.IgnorePreflightErrors {
+		if !isPreflightCheck(check) {
+			c.errorf(fmt.Sprintf("%s.ignorePreflightErrors[%d]", p, i), "invalid preflight check %s; expected a kubeadm check name such as SystemVerification or Port-6443, or all", q(check))
+		}
+	}
+	switch d := k.Kubelet.CgroupDriver; d {
+	case "", "systemd", "cgroupfs":
+	default:
+		c.errorf(p+".kubelet.cgroupDriver", "unknown cgroup driver %s; expected systemd or cgroupfs", q(d))
+	}
+	if r := k.Kubelet.ResolvConf; r != "" {
+		if err := badChar(r, charsPath); err != nil {
+			c.errorf(p+".kubelet.resolvConf", "invalid path: %v", err)
+		} else if !strings.HasPrefix(r, "/") {
+			c.errorf(p+".kubelet.resolvConf", "resolvConf %s must be an absolute path on the hosts", q(r))
+		}
+	}
+	switch m := k.KubeProxy.Mode; m {
+	case "", "iptables", "ipvs", "nftables":
+	default:
+		c.errorf(p+".kubeProxy.mode", "unknown kube-proxy mode %s; expected iptables, ipvs or nftables", q(m))
+	}
+	if n := k.KubeProxy.ConntrackMaxPerCore; n != nil && (*n < 0 || *n > 1<<20) {
+		c.errorf(p+".kubeProxy.conntrackMaxPerCore", "conntrackMaxPerCore is %d; expected 0 (leave the host's limit alone) to 1048576", *n)
+	}
+}
+
+// checkEndpoint accepts host[:port] ([IPv6]:port): the API's address.
+func checkEndpoint(s string) error {
+	host, port := s, ""
+	if h, pt, err := net.SplitHostPort(s); err == nil {
+		host, port = h, pt
+	} else if strings.Count(s, ":") == 1 || strings.HasPrefix(s, "[") {
+		return fmt.Errorf("%s: expected host[:port], e.g. k8s-api.example.com:6443", q(s))
+	}
+	if err := checkAddress(host); err != nil {
+		return err
+	}
+	if port != "" && !validPortText(port) {
+		return fmt.Errorf("%s: port %s is out of range 1-65535", q(s), q(port))
+	}
+	return nil
+}
+
+// isPreflightCheck reports whether s looks like a kubeadm preflight check
+// name (FileContent--proc-sys-net-ipv4-ip_forward, Port-6443, all).
+func isPreflightCheck(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || i > 0 && (r == '-' || r == '.' || r == '_')
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
