@@ -128,8 +128,14 @@ if [ "$set" = runtime ]; then build_runtime; else build_kube; fi
 echo "built in $((SECONDS - began)) s" >"$tmp/.complete"
 rm -rf "$out"
 mv "$tmp" "$out"
-# older builds of this set (another go.sum): the newest 2 stay
+# older builds of this set (another go.sum): the newest 2 stay; sets no
+# module builds any more (an older Kubernetes) go after a week unused
 # shellcheck disable=SC2012 # our own directory names: no odd characters
 ls -1dt "$cache/$set"-* 2>/dev/null | tail -n +3 | xargs -r rm -rf
+keep=" runtime $(versions | tr '\n' ' ')"
+for d in "$cache"/v*-*; do
+	v=${d##*/}
+	if [ -d "$d" ] && [[ $keep != *" ${v%%-*} "* ]] && [ -n "$(find "$d" -maxdepth 0 -mtime +7)" ]; then rm -rf "$d"; fi
+done
 echo "build.sh: $set $(cat "$out/.complete")" >&2
 echo "$out"
