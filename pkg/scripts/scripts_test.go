@@ -121,6 +121,12 @@ func familyCases(f osfamily.Info) []goldenCase {
 		}})
 	}
 	out = append(out, goldenCase{dockerEngineTemplate.name, fam, "", func() (ssh.Command, error) { return DockerEngine(engine) }})
+	kube := KubePackagesParams{Family: f, RepoURL: "https://pkgs.k8s.io/core:/stable:/v1.37/deb/", Version: "1.37.2",
+		Packages: []string{"kubeadm", "kubelet", "kubectl"}, Extra: []string{"cri-tools"}}
+	if f.PackageManager == osfamily.Dnf {
+		kube.RepoURL = "https://pkgs.k8s.io/core:/stable:/v1.37/rpm/"
+	}
+	out = append(out, goldenCase{kubePackagesTemplate.name, fam, "", func() (ssh.Command, error) { return KubePackages(kube) }})
 	// Variants: the distribution's own driver, and the proprietary modules.
 	switch f.Family {
 	case osfamily.Debian12:

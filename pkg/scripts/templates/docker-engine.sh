@@ -29,54 +29,6 @@ gpgcheck=1
 gpgkey=${base}gpg" || true
 {{- end}}
 {{- end}}
-pinned=({{quoteEach .Packages}})
-extra=({{quoteEach .Extra}})
-want={{quote .Version}}
-# A host whose package index never listed the engine (a fresh install, no
-# earlier apt-get update) gets the index refreshed once.
-for p in "${pinned[@]}" "${extra[@]}"; do
-{{- if eq .Family.PackageManager "apt"}}
-  if [ -z "$(apt-cache policy "$p" 2>/dev/null | awk '/Candidate:/ && $2 != "(none)" { print $2 }')" ]; then
-    apt-get update -q
-    break
-  fi
-{{- else}}
-  if ! dnf -q list "$p" >/dev/null 2>&1; then
-    dnf -q makecache
-    break
-  fi
-{{- end}}
-done
-args=()
-for p in "${pinned[@]}"; do
-  if [ -z "$want" ]; then
-    args+=("$p")
-    continue
-  fi
-  v=$(newest "$p" "$want")
-  if [ -z "$v" ]; then
-    echo "gpukit: no $p $want in the host's package sources" >&2
-    exit 1
-  fi
-{{- if eq .Family.PackageManager "apt"}}
-  args+=("$p=$v")
-{{- else}}
-  args+=("$p-$v")
-{{- end}}
-done
-{{- if eq .Family.PackageManager "apt"}}
-apt-mark unhold "${pinned[@]}" "${extra[@]}" >/dev/null 2>&1 || true
-# Recommends are left out: Debian's docker.io recommends needrestart, which
-# restarts services on its own.
-apt-get install -y -q --no-install-recommends --allow-downgrades -o Dpkg::Options::=--force-confold \
-  "${args[@]}" "${extra[@]}"
-apt-mark hold "${pinned[@]}" "${extra[@]}" >/dev/null
-{{- else}}
-# A host without GPU never ran the driver's script, which installs the plugin.
-if ! rpm -q python3-dnf-plugin-versionlock >/dev/null 2>&1; then dnf install -y -q python3-dnf-plugin-versionlock; fi
-dnf -q versionlock delete "${pinned[@]}" "${extra[@]}" >/dev/null 2>&1 || true
-dnf install -y -q "${args[@]}" "${extra[@]}"
-dnf -q versionlock add "${pinned[@]}" "${extra[@]}"
-{{- end}}
+{{template "pinned" .}}
 systemctl enable -q --now docker
 docker version --format 'gpukit: docker engine {{"{{.Server.Version}}"}}'

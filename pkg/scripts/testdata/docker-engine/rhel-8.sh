@@ -54,8 +54,8 @@ gpgkey=${base}gpg" || true
 pinned=(docker-ce docker-ce-cli)
 extra=(containerd.io)
 want=28.2.2
-# A host whose package index never listed the engine (a fresh install, no
-# earlier apt-get update) gets the index refreshed once.
+# A host whose package index never listed them (a fresh install, no earlier
+# apt-get update) gets the index refreshed once.
 for p in "${pinned[@]}" "${extra[@]}"; do
   if ! dnf -q list "$p" >/dev/null 2>&1; then
     dnf -q makecache

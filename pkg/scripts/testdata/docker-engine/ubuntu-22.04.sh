@@ -59,8 +59,8 @@ if [ "$changed" = 1 ]; then apt-get update -q; fi
 pinned=(docker-ce docker-ce-cli)
 extra=(containerd.io)
 want=28.2.2
-# A host whose package index never listed the engine (a fresh install, no
-# earlier apt-get update) gets the index refreshed once.
+# A host whose package index never listed them (a fresh install, no earlier
+# apt-get update) gets the index refreshed once.
 for p in "${pinned[@]}" "${extra[@]}"; do
   if [ -z "$(apt-cache policy "$p" 2>/dev/null | awk '/Candidate:/ && $2 != "(none)" { print $2 }')" ]; then
     apt-get update -q

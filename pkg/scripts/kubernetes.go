@@ -1,0 +1,79 @@
+package scripts
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/gpukit/gpukit/pkg/osfamily"
+	"github.com/gpukit/gpukit/pkg/ssh"
+)
+
+// The Kubernetes layer's scripts (pkg/bootstrap/kubeadm decides, these
+// render).
+var kubePackagesTemplate = parse[KubePackagesParams]("kube-packages.sh")
+
+// kubeMinorRepo is a pkgs.k8s.io repository: .../core:/stable:/v1.37/deb/
+// (or rpm/), of a minor the packages' version belongs to.
+var kubeMinorRepo = regexp.MustCompile(`core:/stable:/v1\.([0-9]+)/(deb|rpm)/$`)
+
+// KubePackagesParams install kubeadm, kubelet and kubectl from the
+// Kubernetes package repository of their minor (pkgs.k8s.io or a mirror of
+// it), pinned and held, and cri-tools at its newest.
+type KubePackagesParams struct {
+	Family osfamily.Info
+	// RepoURL is the minor's repository, ending in "/":
+	// https://pkgs.k8s.io/core:/stable:/v1.37/deb/ (rpm/ on dnf hosts).
+	RepoURL string
+	// Version is the Kubernetes release, 1.37.2: Packages are pinned to it.
+	Version string
+	// Packages are pinned to Version and held; Extra are held at their newest.
+	Packages, Extra []string
+}
+
+// Validate checks every value that reaches the script.
+func (p KubePackagesParams) Validate() error {
+	if err := checkFamily(p.Family); err != nil {
+		return err
+	}
+	if err := checkPackages(p.Packages); err != nil {
+		return err
+	}
+	for _, e := range p.Extra {
+		if !packageName.MatchString(e) {
+			return fmt.Errorf("package name %q", e)
+		}
+	}
+	if !semver.MatchString(p.Version) {
+		return fmt.Errorf("kubernetes version %q: want X.Y.Z", p.Version)
+	}
+	if err := checkBaseURL("kubernetes repository", p.RepoURL); err != nil {
+		return err
+	}
+	m := kubeMinorRepo.FindStringSubmatch(p.RepoURL)
+	want := "deb"
+	if p.Family.PackageManager == osfamily.Dnf {
+		want = "rpm"
+	}
+	switch {
+	case m == nil:
+		return fmt.Errorf("kubernetes repository %q: want a minor's repository, .../core:/stable:/vX.Y/%s/", p.RepoURL, want)
+	case "1."+m[1] != minorOf(p.Version):
+		return fmt.Errorf("kubernetes repository %q is not of %s's minor", p.RepoURL, p.Version)
+	case m[2] != want:
+		return fmt.Errorf("kubernetes repository %q: %s hosts take the %s/ repository", p.RepoURL, p.Family.Name, want)
+	}
+	return nil
+}
+
+func minorOf(v string) string {
+	m := regexp.MustCompile(`^([0-9]+\.[0-9]+)\.`).FindStringSubmatch(v)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// KubePackages renders the Kubernetes packages' install.
+func KubePackages(p KubePackagesParams) (ssh.Command, error) {
+	return command("install kubeadm, kubelet and kubectl", kubePackagesTemplate, p)
+}

@@ -1,0 +1,84 @@
+set -euo pipefail
+export LC_ALL=C DEBIAN_FRONTEND=noninteractive
+# Installs kubeadm, kubelet and kubectl 1.37.2 from the Kubernetes
+# package repository of their minor, holds them against upgrades (a node's
+# Kubernetes changes only through an upgrade gpukit runs) and enables the
+# kubelet, which kubeadm configures and starts.
+# put FILE CONTENT: writes CONTENT (and a newline) to FILE, creating its
+# directory, unless FILE holds it already; true when it wrote.
+put() {
+  if [ "$(cat "$1" 2>/dev/null)" = "$2" ]; then return 1; fi
+  mkdir -p "${1%/*}"
+  printf '%s\n' "$2" >"$1"
+}
+# newest PKG WANT: the newest version of PKG whose upstream version is WANT
+# (a release, 580.95.05), starts with it (a branch, 580) or is it with a
+# repack suffix (Debian's docker.io 20.10.24+dfsg1), empty if none;
+# the package index is refreshed once if nothing matches.
+newest() {
+  local v
+  v=$(candidates "$1" "$2")
+  if [ -z "$v" ] && [ -z "${refreshed:-}" ]; then
+    refreshed=1
+    dnf -q makecache >&2
+    v=$(candidates "$1" "$2")
+  fi
+  printf '%s' "$v"
+}
+candidates() {
+  dnf -q list --showduplicates --available "$1" 2>/dev/null | awk -v want="$2" '
+    NF == 3 { v = $2; u = v; sub(/^[0-9]+:/, "", u) }
+    NF == 3 && (index(u, want "-") == 1 || index(u, want ".") == 1 || index(u, want "+") == 1) { last = v }
+    END { print last }'
+}
+# fetch URL FILE: downloads with whatever the host has (curl, wget, python3).
+fetch() {
+  if command -v curl >/dev/null 2>&1; then
+    curl -fsSL --retry 3 -o "$2" "$1"
+  elif command -v wget >/dev/null 2>&1; then
+    wget -q -O "$2" "$1"
+  elif command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])' "$1" "$2"
+  else
+    echo "gpukit: cannot download $1: no curl, wget or python3 on this host" >&2
+    return 1
+  fi
+}
+base=https://pkgs.k8s.io/core:/stable:/v1.37/rpm/
+put /etc/yum.repos.d/kubernetes.repo "[kubernetes]
+name=Kubernetes
+baseurl=$base
+enabled=1
+gpgcheck=1
+gpgkey=${base}repodata/repomd.xml.key" || true
+pinned=(kubeadm kubelet kubectl)
+extra=(cri-tools)
+want=1.37.2
+# A host whose package index never listed them (a fresh install, no earlier
+# apt-get update) gets the index refreshed once.
+for p in "${pinned[@]}" "${extra[@]}"; do
+  if ! dnf -q list "$p" >/dev/null 2>&1; then
+    dnf -q makecache
+    break
+  fi
+done
+args=()
+for p in "${pinned[@]}"; do
+  if [ -z "$want" ]; then
+    args+=("$p")
+    continue
+  fi
+  v=$(newest "$p" "$want")
+  if [ -z "$v" ]; then
+    echo "gpukit: no $p $want in the host's package sources" >&2
+    exit 1
+  fi
+  args+=("$p-$v")
+done
+# A host without GPU never ran the driver's script, which installs the plugin.
+if ! rpm -q python3-dnf-plugin-versionlock >/dev/null 2>&1; then dnf install -y -q python3-dnf-plugin-versionlock; fi
+dnf -q versionlock delete "${pinned[@]}" "${extra[@]}" >/dev/null 2>&1 || true
+dnf install -y -q "${args[@]}" "${extra[@]}"
+dnf -q versionlock add "${pinned[@]}" "${extra[@]}"
+systemctl enable -q kubelet
+echo "gpukit: kubeadm $(kubeadm version -o short), kubelet $(kubelet --version | cut -d' ' -f2)"
