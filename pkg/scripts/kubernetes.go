@@ -10,7 +10,17 @@ import (
 
 // The Kubernetes layer's scripts (pkg/bootstrap/kubeadm decides, these
 // render).
-var kubePackagesTemplate = parse[KubePackagesParams]("kube-packages.sh")
+var (
+	kubePrepareTemplate  = parse[NoParams]("kube-prepare.sh")
+	kubePackagesTemplate = parse[KubePackagesParams]("kube-packages.sh")
+)
+
+// KubePrepare renders the node prerequisites: swap off, the overlay and
+// br_netfilter modules, forwarding and bridge sysctls (the same on every
+// family).
+func KubePrepare() (ssh.Command, error) {
+	return command("prepare for the kubelet", kubePrepareTemplate, NoParams{})
+}
 
 // kubeMinorRepo is a pkgs.k8s.io repository: .../core:/stable:/v1.37/deb/
 // (or rpm/), of a minor the packages' version belongs to.

@@ -37,6 +37,7 @@ func cases() []goldenCase {
 			return NVIDIAState(NVIDIAStateParams{GPUFields: facts.GPUQueryFields()})
 		}},
 		{rebootTemplate.name, anyFamily, "", Reboot},
+		{kubePrepareTemplate.name, anyFamily, "", KubePrepare},
 		{nvidiaHealthTemplate.name, anyFamily, "", NVIDIAHealth},
 		{waitBootTemplate.name, anyFamily, "", func() (ssh.Command, error) { return WaitBoot(WaitBootParams{TimeoutSeconds: 300}) }},
 		{dockerConfigTemplate.name, anyFamily, "", func() (ssh.Command, error) {

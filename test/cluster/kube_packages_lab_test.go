@@ -57,3 +57,35 @@ func runScript(t *testing.T, l *lab.Lab, name string, cmd ssh.Command) string {
 	l.SSH(t, name, "echo "+base64.StdEncoding.EncodeToString([]byte(cmd.Script))+" | base64 -d >/root/gpukit-script.sh")
 	return l.SSH(t, name, "bash /root/gpukit-script.sh </dev/null 2>&1")
 }
+
+// gpukit's kube-prepare script on a Kubernetes lab host: fstab's swap entry
+// commented out (the original kept), the modules' boot file and the sysctls
+// written and applied; run again, it changes nothing and says nothing.
+func TestKubePrepareScriptInTheLab(t *testing.T) {
+	Require(t)
+	lab.Require(t)
+	t.Parallel()
+	l := lab.Start(t, lab.Options{Hosts: 1, Kube: true})
+	// a swap partition the host does not use right now (swapon in a lab host
+	// would swap the whole machine)
+	l.SSH(t, "lab-1", "echo 'UUID=0f0f0f0f-0000-4000-8000-000000000000 none swap sw 0 0' >>/etc/fstab; sysctl -q -w net.ipv4.ip_forward=0")
+	cmd, err := scripts.KubePrepare()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runScript(t, l, "lab-1", cmd)
+	for _, want := range []string{"gpukit: swap entries of /etc/fstab commented out", "gpukit: overlay and br_netfilter load at boot",
+		"gpukit: /etc/sysctl.d/99-gpukit-kubernetes.conf written", "gpukit: net.ipv4.ip_forward=1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("first run lacks %q:\n%s", want, out)
+		}
+	}
+	got := l.SSH(t, "lab-1", "grep -c '^# gpukit (kubelet needs swap off): UUID=0f0f' /etc/fstab; grep -c '^UUID=0f0f' /etc/fstab.gpukit; "+
+		"cat /etc/modules-load.d/gpukit-kubernetes.conf; sysctl -n net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables")
+	if want := "1\n1\noverlay\nbr_netfilter\n1\n1"; got != want {
+		t.Errorf("after the script:\n%s\nwant\n%s", got, want)
+	}
+	if again := runScript(t, l, "lab-1", cmd); again != "" {
+		t.Errorf("the second run changed something:\n%s", again)
+	}
+}
