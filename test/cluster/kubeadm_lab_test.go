@@ -76,7 +76,7 @@ func kubeadmByHand(t *testing.T, version, runtime, rt string) {
 			"K8S_REPO": pkgs.Kubernetes, "KUBE_DEB": pkgs.Versions["kubeadm"], "RUNTIME": runtime,
 			"DOCKER_REPO": pkgs.Docker, "CONTAINERD_DEB": pkgs.Versions["containerd.io"],
 			"REGISTRY": reg, "SANDBOX": sandbox, "NODE_IP": h.Address, "POD_SUBNET": subnet(i),
-			"ROUTES": strings.Join(routes, ","), "DNS": l.Bridge, "SERVICE_CIDR": "10.96.0.0/12",
+			"ROUTES": strings.Join(routes, ","),
 		}
 		wg.Go(func() {
 			l.UseDebianMirror(t, h.Name)
@@ -108,7 +108,7 @@ kind: KubeletConfiguration
 cgroupDriver: cgroupfs
 failCgroupV1: false
 failSwapOn: false
-resolvConf: /etc/kubelet-resolv.conf
+resolvConf: /etc/gpukit-lab/resolv.conf
 ---
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration

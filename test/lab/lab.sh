@@ -705,7 +705,7 @@ personalize() { # identity of a new host (after `host NAME`), written into its u
 	touch "$HD/personalized"
 }
 # kube_host: what a Kubernetes node needs here (after `host NAME`, at creation; each fixes an error
-# measured in ../shared/reference/kubeadm-lab): kubelet reads /dev/kmsg (CAP_SYSLOG: all
+# measured in ../shared/reference/kubeadm-lab or in test/cluster): kubelet reads /dev/kmsg (CAP_SYSLOG: all
 # capabilities), containerd's overlay snapshots cannot sit on the host's overlayfs root
 # (/var/lib/containerd on this machine's disk), and kubelet writes vm.overcommit_memory,
 # kernel.panic and kernel.panic_on_oops, which are machine-wide: the host sees files of its own
@@ -714,6 +714,12 @@ personalize() { # identity of a new host (after `host NAME`), written into its u
 kube_host() {
 	touch "$HD/kube"
 	mkdir -p "$HD/containerd" "$M/etc/gpukit-lab/sysctl"
+	# An air-gapped site's hosts have a default gateway and a resolver, with
+	# nothing behind them: the bridge plays both (nothing answers DNS there).
+	# The host's own connections to service IPs need the route (kube-proxy
+	# rewrites them after routing), CoreDNS an upstream to start.
+	printf 'Gateway=%s\n' "$BRIDGE_ADDR" >>"$M/etc/systemd/network/10-gpukit-lab.network"
+	printf 'nameserver %s\n' "$BRIDGE_ADDR" >"$M/etc/gpukit-lab/resolv.conf"
 	printf '1\n' >"$M/etc/gpukit-lab/sysctl/vm.overcommit_memory"
 	printf '10\n' >"$M/etc/gpukit-lab/sysctl/kernel.panic"
 	printf '1\n' >"$M/etc/gpukit-lab/sysctl/kernel.panic_on_oops"

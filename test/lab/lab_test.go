@@ -88,19 +88,21 @@ func TestFullHosts(t *testing.T) {
 }
 
 // --kube hosts are ready for kubelet and containerd: CAP_SYSLOG and
-// /dev/kmsg, /var/lib/containerd on this machine's disk, and the
-// machine-wide sysctls kubelet writes shown as the host's own files, so
-// that a write there never reaches this machine. Ordinary full hosts have
-// none of it.
+// /dev/kmsg, /var/lib/containerd on this machine's disk, the machine-wide
+// sysctls kubelet writes shown as the host's own files, so that a write
+// there never reaches this machine, and a default gateway and a resolver
+// file (the bridge; nothing behind it). Ordinary full hosts have none of it.
 func TestKubeHosts(t *testing.T) {
 	t.Parallel()
 	l := Start(t, Options{Hosts: 1, Kube: true})
 	const probe = `printf 'syslog=%d\n' $(( (0x$(awk '/^CapEff/ {print $2}' /proc/1/status) >> 34) & 1 ))
 n=$(timeout 2 dd if=/dev/kmsg bs=8192 count=1 2>/dev/null | wc -c); printf 'kmsg=%d\n' $(( n > 0 ))
 printf 'containerd=%s\n' "$(stat -f -c %T /var/lib/containerd 2>/dev/null || stat -f -c %T /var/lib)"
-printf 'sysctl=%s\n' "$(cat /proc/sys/vm/overcommit_memory /proc/sys/kernel/panic /proc/sys/kernel/panic_on_oops | tr '\n' ,)"`
+printf 'sysctl=%s\n' "$(cat /proc/sys/vm/overcommit_memory /proc/sys/kernel/panic /proc/sys/kernel/panic_on_oops | tr '\n' ,)"
+printf 'gateway=%s\n' "$(ip -4 route show default | awk '{print $3}')"
+printf 'resolver=%s\n' "$(cat /etc/gpukit-lab/resolv.conf 2>/dev/null)"`
 	got := l.SSH(t, "lab-1", probe)
-	want := "syslog=1\nkmsg=1\ncontainerd=ext2/ext3\nsysctl=1,10,1,"
+	want := "syslog=1\nkmsg=1\ncontainerd=ext2/ext3\nsysctl=1,10,1,\ngateway=" + l.Bridge + "\nresolver=nameserver " + l.Bridge
 	if got != want {
 		t.Errorf("kube host:\n%s\nwant\n%s", got, want)
 	}

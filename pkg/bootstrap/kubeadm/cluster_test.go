@@ -42,7 +42,7 @@ spec:
   mirrors: {registry: "10.251.0.1:5000/k8s"}
   kubernetes:
     ignorePreflightErrors: [SystemVerification]
-    kubelet: {cgroupDriver: cgroupfs, failCgroupV1: false, failSwapOn: false, resolvConf: /etc/kubelet-resolv.conf}
+    kubelet: {cgroupDriver: cgroupfs, failCgroupV1: false, failSwapOn: false, resolvConf: /etc/gpukit-lab/resolv.conf}
     kubeProxy: {mode: iptables, conntrackMaxPerCore: 0}
     containerd: {restrictOOMScoreAdj: true}
 `},

@@ -31,7 +31,7 @@ func configCases() []configCase {
 	// conntrack) and an air-gapped site's mirror need
 	lab := single
 	lab.ImageRepository = "10.251.0.1:5000/k8s"
-	lab.Kubelet = Kubelet{CgroupDriver: "cgroupfs", FailCgroupV1: &f, FailSwapOn: &f, ResolvConf: "/etc/kubelet-resolv.conf"}
+	lab.Kubelet = Kubelet{CgroupDriver: "cgroupfs", FailCgroupV1: &f, FailSwapOn: &f, ResolvConf: "/etc/gpukit-lab/resolv.conf"}
 	lab.KubeProxy = KubeProxy{Mode: "iptables", ConntrackMaxPerCore: &zero}
 	lab.IgnorePreflightErrors = []string{"SystemVerification"}
 	ha := Cluster{

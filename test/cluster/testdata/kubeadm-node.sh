@@ -12,10 +12,9 @@
 # containerd.io at CONTAINERD_DEB from DOCKER_REPO; debian: Debian's
 # containerd), REGISTRY (host:port of the plain-HTTP mirror), SANDBOX (pause
 # image ref), NODE_IP, POD_SUBNET (this node's /24), ROUTES (other nodes'
-# "subnet via ip" pairs, comma-separated), SERVICE_CIDR, DNS (the upstream
-# resolver).
+# "subnet via ip" pairs, comma-separated).
 set -euo pipefail
-: "${K8S_REPO:?}" "${KUBE_DEB:?}" "${RUNTIME:?}" "${REGISTRY:?}" "${SANDBOX:?}" "${NODE_IP:?}" "${POD_SUBNET:?}" "${SERVICE_CIDR:?}" "${DNS:?}"
+: "${K8S_REPO:?}" "${KUBE_DEB:?}" "${RUNTIME:?}" "${REGISTRY:?}" "${SANDBOX:?}" "${NODE_IP:?}" "${POD_SUBNET:?}"
 
 fetch() { python3 -c 'import sys, urllib.request; sys.stdout.buffer.write(urllib.request.urlopen(sys.argv[1], timeout=30).read())' "$1"; }
 
@@ -71,17 +70,11 @@ cat >/etc/cni/net.d/10-lab.conflist <<EOF
    "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_SUBNET"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
   {"type": "portmap", "capabilities": {"portMappings": true}}]}
 EOF
-# lab: no default route; the host's own connections to ClusterIPs (kube-proxy
-# rewrites them after routing) need a route for the service range
-ip route replace "$SERVICE_CIDR" dev eth0 src "$NODE_IP"
 IFS=, read -ra routes <<<"${ROUTES:-}"
 for r in "${routes[@]}"; do
 	# shellcheck disable=SC2086 # "subnet via ip": three words on purpose
 	ip route replace $r
 done
-# lab: hosts have no default route; kubelet would pick no address
+# the address the other nodes reach this one at (multi-NIC hosts)
 echo "KUBELET_EXTRA_ARGS=--node-ip=$NODE_IP" >/etc/default/kubelet
-# lab: hosts have no DNS server, and CoreDNS will not start without an
-# upstream (the site's resolver; in the lab nothing answers on it)
-echo "nameserver $DNS" >/etc/kubelet-resolv.conf
 echo "node ready for kubeadm: $(kubeadm version -o short), $(containerd --version | cut -d' ' -f2-3)"
