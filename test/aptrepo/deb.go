@@ -19,9 +19,9 @@ type File struct {
 	Path string      // absolute, as installed: /usr/bin/kubelet
 	Mode os.FileMode // of a regular file; 0 is 0644
 	Data []byte
-	// Src is hard-linked into the build tree when it already has Mode, else
-	// copied: it is never read into memory, and never changed. It must not
-	// change while a Tree that holds it is published (Hash reads it first).
+	// Src is copied into the build tree (streamed: never read into memory,
+	// never changed). It must not change while a Tree that holds it is
+	// published (Hash reads it first).
 	Src  string
 	Link string // the symlink's target
 }
@@ -101,8 +101,8 @@ func Build(ctx context.Context, dir string, debs []Deb) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("aptrepo: %w", err)
 	}
-	// the build trees next to the packages, on the same file system as
-	// them: Src files are more likely to be hard-linked than copied
+	// the build trees next to the packages: removed with them if the
+	// process dies
 	work, err := os.MkdirTemp(dir, ".build-")
 	if err != nil {
 		return fmt.Errorf("aptrepo: %w", err)
@@ -169,7 +169,7 @@ func buildDeb(ctx context.Context, tree, out string, d Deb) error {
 				return err
 			}
 		case f.Src != "":
-			if err := place(f.Src, p, mode); err != nil {
+			if err := CopyFile(f.Src, p, mode); err != nil {
 				return err
 			}
 		default:
@@ -194,9 +194,11 @@ func buildDeb(ctx context.Context, tree, out string, d Deb) error {
 	return nil
 }
 
-// place puts src's bytes at dst with mode: a hard link when src has that
-// mode already (a chmod of the link would change src), else a copy.
-func place(src, dst string, mode os.FileMode) error {
+// CopyFile copies src's bytes to dst (made with its directories) with mode.
+// Never a hard link: tar (in dpkg-deb, in an image push) fails with "file
+// changed as we read it" when another build links the same file meanwhile
+// (its ctime moves), and a chmod would change src.
+func CopyFile(src, dst string, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
@@ -206,9 +208,6 @@ func place(src, dst string, mode os.FileMode) error {
 	}
 	if !st.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", src)
-	}
-	if st.Mode() == mode && os.Link(src, dst) == nil {
-		return nil
 	}
 	in, err := os.Open(src)
 	if err != nil {

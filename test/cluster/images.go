@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/gpukit/gpukit/test/aptrepo"
 )
 
 // Image is one image that kubeadm runs (the control plane's static pods,
@@ -173,7 +175,11 @@ func PushImages(t testing.TB, images []Image, push func(t testing.TB, ref, dir s
 	for _, img := range images {
 		dir := filepath.Join(t.TempDir(), "rootfs")
 		for at, src := range img.Files {
-			if err := place(src, filepath.Join(dir, at)); err != nil {
+			st, err := os.Stat(src)
+			if err == nil {
+				err = aptrepo.CopyFile(src, filepath.Join(dir, at), st.Mode().Perm())
+			}
+			if err != nil {
 				t.Fatalf("image %s: %v", img.Ref, err)
 			}
 		}
@@ -197,24 +203,4 @@ func PushImages(t testing.TB, images []Image, push func(t testing.TB, ref, dir s
 	}
 	wg.Wait()
 	return out
-}
-
-// place hard-links src at dst (same filesystem: no 100 MB copies), or
-// copies it, keeping its mode.
-func place(src, dst string) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	if os.Link(src, dst) == nil {
-		return nil
-	}
-	st, err := os.Stat(src)
-	if err != nil {
-		return err
-	}
-	b, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(dst, b, st.Mode().Perm())
 }
