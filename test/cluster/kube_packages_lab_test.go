@@ -38,8 +38,9 @@ func TestKubePackagesScriptInTheLab(t *testing.T) {
 		t.Errorf("the script ended with:\n%s\nwant %q", tail(out, 5), want)
 	}
 	state := "dpkg-query -W -f='${Package} ${Version} ${db:Status-Abbrev}\\n' kubeadm kubelet kubectl cri-tools; apt-mark showhold | tr '\\n' ' '; systemctl is-enabled kubelet"
-	want := "kubeadm " + pkgs.Versions["kubeadm"] + " hi \nkubelet " + pkgs.Versions["kubelet"] + " hi \nkubectl " + pkgs.Versions["kubectl"] + " hi \n" +
-		"cri-tools " + pkgs.Versions["cri-tools"] + " hi \ncri-tools kubeadm kubectl kubelet enabled"
+	// dpkg-query lists in name order
+	want := "cri-tools " + pkgs.Versions["cri-tools"] + " hi \nkubeadm " + pkgs.Versions["kubeadm"] + " hi \nkubectl " + pkgs.Versions["kubectl"] + " hi \n" +
+		"kubelet " + pkgs.Versions["kubelet"] + " hi \ncri-tools kubeadm kubectl kubelet enabled"
 	if got := l.SSH(t, "lab-1", state); got != want {
 		t.Errorf("after the script:\n%s\nwant\n%s", got, want)
 	}
