@@ -42,16 +42,8 @@ type KubePackagesParams struct {
 
 // Validate checks every value that reaches the script.
 func (p KubePackagesParams) Validate() error {
-	if err := checkFamily(p.Family); err != nil {
+	if err := checkPinned(p.Family, p.Packages, p.Extra); err != nil {
 		return err
-	}
-	if err := checkPackages(p.Packages); err != nil {
-		return err
-	}
-	for _, e := range p.Extra {
-		if !packageName.MatchString(e) {
-			return fmt.Errorf("package name %q", e)
-		}
 	}
 	if !semver.MatchString(p.Version) {
 		return fmt.Errorf("kubernetes version %q: want X.Y.Z", p.Version)

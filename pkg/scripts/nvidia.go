@@ -60,6 +60,23 @@ func checkBaseURL(what, s string) error {
 	return nil
 }
 
+// checkPinned checks what lib/pinned.tmpl installs: the family, the pinned
+// packages (at least one) and the extra ones.
+func checkPinned(f osfamily.Info, packages, extra []string) error {
+	if err := checkFamily(f); err != nil {
+		return err
+	}
+	if err := checkPackages(packages); err != nil {
+		return err
+	}
+	for _, e := range extra {
+		if !packageName.MatchString(e) {
+			return fmt.Errorf("package name %q", e)
+		}
+	}
+	return nil
+}
+
 func checkPackages(list []string) error {
 	if len(list) == 0 {
 		return fmt.Errorf("no packages")

@@ -56,16 +56,8 @@ type DockerEngineParams struct {
 
 // Validate checks every value that reaches the script.
 func (p DockerEngineParams) Validate() error {
-	if err := checkFamily(p.Family); err != nil {
+	if err := checkPinned(p.Family, p.Packages, p.Extra); err != nil {
 		return err
-	}
-	if err := checkPackages(p.Packages); err != nil {
-		return err
-	}
-	for _, e := range p.Extra {
-		if !packageName.MatchString(e) {
-			return fmt.Errorf("package name %q", e)
-		}
 	}
 	if p.Version != "" && !dockerVersion.MatchString(p.Version) {
 		return fmt.Errorf("docker version %q", p.Version)
