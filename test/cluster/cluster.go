@@ -117,19 +117,44 @@ func Build(t testing.TB, set string) string {
 	return b.dir
 }
 
+// versions is build.sh versions' answer, read once per process.
+var versions struct {
+	once sync.Once
+	list []string
+	err  error
+}
+
 // Versions are the Kubernetes versions test/k8s has modules for, newest
 // first.
 func Versions(t testing.TB) []string {
 	t.Helper()
-	script, err := buildScript()
-	if err != nil {
-		t.Fatal(err)
+	versions.once.Do(func() {
+		script, err := buildScript()
+		if err != nil {
+			versions.err = err
+			return
+		}
+		out, err := exec.Command(script, "versions").Output()
+		if err != nil {
+			versions.err = fmt.Errorf("%s versions: %w", script, err)
+			return
+		}
+		versions.list = strings.Fields(string(out))
+	})
+	if versions.err != nil || len(versions.list) == 0 {
+		t.Fatalf("test/k8s versions: %v", versions.err)
 	}
-	out, err := exec.Command(script, "versions").Output()
-	if err != nil {
-		t.Fatalf("%s versions: %v", script, err)
+	return versions.list
+}
+
+// BuildVersion is Build of Kubernetes version v (one of Versions): the
+// newest is the control plane's set ("").
+func BuildVersion(t testing.TB, v string) string {
+	t.Helper()
+	if v == Versions(t)[0] {
+		return Build(t, "")
 	}
-	return strings.Fields(string(out))
+	return Build(t, v)
 }
 
 // buildScript is test/k8s/build.sh of this source tree.

@@ -2,13 +2,15 @@ package cluster
 
 import (
 	"encoding/base64"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/gpukit/gpukit/pkg/osfamily"
 	"github.com/gpukit/gpukit/pkg/scripts"
-	"github.com/gpukit/gpukit/pkg/ssh"
 	"github.com/gpukit/gpukit/test/lab"
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // gpukit's kube-packages script, as rendered for a Debian 12 host, installs
@@ -33,7 +35,7 @@ func TestKubePackagesScriptInTheLab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := runScript(t, l, "lab-1", cmd)
+	out := runScript(t, l, "lab-1", "gpukit-script.sh", cmd.Script, nil)
 	if want := "gpukit: kubeadm v" + v + ", kubelet v" + v; !strings.HasSuffix(out, want) {
 		t.Errorf("the script ended with:\n%s\nwant %q", tail(out, 5), want)
 	}
@@ -45,48 +47,27 @@ func TestKubePackagesScriptInTheLab(t *testing.T) {
 		t.Errorf("after the script:\n%s\nwant\n%s", got, want)
 	}
 	before := l.SSH(t, "lab-1", "wc -l </var/log/dpkg.log")
-	runScript(t, l, "lab-1", cmd)
+	runScript(t, l, "lab-1", "gpukit-script.sh", cmd.Script, nil)
 	if after := l.SSH(t, "lab-1", "wc -l </var/log/dpkg.log"); after != before {
 		t.Errorf("the second run changed packages: dpkg.log grew from %s to %s lines", before, after)
 	}
 }
 
-// runScript runs a rendered gpukit script on host name as root, the way the
-// engine does (bash, stdin not the script's), and returns its output.
-func runScript(t *testing.T, l *lab.Lab, name string, cmd ssh.Command) string {
+// runScript writes script to /root/NAME on host name and runs it there as
+// root with env (bash, stdin not the script's, as the engine runs gpukit's),
+// in one ssh round trip; it returns the output (stderr too). The file stays
+// for a look at a kept lab.
+func runScript(t *testing.T, l *lab.Lab, host, name, script string, env map[string]string) string {
 	t.Helper()
-	l.SSH(t, name, "echo "+base64.StdEncoding.EncodeToString([]byte(cmd.Script))+" | base64 -d >/root/gpukit-script.sh")
-	return l.SSH(t, name, "bash /root/gpukit-script.sh </dev/null 2>&1")
-}
-
-// gpukit's kube-prepare script on a Kubernetes lab host: fstab's swap entry
-// commented out (the original kept), the modules' boot file and the sysctls
-// written and applied; run again, it changes nothing and says nothing.
-func TestKubePrepareScriptInTheLab(t *testing.T) {
-	Require(t)
-	lab.Require(t)
-	t.Parallel()
-	l := lab.Start(t, lab.Options{Hosts: 1, Kube: true})
-	// a swap partition the host does not use right now (swapon in a lab host
-	// would swap the whole machine)
-	l.SSH(t, "lab-1", "echo 'UUID=0f0f0f0f-0000-4000-8000-000000000000 none swap sw 0 0' >>/etc/fstab; sysctl -q -w net.ipv4.ip_forward=0")
-	cmd, err := scripts.KubePrepare()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := runScript(t, l, "lab-1", cmd)
-	for _, want := range []string{"gpukit: swap entries of /etc/fstab commented out", "gpukit: overlay and br_netfilter load at boot",
-		"gpukit: /etc/sysctl.d/99-gpukit-kubernetes.conf written", "gpukit: net.ipv4.ip_forward=1"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("first run lacks %q:\n%s", want, out)
+	var assign strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		v, err := syntax.Quote(env[k], syntax.LangBash)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", k, env[k], err)
 		}
+		assign.WriteString(k + "=" + v + " ")
 	}
-	got := l.SSH(t, "lab-1", "grep -c '^# gpukit (kubelet needs swap off): UUID=0f0f' /etc/fstab; grep -c '^UUID=0f0f' /etc/fstab.gpukit; "+
-		"cat /etc/modules-load.d/gpukit-kubernetes.conf; sysctl -n net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables")
-	if want := "1\n1\noverlay\nbr_netfilter\n1\n1"; got != want {
-		t.Errorf("after the script:\n%s\nwant\n%s", got, want)
-	}
-	if again := runScript(t, l, "lab-1", cmd); again != "" {
-		t.Errorf("the second run changed something:\n%s", again)
-	}
+	f := "/root/" + name
+	return l.SSH(t, host, "echo "+base64.StdEncoding.EncodeToString([]byte(script))+" | base64 -d >"+f+" && "+
+		assign.String()+"bash "+f+" </dev/null 2>&1")
 }

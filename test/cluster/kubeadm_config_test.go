@@ -26,11 +26,7 @@ func TestKubeadmValidatesTheGoldenConfigs(t *testing.T) {
 	version := regexp.MustCompile(`(?m)^kubernetesVersion: .*$`)
 	for _, v := range Versions(t) {
 		t.Run(v, func(t *testing.T) {
-			set := v
-			if v == Versions(t)[0] {
-				set = ""
-			}
-			kubeadm := filepath.Join(Build(t, set), "kubeadm")
+			kubeadm := filepath.Join(BuildVersion(t, v), "kubeadm")
 			for _, g := range goldens {
 				b, err := os.ReadFile(g)
 				if err != nil {

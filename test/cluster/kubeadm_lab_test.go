@@ -2,7 +2,6 @@ package cluster
 
 import (
 	_ "embed"
-	"encoding/base64"
 	"fmt"
 	"strings"
 	"sync"
@@ -41,11 +40,7 @@ func TestKubeadmByHand(t *testing.T) {
 }
 
 func kubeadmByHand(t *testing.T, version, runtime, rt string) {
-	set := version
-	if version == Versions(t)[0] {
-		set = ""
-	}
-	kube := Build(t, set)
+	kube := BuildVersion(t, version)
 	l := lab.Start(t, lab.Options{Hosts: 2, Kube: true})
 	reg := l.Registry(t)
 	began := time.Now()
@@ -81,9 +76,8 @@ func kubeadmByHand(t *testing.T, version, runtime, rt string) {
 		wg.Go(func() {
 			l.UseDebianMirror(t, h.Name)
 			start := time.Now()
-			l.SSH(t, h.Name, "echo "+base64.StdEncoding.EncodeToString([]byte(kubeadmNode))+" | base64 -d >/root/kubeadm-node.sh")
-			out := l.SSH(t, h.Name, shellEnv(env)+" bash /root/kubeadm-node.sh")
-			t.Logf("%s: %s (%s)", h.Name, lastLine(out), time.Since(start).Round(time.Millisecond))
+			out := runScript(t, l, h.Name, "kubeadm-node.sh", kubeadmNode, env)
+			t.Logf("%s: %s (%s)", h.Name, tail(out, 1), time.Since(start).Round(time.Millisecond))
 		})
 	}
 	wg.Wait()
@@ -181,20 +175,3 @@ for _ in range(10):
         continue
 print(".".join(str(b) for b in r[-4:]))
 `
-
-// shellEnv is env as shell assignments, each value single-quoted.
-func shellEnv(env map[string]string) string {
-	var b strings.Builder
-	for k, v := range env {
-		fmt.Fprintf(&b, "%s='%s' ", k, strings.ReplaceAll(v, "'", `'\''`))
-	}
-	return b.String()
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
-}
