@@ -3,6 +3,7 @@ package scripts
 import (
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/gpukit/gpukit/pkg/osfamily"
 	"github.com/gpukit/gpukit/pkg/ssh"
@@ -67,12 +68,9 @@ func (p KubePackagesParams) Validate() error {
 	return nil
 }
 
+// minorOf is "1.37" of "1.37.2" (validated X.Y.Z).
 func minorOf(v string) string {
-	m := regexp.MustCompile(`^([0-9]+\.[0-9]+)\.`).FindStringSubmatch(v)
-	if m == nil {
-		return ""
-	}
-	return m[1]
+	return v[:strings.LastIndexByte(v, '.')]
 }
 
 // KubePackages renders the Kubernetes packages' install.
