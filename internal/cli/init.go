@@ -1,14 +1,18 @@
 package cli
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/gpukit/gpukit/internal/flow"
+	"github.com/gpukit/gpukit/pkg/ui"
 )
 
 // initOptions are the flags of init and plan.
@@ -16,6 +20,7 @@ type initOptions struct {
 	runOptions
 	maxParallelReboots int
 	rebootTimeout      time.Duration
+	kubeconfigOut      string
 }
 
 func (o *initOptions) addFlags(f *pflag.FlagSet) {
@@ -25,6 +30,7 @@ func (o *initOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.overrides.ContainerToolkit.Value, "toolkit", "", "NVIDIA Container Toolkit X.Y.Z, instead of spec.versions.containerToolkit")
 	f.IntVar(&o.maxParallelReboots, "max-parallel-reboots", 16, "hosts rebooting at once, at most")
 	f.DurationVar(&o.rebootTimeout, "reboot-timeout", 0, "how long a host may take to come back from a reboot (default spec.nvidia.rebootTimeout)")
+	f.StringVar(&o.kubeconfigOut, "kubeconfig-out", "", "where the cluster's admin kubeconfig is written, mode 0600 (kubernetes; default ./<cluster name>.kubeconfig)")
 	o.overrides.NvidiaDriver.Flag, o.overrides.CUDA.Flag, o.overrides.ContainerToolkit.Flag = "--driver", "--cuda", "--toolkit"
 }
 
@@ -41,7 +47,14 @@ Ubuntu and RHEL) pinned and held, the NVIDIA runtime as docker's default with ev
 GPU advertised as a NVIDIA-GPU generic resource (merged into daemon.json, the
 user's other settings kept), the swarm on the first manager, the other managers
 one at a time, the workers in parallel, node labels from the facts and the
-inventory. (Kubernetes comes next.)
+inventory. With spec.orchestrator: kubernetes (the default), then a kubeadm cluster:
+swap off, the overlay and br_netfilter modules and sysctls; kubeadm, kubelet and
+kubectl from the minor's package repository (pkgs.k8s.io or spec.mirrors.kubernetes),
+pinned and held; containerd (Docker's containerd.io, or the distribution's)
+configured for the installed major with the NVIDIA runtime on GPU hosts and
+spec.mirrors.registry as every public registry's mirror; kubeadm init on the first
+control plane, the other control planes one at a time, the workers in parallel; the
+admin kubeconfig written to ./<cluster>.kubeconfig (mode 0600).
 
 Every step checks the host first: a second run on a converged cluster changes
 nothing and says so (hosts changed / unchanged / failed). A host that fails is
@@ -54,7 +67,7 @@ func newInitCmd(s Streams) *cobra.Command {
 	o := &initOptions{}
 	cmd := &cobra.Command{
 		Use:   "init -i FILE",
-		Short: "Install the NVIDIA stack on every host, then the orchestrator (Docker Swarm today)",
+		Short: "Install the NVIDIA stack on every host, then the orchestrator (kubeadm Kubernetes or Docker Swarm)",
 		Long:  initLong + "\n\n--dry-run (or gpukit plan) probes the hosts and shows every write as the exact script that would run, changing nothing.",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -107,7 +120,39 @@ func (o *initOptions) run(cmd *cobra.Command, s Streams) error {
 	if o.dryRun {
 		f.Name = "gpukit plan"
 	}
-	return o.executeAfterPreflight(cmd.Context(), s, l, f.Preflight)
+	err = o.executeAfterPreflight(cmd.Context(), s, l, f.Preflight)
+	if f.Kube != nil && !o.dryRun {
+		if kc := f.Kube.Kubeconfig(); kc != nil {
+			path := cmp.Or(o.kubeconfigOut, l.inv.Cluster.Metadata.Name+".kubeconfig")
+			if werr := writeKubeconfig(l.out, path, kc); werr != nil && err == nil {
+				err = werr
+			}
+		}
+	}
+	return err
+}
+
+// writeKubeconfig writes the admin kubeconfig (mode 0600, replacing the
+// file whole) and says where it is and how to use it.
+func writeKubeconfig(out ui.Output, path string, kc []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, kc, 0o600); err != nil {
+		return fmt.Errorf("admin kubeconfig: %w", err)
+	}
+	if err := os.Chmod(tmp, 0o600); err != nil { // an existing tmp keeps its mode
+		return fmt.Errorf("admin kubeconfig: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("admin kubeconfig: %w", err)
+	}
+	if out.Format == ui.FormatJSON {
+		return json.NewEncoder(out.W).Encode(struct {
+			Type string `json:"type"`
+			Path string `json:"path"`
+		}{"kubeconfig", path})
+	}
+	_, err := fmt.Fprintf(out.W, "\nThe cluster's admin kubeconfig is %s (mode 0600): kubectl --kubeconfig %s get nodes\n", path, path)
+	return err
 }
 
 // executeAfterPreflight runs a flow that starts with preflight's phases: a

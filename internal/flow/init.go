@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/nvidia"
@@ -17,6 +18,9 @@ type InitOptions struct {
 // and a second run continues where the first stopped.
 type Init struct {
 	*Preflight // its phases come first; its report says why a run stopped there
+	// Kube is the Kubernetes layer (nil for swarm): its Kubeconfig is the
+	// cluster's admin kubeconfig once the run fetched it.
+	Kube *kubeadm.Layer
 }
 
 // NewInit builds the flow for every host of inv.
@@ -44,6 +48,19 @@ func NewInit(inv *inventory.Inventory, o InitOptions) *Init {
 			sw.JoinWorkers(),  // swarm/join-workers   the workers, in parallel
 			sw.Labels(),       // swarm/labels         node labels from the facts and the inventory
 		)
+	}
+	if inv.Cluster.Spec.Orchestrator == inventory.Kubernetes {
+		kube := kubeadm.New(inv)
+		p.Phases = append(p.Phases,
+			kube.Prepare(),           // kubernetes/prepare              swap off, overlay and br_netfilter, sysctls
+			kube.Packages(),          // kubernetes/packages             kubeadm, kubelet, kubectl from the minor's repository, pinned, held
+			kube.Containerd(),        // kubernetes/containerd           containerd, its config for the installed major, NVIDIA runtime, registry mirror
+			kube.Init(),              // kubernetes/init                 kubeadm init on the first control plane
+			kube.JoinControlPlanes(), // kubernetes/join-control-planes  the other control planes, one at a time
+			kube.JoinWorkers(),       // kubernetes/join-workers         the workers, in parallel
+			kube.FetchKubeconfig(),   // kubernetes/kubeconfig           the admin kubeconfig, for ./<cluster>.kubeconfig
+		)
+		return &Init{Preflight: p, Kube: kube}
 	}
 	return &Init{Preflight: p}
 }

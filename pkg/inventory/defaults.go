@@ -50,6 +50,11 @@ const (
 	RuntimeContainerd = "containerd"
 	RuntimeDocker     = "docker"
 
+	ContainerdFromDocker       = "docker"
+	ContainerdFromDistribution = "distribution"
+	NVIDIARuntimeDefault       = "default"
+	NVIDIARuntimeClass         = "runtimeClass"
+
 	CNIFlannel = "flannel"
 	CNICalico  = "calico"
 	CNICilium  = "cilium"
@@ -107,10 +112,12 @@ func Defaults() []Default {
 		{"spec.versions.containerToolkit", DefaultContainerToolkit},
 		{"spec.versions.kubernetes", DefaultKubernetes + " (kubernetes only)"},
 		{"spec.versions.runtime", DefaultRuntime + " (kubernetes), " + DefaultSwarmRuntime + " (swarm)"},
-		{"spec.versions.containerRuntime", DefaultContainerdVersion + " (containerd), " + DefaultDockerVersion + " (docker from Docker's repository; Debian: its docker.io)"},
+		{"spec.versions.containerRuntime", DefaultContainerdVersion + " (containerd from Docker's repository; the distribution's: as it ships), " + DefaultDockerVersion + " (docker from Docker's repository; Debian: its docker.io)"},
 		{"spec.network.podCIDR", DefaultPodCIDR + " (kubernetes only)"},
 		{"spec.network.serviceCIDR", DefaultServiceCIDR + " (kubernetes only)"},
 		{"spec.network.cni", DefaultCNI + " (kubernetes only)"},
+		{"spec.kubernetes.containerd.source", ContainerdFromDocker + " (kubernetes only)"},
+		{"spec.kubernetes.containerd.nvidiaRuntime", NVIDIARuntimeDefault + " (kubernetes only)"},
 		{"spec.addons.ingress.enabled", "true"},
 		{"spec.addons.ingress.domain", "<IPv4 address of the first ingress host, else first control-plane/manager>" + DefaultIngressDomainSuffix},
 		{"spec.addons.monitoring.enabled", "true"},
@@ -152,10 +159,13 @@ func applyDefaults(c *Cluster, machines []Machine, sources []source) {
 		setDefault(&s.Network.PodCIDR, DefaultPodCIDR)
 		setDefault(&s.Network.ServiceCIDR, DefaultServiceCIDR)
 		setDefault(&s.Network.CNI, DefaultCNI)
+		setDefault(&s.Kubernetes.Containerd.Source, ContainerdFromDocker)
+		setDefault(&s.Kubernetes.Containerd.NVIDIARuntime, NVIDIARuntimeDefault)
 	}
 	// Docker's version stays empty when not written: Docker's repository
-	// (Ubuntu, RHEL) gets DefaultDockerVersion, Debian its own docker.io.
-	if v.Runtime == RuntimeContainerd {
+	// (Ubuntu, RHEL) gets DefaultDockerVersion, Debian its own docker.io;
+	// so does the distribution's containerd.
+	if v.Runtime == RuntimeContainerd && s.Kubernetes.Containerd.Source != ContainerdFromDistribution {
 		setDefault(&v.ContainerRuntime, DefaultContainerdVersion)
 	}
 

@@ -118,6 +118,14 @@ type KubeProxySpec struct {
 
 // ContainerdSpec are the containerd settings gpukit writes.
 type ContainerdSpec struct {
+	// Source: docker (containerd.io from Docker's repository, spec.mirrors.docker replacing it,
+	// pinned to spec.versions.containerRuntime) or distribution (the OS's containerd, as it ships
+	// it; Debian 12's 1.6 runs Kubernetes up to 1.35). Default docker.
+	Source string `yaml:"source,omitempty" json:"source,omitempty" jsonschema:"enum=docker,enum=distribution"`
+	// NVIDIARuntime: default (every container on GPU hosts runs through the NVIDIA runtime, what
+	// the device plugin expects) or runtimeClass (only pods asking for RuntimeClass nvidia).
+	// Default default.
+	NVIDIARuntime string `yaml:"nvidiaRuntime,omitempty" json:"nvidiaRuntime,omitempty" jsonschema:"enum=default,enum=runtimeClass"`
 	// RestrictOOMScoreAdj keeps containers' OOM score adjustments at or above containerd's own
 	// (hosts without CAP_SYS_RESOURCE, such as containers). Default false.
 	RestrictOOMScoreAdj bool `yaml:"restrictOOMScoreAdj,omitempty" json:"restrictOOMScoreAdj,omitempty"`
@@ -312,6 +320,9 @@ type Mirrors struct {
 	Docker string `yaml:"docker,omitempty" json:"docker,omitempty"`
 	// Charts replaces the Helm chart repositories.
 	Charts string `yaml:"charts,omitempty" json:"charts,omitempty"`
-	// Registry is a container registry mirror, host[:port][/path] without a scheme.
+	// Registry holds copies of the public registries' images, each under a path named after its
+	// registry (MIRROR/registry.k8s.io/pause:3.10.1, MIRROR/docker.io/flannel/flannel:v0.27.4):
+	// containerd on every node pulls those registries' images from it. host[:port][/path];
+	// http://host[:port][/path] for one that speaks plain HTTP.
 	Registry string `yaml:"registry,omitempty" json:"registry,omitempty"`
 }

@@ -121,8 +121,10 @@ func (c *checker) checkMirrors(m *Mirrors) {
 			c.errorf(p+"."+f.name, "invalid mirror: %v", err)
 		}
 	}
-	if m.Registry != "" {
-		if err := checkRegistry(m.Registry); err != nil {
+	if r := m.Registry; r != "" {
+		if s, _, ok := strings.Cut(r, "://"); ok && s != "http" {
+			c.errorf(p+".registry", "invalid registry mirror: %s: expected host[:port][/path] (HTTPS), or http://host[:port][/path] for a plain-HTTP one", q(r))
+		} else if err := checkRegistry(strings.TrimPrefix(r, "http://")); err != nil {
 			c.errorf(p+".registry", "invalid registry mirror: %v", err)
 		}
 	}

@@ -66,6 +66,16 @@ func (c *checker) checkKubernetes(cl *Cluster, ms []Machine) {
 	default:
 		c.errorf(p+".kubeProxy.mode", "unknown kube-proxy mode %s; expected iptables, ipvs or nftables", q(m))
 	}
+	switch s := k.Containerd.Source; s {
+	case "", ContainerdFromDocker, ContainerdFromDistribution:
+	default:
+		c.errorf(p+".containerd.source", "unknown containerd source %s; expected %s or %s", q(s), ContainerdFromDocker, ContainerdFromDistribution)
+	}
+	switch r := k.Containerd.NVIDIARuntime; r {
+	case "", NVIDIARuntimeDefault, NVIDIARuntimeClass:
+	default:
+		c.errorf(p+".containerd.nvidiaRuntime", "unknown NVIDIA runtime mode %s; expected %s or %s", q(r), NVIDIARuntimeDefault, NVIDIARuntimeClass)
+	}
 	if n := k.KubeProxy.ConntrackMaxPerCore; n != nil && (*n < 0 || *n > 1<<20) {
 		c.errorf(p+".kubeProxy.conntrackMaxPerCore", "conntrackMaxPerCore is %d; expected 0 (leave the host's limit alone) to 1048576", *n)
 	}

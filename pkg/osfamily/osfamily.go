@@ -115,3 +115,26 @@ func Supported() string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// Package is an installed package as a host's package manager reports it.
+type Package struct {
+	// Version is the full version (5:28.2.2-1~ubuntu.24.04~noble, 1.37.2-1.1).
+	Version string
+	// Held: apt-mark hold / dnf versionlock keep it at its version.
+	Held bool
+}
+
+// UpstreamMatches accepts a package version (5:28.2.2-1~ubuntu.24.04~noble,
+// 20.10.24+dfsg1-1+deb12u1, 3:28.2.2-1.el9, 1.37.2-1.1) whose upstream part
+// is want, a prefix of it at a dot, or want with a repack suffix (+dfsg1).
+func UpstreamMatches(have, want string) bool {
+	if i := strings.IndexByte(have, ':'); i >= 0 {
+		have = have[i+1:]
+	}
+	for _, sep := range []string{"-", ".", "+", "~"} {
+		if strings.HasPrefix(have, want+sep) {
+			return true
+		}
+	}
+	return have == want
+}

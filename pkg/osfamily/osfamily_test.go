@@ -54,3 +54,27 @@ func TestTable(t *testing.T) {
 		}
 	}
 }
+
+func TestVersionMatches(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		have, want string
+		ok         bool
+	}{
+		{"5:28.2.2-1~ubuntu.24.04~noble", "28.2.2", true},
+		{"3:28.2.2-1.el9", "28.2.2", true},
+		{"20.10.24+dfsg1-1+deb12u1", "20.10.24", true},
+		{"20.10.24+dfsg1-1+deb12u1", "20.10", true},
+		{"5:28.2.20-1", "28.2.2", false},
+		{"28.2.2", "28.2.2", true},
+		{"", "28.2.2", false},
+		{"1.37.2-1.1", "1.37.2", true},
+		{"1.37.20-1.1", "1.37.2", false},
+		{"2.4.2-1~debian.12~bookworm", "2.4.2", true},
+		{"1.6.20~ds1-1+b1", "1.6.20", true},
+	} {
+		if got := UpstreamMatches(tt.have, tt.want); got != tt.ok {
+			t.Errorf("UpstreamMatches(%q, %q) = %v", tt.have, tt.want, got)
+		}
+	}
+}

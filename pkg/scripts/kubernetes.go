@@ -3,6 +3,7 @@ package scripts
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/gpukit/gpukit/pkg/osfamily"
@@ -12,15 +13,27 @@ import (
 // The Kubernetes layer's scripts (pkg/bootstrap/kubeadm decides, these
 // render).
 var (
-	kubePrepareTemplate  = parse[NoParams]("kube-prepare.sh")
+	kubePrepareTemplate  = parse[KubePrepareParams]("kube-prepare.sh")
 	kubePackagesTemplate = parse[KubePackagesParams]("kube-packages.sh")
 )
 
+// KubePrepareParams choose between preparing and checking.
+type KubePrepareParams struct {
+	// Check only prints "pending: WHAT" lines for what is not done yet.
+	Check bool
+}
+
+// Validate has nothing to check.
+func (KubePrepareParams) Validate() error { return nil }
+
 // KubePrepare renders the node prerequisites: swap off, the overlay and
 // br_netfilter modules, forwarding and bridge sysctls (the same on every
-// family).
-func KubePrepare() (ssh.Command, error) {
-	return command("prepare for the kubelet", kubePrepareTemplate, NoParams{})
+// family); with p.Check, the read of what is pending.
+func KubePrepare(p KubePrepareParams) (ssh.Command, error) {
+	if p.Check {
+		return command("check the kubelet's prerequisites", kubePrepareTemplate, p)
+	}
+	return command("prepare for the kubelet", kubePrepareTemplate, p)
 }
 
 // kubeMinorRepo is a pkgs.k8s.io repository: .../core:/stable:/v1.37/deb/
@@ -76,4 +89,192 @@ func minorOf(v string) string {
 // KubePackages renders the Kubernetes packages' install.
 func KubePackages(p KubePackagesParams) (ssh.Command, error) {
 	return command("install kubeadm, kubelet and kubectl", kubePackagesTemplate, p)
+}
+
+var (
+	containerdTemplate       = parse[ContainerdParams]("containerd.sh")
+	containerdConfigTemplate = parse[BackupParams]("containerd-config.sh")
+	kubeStateTemplate      = parse[KubeStateParams]("kube-state.sh")
+	kubeadmInitTemplate    = parse[KubeadmParams]("kubeadm-init.sh")
+	kubeadmJoinTemplate    = parse[KubeadmParams]("kubeadm-join.sh")
+	kubeJoinTokenTemplate  = parse[KubeJoinTokenParams]("kube-join-token.sh")
+	kubeAdminConfTemplate  = parse[NoParams]("kube-admin-conf.sh")
+)
+
+// containerd sources.
+const (
+	ContainerdFromDocker       = "docker"       // containerd.io from Docker's repository (or a mirror)
+	ContainerdFromDistribution = "distribution" // the OS's containerd
+)
+
+// ContainerdParams install containerd and write its configuration.
+type ContainerdParams struct {
+	Family osfamily.Info
+	// Source is ContainerdFromDocker or ContainerdFromDistribution.
+	Source string
+	// RepoURL is Docker's repository for the family, ending in "/"
+	// (ContainerdFromDocker only).
+	RepoURL string
+	// Version is containerd.io's upstream version (2.3.1); "" for the
+	// distribution's.
+	Version string
+	// Packages are pinned to Version (when set) and held; Extra are held at
+	// their newest (the CNI plugins).
+	Packages, Extra []string
+	// CNIDir is where the distribution's CNI plugins are (/usr/lib/cni).
+	CNIDir string
+}
+
+// Validate checks every value that reaches the script.
+func (p ContainerdParams) Validate() error {
+	if err := checkPinned(p.Family, p.Packages, p.Extra); err != nil {
+		return err
+	}
+	if p.Version != "" && !semver.MatchString(p.Version) {
+		return fmt.Errorf("containerd version %q: want X.Y.Z", p.Version)
+	}
+	switch p.Source {
+	case ContainerdFromDocker:
+		if p.Version == "" {
+			return fmt.Errorf("no containerd version for Docker's repository")
+		}
+		if err := checkBaseURL("docker repository", p.RepoURL); err != nil {
+			return err
+		}
+	case ContainerdFromDistribution:
+		if p.RepoURL != "" {
+			return fmt.Errorf("a repository for the distribution's containerd")
+		}
+	default:
+		return fmt.Errorf("containerd source %q", p.Source)
+	}
+	if !absPath.MatchString(p.CNIDir) {
+		return fmt.Errorf("CNI plugin directory %q: want an absolute path", p.CNIDir)
+	}
+	return nil
+}
+
+// absPath is an absolute path of plain characters.
+var absPath = regexp.MustCompile(`^(/[A-Za-z0-9._+-]+)+$`)
+
+// Containerd renders containerd's install.
+func Containerd(p ContainerdParams) (ssh.Command, error) {
+	return command("install containerd", containerdTemplate, p)
+}
+
+// ContainerdConfig renders the write of containerd's configuration:
+// config.toml, then each hosts.toml file by path (written in path order).
+func ContainerdConfig(p BackupParams, config string, hosts map[string]string) (ssh.Command, error) {
+	c, err := command("configure containerd", containerdConfigTemplate, p)
+	c.Args = []string{config}
+	paths := make([]string, 0, len(hosts))
+	for path := range hosts {
+		if !strings.HasPrefix(path, "/etc/containerd/certs.d/") || !strings.HasSuffix(path, "/hosts.toml") {
+			return ssh.Command{}, fmt.Errorf("script containerd.sh: %q is not a hosts.toml of /etc/containerd/certs.d", path)
+		}
+		paths = append(paths, path)
+	}
+	slices.Sort(paths)
+	for _, path := range paths {
+		c.Args = append(c.Args, path, hosts[path])
+	}
+	return c, err
+}
+
+// KubeStateParams read the Kubernetes layer's state.
+type KubeStateParams struct {
+	Family osfamily.Info
+	// Packages are the packages whose version and hold are read.
+	Packages []string
+	// KubernetesVersion (v1.37.2) and ImageRepository ("": registry.k8s.io)
+	// are what kubeadm is asked the pause image of.
+	KubernetesVersion, ImageRepository string
+}
+
+var (
+	kubeVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+$`)
+	imageRepo   = regexp.MustCompile(`^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$`)
+)
+
+// Validate checks the package names, version and repository.
+func (p KubeStateParams) Validate() error {
+	if !kubeVersion.MatchString(p.KubernetesVersion) {
+		return fmt.Errorf("kubernetes version %q: want vX.Y.Z", p.KubernetesVersion)
+	}
+	if p.ImageRepository != "" && !imageRepo.MatchString(p.ImageRepository) {
+		return fmt.Errorf("image repository %q", p.ImageRepository)
+	}
+	return checkPinned(p.Family, p.Packages, nil)
+}
+
+// KubeState renders the read of a host's Kubernetes state.
+func KubeState(p KubeStateParams) (ssh.Command, error) {
+	return command("read the kubernetes state", kubeStateTemplate, p)
+}
+
+// KubeadmParams are where kubeadm init or join keeps its configuration and
+// output on the host.
+type KubeadmParams struct {
+	ConfigFile, LogFile string
+	// ControlPlane: a join as a control plane (join only).
+	ControlPlane bool
+}
+
+// Validate checks the paths.
+func (p KubeadmParams) Validate() error {
+	for _, f := range []string{p.ConfigFile, p.LogFile} {
+		if !absPath.MatchString(f) {
+			return fmt.Errorf("file %q: want an absolute path", f)
+		}
+	}
+	return nil
+}
+
+// KubeadmInit renders kubeadm init with the configuration document config.
+func KubeadmInit(p KubeadmParams, config []byte) (ssh.Command, error) {
+	c, err := command("kubeadm init", kubeadmInitTemplate, p)
+	c.Args = []string{string(config)}
+	return c, err
+}
+
+// KubeadmJoin renders kubeadm join with the configuration document config
+// (it holds secrets: it travels as an argument, on stdin).
+func KubeadmJoin(p KubeadmParams, config []byte) (ssh.Command, error) {
+	c, err := command("kubeadm join", kubeadmJoinTemplate, p)
+	c.Args = []string{string(config)}
+	return c, err
+}
+
+// KubeJoinTokenParams create a join token on a control plane.
+type KubeJoinTokenParams struct {
+	// TTL is the token's lifetime (a Go duration kubeadm reads: 15m).
+	TTL string
+	// UploadCerts re-uploads the control-plane certificates under the key
+	// passed as the argument.
+	UploadCerts bool
+}
+
+var ttl = regexp.MustCompile(`^[0-9]+[smh]$`)
+
+// Validate checks the TTL.
+func (p KubeJoinTokenParams) Validate() error {
+	if !ttl.MatchString(p.TTL) {
+		return fmt.Errorf("token TTL %q: want a number of s, m or h", p.TTL)
+	}
+	return nil
+}
+
+// KubeJoinToken renders the creation of a join token (its output is a
+// secret); certificateKey is passed when p.UploadCerts.
+func KubeJoinToken(p KubeJoinTokenParams, certificateKey string) (ssh.Command, error) {
+	c, err := command("create a join token", kubeJoinTokenTemplate, p)
+	if p.UploadCerts {
+		c.Args = []string{certificateKey}
+	}
+	return c, err
+}
+
+// KubeAdminConf renders the read of the admin kubeconfig (a secret).
+func KubeAdminConf() (ssh.Command, error) {
+	return command("read the admin kubeconfig", kubeAdminConfTemplate, NoParams{})
 }

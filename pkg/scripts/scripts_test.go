@@ -37,7 +37,26 @@ func cases() []goldenCase {
 			return NVIDIAState(NVIDIAStateParams{GPUFields: facts.GPUQueryFields()})
 		}},
 		{rebootTemplate.name, anyFamily, "", Reboot},
-		{kubePrepareTemplate.name, anyFamily, "", KubePrepare},
+		{kubePrepareTemplate.name, anyFamily, "", func() (ssh.Command, error) { return KubePrepare(KubePrepareParams{}) }},
+		{kubePrepareTemplate.name, anyFamily, "check", func() (ssh.Command, error) { return KubePrepare(KubePrepareParams{Check: true}) }},
+		{kubeadmInitTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return KubeadmInit(KubeadmParams{ConfigFile: "/etc/kubernetes/gpukit/kubeadm-init.yaml", LogFile: "/var/log/gpukit/kubeadm-init.log"}, []byte("kind: InitConfiguration"))
+		}},
+		{kubeadmJoinTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return KubeadmJoin(KubeadmParams{ConfigFile: "/etc/kubernetes/gpukit/kubeadm-join.yaml", LogFile: "/var/log/gpukit/kubeadm-join.log"}, []byte("kind: JoinConfiguration"))
+		}},
+		{kubeadmJoinTemplate.name, anyFamily, "control-plane", func() (ssh.Command, error) {
+			return KubeadmJoin(KubeadmParams{ConfigFile: "/etc/kubernetes/gpukit/kubeadm-join.yaml", LogFile: "/var/log/gpukit/kubeadm-join.log", ControlPlane: true}, []byte("kind: JoinConfiguration"))
+		}},
+		{kubeJoinTokenTemplate.name, anyFamily, "", func() (ssh.Command, error) { return KubeJoinToken(KubeJoinTokenParams{TTL: "15m"}, "") }},
+		{kubeJoinTokenTemplate.name, anyFamily, "upload-certs", func() (ssh.Command, error) {
+			return KubeJoinToken(KubeJoinTokenParams{TTL: "15m", UploadCerts: true}, "key")
+		}},
+		{kubeAdminConfTemplate.name, anyFamily, "", KubeAdminConf},
+		{containerdConfigTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return ContainerdConfig(BackupParams{BackupDir: "/var/lib/gpukit/kubernetes/originals"}, "version = 3",
+				map[string]string{"/etc/containerd/certs.d/docker.io/hosts.toml": "server = 'x'"})
+		}},
 		{nvidiaHealthTemplate.name, anyFamily, "", NVIDIAHealth},
 		{waitBootTemplate.name, anyFamily, "", func() (ssh.Command, error) { return WaitBoot(WaitBootParams{TimeoutSeconds: 300}) }},
 		{dockerConfigTemplate.name, anyFamily, "", func() (ssh.Command, error) {
@@ -128,6 +147,25 @@ func familyCases(f osfamily.Info) []goldenCase {
 		kube.RepoURL = "https://pkgs.k8s.io/core:/stable:/v1.37/rpm/"
 	}
 	out = append(out, goldenCase{kubePackagesTemplate.name, fam, "", func() (ssh.Command, error) { return KubePackages(kube) }})
+	out = append(out, goldenCase{kubeStateTemplate.name, fam, "", func() (ssh.Command, error) {
+		return KubeState(KubeStateParams{Family: f, Packages: []string{"kubeadm", "kubelet", "kubectl", "cri-tools", "containerd.io"},
+			KubernetesVersion: "v1.37.2", ImageRepository: "registry.example.com:5000/k8s"})
+	}})
+	ctrd := ContainerdParams{Family: f, Source: ContainerdFromDocker, RepoURL: engine.RepoURL, Version: "2.3.1",
+		Packages: []string{"containerd.io"}, Extra: []string{"containernetworking-plugins"}, CNIDir: "/usr/lib/cni"}
+	if f.Family == osfamily.Debian12 {
+		ctrd.RepoURL = "https://download.docker.com/linux/debian/"
+		out = append(out, goldenCase{containerdTemplate.name, fam, "distribution", func() (ssh.Command, error) {
+			return Containerd(ContainerdParams{Family: f, Source: ContainerdFromDistribution, Packages: []string{"containerd"},
+				Extra: []string{"containernetworking-plugins"}, CNIDir: "/usr/lib/cni"})
+		}})
+	}
+	if f.PackageManager == osfamily.Dnf {
+		ctrd.CNIDir = "/usr/libexec/cni"
+	}
+	out = append(out, goldenCase{containerdTemplate.name, fam, "", func() (ssh.Command, error) {
+		return Containerd(ctrd)
+	}})
 	// Variants: the distribution's own driver, and the proprietary modules.
 	switch f.Family {
 	case osfamily.Debian12:

@@ -260,7 +260,11 @@ func (s *testServer) session(nch gossh.NewChannel) {
 		return
 	}
 	n := s.active.Add(1)
-	defer s.active.Add(-1)
+	// A session stops counting when its command has exited, before the
+	// client hears so: a client that starts the next one at once must not
+	// be seen over its limit.
+	release := sync.OnceFunc(func() { s.active.Add(-1) })
+	defer release()
 	for {
 		p := s.peak.Load()
 		if n <= p || s.peak.CompareAndSwap(p, n) {
@@ -278,7 +282,7 @@ func (s *testServer) session(nch gossh.NewChannel) {
 			}
 			r.Reply(true, nil)
 			go gossh.DiscardRequests(reqs)
-			s.exec(ch, p.Command)
+			s.exec(ch, p.Command, release)
 			return
 		case "subsystem":
 			var p struct{ Name string }
@@ -305,7 +309,7 @@ func (s *testServer) session(nch gossh.NewChannel) {
 // exec runs command like sshd does (login shell -c command) and reports its
 // exit status or signal; when the client closes the channel, the command's
 // stdin ends, as with sshd.
-func (s *testServer) exec(ch gossh.Channel, command string) {
+func (s *testServer) exec(ch gossh.Channel, command string, exited func()) {
 	cmd := exec.Command("bash", "-c", command)
 	cmd.Dir = s.dir
 	cmd.Env = append(os.Environ(), "HOME="+s.dir, "PATH="+s.bin+":"+os.Getenv("PATH"))
@@ -329,6 +333,7 @@ func (s *testServer) exec(ch gossh.Channel, command string) {
 		stdin.Close()
 	}()
 	err = cmd.Wait()
+	exited()
 	var ee *exec.ExitError
 	switch {
 	case err == nil:

@@ -1,7 +1,6 @@
 package kubeadm
 
 import (
-	"cmp"
 	"net"
 	"strconv"
 	"strings"
@@ -19,10 +18,12 @@ func ClusterOf(inv *inventory.Inventory) Cluster {
 	s := &inv.Cluster.Spec
 	k := &s.Kubernetes
 	c := Cluster{
-		Name:                  inv.Cluster.Metadata.Name,
-		Version:               "v" + s.Versions.Kubernetes,
-		Endpoint:              endpoint(k.ControlPlaneEndpoint),
-		ImageRepository:       cmp.Or(k.ImageRepository, s.Mirrors.Registry),
+		Name:     inv.Cluster.Metadata.Name,
+		Version:  "v" + s.Versions.Kubernetes,
+		Endpoint: endpoint(k.ControlPlaneEndpoint),
+		// The registry mirror serves registry.k8s.io's images under their
+		// own names (containerd's hosts.toml): no repository of its own.
+		ImageRepository:       k.ImageRepository,
 		PodSubnet:             s.Network.PodCIDR,
 		ServiceSubnet:         s.Network.ServiceCIDR,
 		CertSANs:              k.CertSANs,

@@ -53,7 +53,7 @@ func enginePending(e scripts.DockerEngineParams, s *State) string {
 		switch {
 		case !ok:
 			return name + " is not installed"
-		case pinned && e.Version != "" && !versionMatches(p.Version, e.Version):
+		case pinned && e.Version != "" && !osfamily.UpstreamMatches(p.Version, e.Version):
 			return fmt.Sprintf("%s is %s, not %s", name, p.Version, e.Version)
 		case !p.Held:
 			return name + " is not held"
@@ -63,19 +63,4 @@ func enginePending(e scripts.DockerEngineParams, s *State) string {
 		return "docker is " + cmp.Or(s.DockerActive, "not running")
 	}
 	return ""
-}
-
-// versionMatches accepts a package version (5:28.2.2-1~ubuntu.24.04~noble,
-// 20.10.24+dfsg1-1+deb12u1, 3:28.2.2-1.el9) whose upstream part is want, a
-// prefix of it at a dot, or want with a repack suffix (+dfsg1).
-func versionMatches(have, want string) bool {
-	if i := strings.IndexByte(have, ':'); i >= 0 {
-		have = have[i+1:]
-	}
-	for _, sep := range []string{"-", ".", "+"} {
-		if strings.HasPrefix(have, want+sep) {
-			return true
-		}
-	}
-	return have == want
 }

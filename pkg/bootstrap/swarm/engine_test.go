@@ -91,23 +91,3 @@ func TestEnginePending(t *testing.T) {
 		})
 	}
 }
-
-func TestVersionMatches(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		have, want string
-		ok         bool
-	}{
-		{"5:28.2.2-1~ubuntu.24.04~noble", "28.2.2", true},
-		{"3:28.2.2-1.el9", "28.2.2", true},
-		{"20.10.24+dfsg1-1+deb12u1", "20.10.24", true},
-		{"20.10.24+dfsg1-1+deb12u1", "20.10", true},
-		{"5:28.2.20-1", "28.2.2", false},
-		{"28.2.2", "28.2.2", true},
-		{"", "28.2.2", false},
-	} {
-		if got := versionMatches(tt.have, tt.want); got != tt.ok {
-			t.Errorf("versionMatches(%q, %q) = %v", tt.have, tt.want, got)
-		}
-	}
-}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpukit/gpukit/pkg/facts"
+	"github.com/gpukit/gpukit/pkg/osfamily"
 )
 
 // Files gpukit reads and changes on a swarm host.
@@ -19,10 +20,7 @@ const (
 )
 
 // Package is an installed package.
-type Package struct {
-	Version string
-	Held    bool
-}
+type Package = osfamily.Package
 
 // Membership is the node's part in a swarm, as `docker info` shows it.
 type Membership struct {

@@ -3,26 +3,7 @@
 # runtime's configuration (base64), the originals gpukit kept of them, and
 # the node's swarm membership (JSON, base64).
 kv() { printf '%s=%s\n' "$1" "$2"; }
-pkgs=({{quoteEach .Packages}})
-{{- if eq .Family.PackageManager "apt"}}
-held=" $(apt-mark showhold 2>/dev/null | tr '\n' ' ') "
-for p in "${pkgs[@]}"; do
-  v=$(dpkg-query -W -f='${db:Status-Abbrev} ${Version}' "$p" 2>/dev/null || true)
-  case $v in ?i*) ;; *) continue ;; esac # installed (ii, or hi when held)
-  h=false
-  case $held in *" $p "*) h=true ;; esac
-  kv package "$p ${v##* } $h"
-done
-{{- else}}
-locks=$(dnf -q versionlock list 2>/dev/null || true)
-for p in "${pkgs[@]}"; do
-  v=$(rpm -q --qf '%{EPOCH}:%{VERSION}-%{RELEASE}' "$p" 2>/dev/null) || continue
-  v=${v#"(none):"}
-  h=false
-  if grep -q "^$p-[0-9]" <<<"$locks"; then h=true; fi
-  kv package "$p $v $h"
-done
-{{- end}}
+{{template "pkgstate" .}}
 kv docker.active "$(systemctl is-active docker 2>/dev/null || true)"
 for f in /etc/docker/daemon.json /etc/nvidia-container-runtime/config.toml; do
   if [ -f "$f" ]; then kv "file $f" "$(base64 -w0 <"$f")"; fi

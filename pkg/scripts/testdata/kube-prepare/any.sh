@@ -13,43 +13,37 @@ put() {
   mkdir -p "${1%/*}"
   printf '%s\n' "$2" >"$1"
 }
-if [ -n "$(swapon --noheadings --show=NAME 2>/dev/null)" ]; then
-  swapoff -a
-  echo "gpukit: swap turned off"
-fi
+# change WHAT CMD...: runs CMD and says WHAT it did.
+change() {
+  local what=$1
+  shift
+  "$@"
+  echo "gpukit: $what"
+}
 # fstab's swap entries are commented out (the original kept as
-# /etc/fstab.gpukit), and swap units systemd made on its own are masked.
-if grep -qE '^[[:space:]]*[^#[:space:]]+[[:space:]]+[^[:space:]]+[[:space:]]+swap[[:space:]]' /etc/fstab 2>/dev/null; then
+# /etc/fstab.gpukit).
+fstab_swap='^([[:space:]]*[^#[:space:]]+[[:space:]]+[^[:space:]]+[[:space:]]+swap[[:space:]].*)$'
+comment_swap() {
   cp -p /etc/fstab /etc/fstab.gpukit
-  sed -i -E 's/^([[:space:]]*[^#[:space:]]+[[:space:]]+[^[:space:]]+[[:space:]]+swap[[:space:]].*)$/# gpukit (kubelet needs swap off): \1/' /etc/fstab
-  echo "gpukit: swap entries of /etc/fstab commented out"
-fi
+  sed -i -E "s/$fstab_swap/# gpukit (kubelet needs swap off): \\1/" /etc/fstab
+}
+if [ -n "$(swapon --noheadings --show=NAME 2>/dev/null)" ]; then change "swap turned off" swapoff -a; fi
+if grep -qE "$fstab_swap" /etc/fstab 2>/dev/null; then change "swap entries of /etc/fstab commented out" comment_swap; fi
+# swap units systemd made on its own are masked
 for unit in $(systemctl list-units --type swap --all --plain --no-legend 2>/dev/null | awk '{print $1}'); do
-  if [ "$(systemctl is-enabled "$unit" 2>/dev/null)" != masked ]; then
-    systemctl mask -q "$unit"
-    echo "gpukit: $unit masked"
-  fi
+  if [ "$(systemctl is-enabled "$unit" 2>/dev/null)" != masked ]; then change "$unit masked" systemctl mask -q "$unit"; fi
 done
-if put /etc/modules-load.d/gpukit-kubernetes.conf $'overlay\nbr_netfilter'; then
-  echo "gpukit: overlay and br_netfilter load at boot"
+modules=/etc/modules-load.d/gpukit-kubernetes.conf
+if [ "$(cat "$modules" 2>/dev/null)" != $'overlay\nbr_netfilter' ]; then
+  change "overlay and br_netfilter load at boot" put "$modules" $'overlay\nbr_netfilter'
 fi
-# Present whether loaded as modules or built into the kernel:
-if ! grep -qw overlay /proc/filesystems; then
-  modprobe overlay
-  echo "gpukit: overlay loaded"
-fi
-if [ ! -e /proc/sys/net/bridge/bridge-nf-call-iptables ]; then
-  modprobe br_netfilter
-  echo "gpukit: br_netfilter loaded"
-fi
+# present whether loaded as modules or built into the kernel
+if ! grep -qw overlay /proc/filesystems; then change "overlay loaded" modprobe overlay; fi
+if [ ! -e /proc/sys/net/bridge/bridge-nf-call-iptables ]; then change "br_netfilter loaded" modprobe br_netfilter; fi
 conf=/etc/sysctl.d/99-gpukit-kubernetes.conf
-if put "$conf" $'net.ipv4.ip_forward = 1\nnet.bridge.bridge-nf-call-iptables = 1\nnet.bridge.bridge-nf-call-ip6tables = 1'; then
-  echo "gpukit: $conf written"
-fi
+sysctls=$'net.ipv4.ip_forward = 1\nnet.bridge.bridge-nf-call-iptables = 1\nnet.bridge.bridge-nf-call-ip6tables = 1'
+if [ "$(cat "$conf" 2>/dev/null)" != "$sysctls" ]; then change "$conf written" put "$conf" "$sysctls"; fi
 for kv in net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1 net.bridge.bridge-nf-call-ip6tables=1; do
   k=${kv%=*}
-  if [ "$(sysctl -n "$k")" != "${kv#*=}" ]; then
-    sysctl -q -w "$kv"
-    echo "gpukit: $kv"
-  fi
+  if [ "$(sysctl -n "$k" 2>/dev/null)" != "${kv#*=}" ]; then change "$kv" sysctl -q -w "$kv"; fi
 done

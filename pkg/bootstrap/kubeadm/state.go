@@ -1,0 +1,96 @@
+package kubeadm
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strings"
+
+	"github.com/gpukit/gpukit/pkg/facts"
+	"github.com/gpukit/gpukit/pkg/osfamily"
+)
+
+// BackupDir keeps the files as they were before gpukit first changed them;
+// gpukit reset puts them back.
+const BackupDir = "/var/lib/gpukit/kubernetes/originals"
+
+// Package is an installed package.
+type Package = osfamily.Package
+
+// State is what the Kubernetes layer reads from a host (kube-state.sh).
+type State struct {
+	Packages map[string]Package
+	// ContainerdVersion is what `containerd --version` says (v2.4.2, 1.6.20~ds1).
+	ContainerdVersion string
+	ContainerdActive  string
+	KubeletEnabled    string
+	KubeletActive     string
+	// Files are containerd's config.toml and hosts.toml files, by path.
+	Files map[string][]byte
+	// CNIMissing are the basic CNI plugins /opt/cni/bin lacks.
+	CNIMissing []string
+	// APIServer: the host runs a control plane (kubeadm's static pod).
+	APIServer bool
+	// PauseImage is the sandbox image kubeadm names ("" before kubeadm is
+	// installed).
+	PauseImage string
+	// KubeletServer is the API the kubelet's kubeconfig names: the node
+	// joined (or created) a cluster there. "" when it has none.
+	KubeletServer string
+}
+
+// ParseState reads the state script's output.
+func ParseState(out []byte) (*State, error) {
+	s := &State{Packages: map[string]Package{}, Files: map[string][]byte{}}
+	err := facts.ScanKV(out, "kubernetes state", func(key, value string) error {
+		switch {
+		case key == "package":
+			f := strings.Fields(value)
+			if len(f) != 3 {
+				return fmt.Errorf("package %q: want NAME VERSION HELD", value)
+			}
+			s.Packages[f[0]] = Package{Version: f[1], Held: f[2] == "true"}
+		case key == "containerd.version":
+			s.ContainerdVersion = value
+		case key == "containerd.active":
+			s.ContainerdActive = value
+		case key == "kubelet.enabled":
+			s.KubeletEnabled = value
+		case key == "kubelet.active":
+			s.KubeletActive = value
+		case key == "cni.missing":
+			s.CNIMissing = append(s.CNIMissing, value)
+		case key == "apiserver":
+			s.APIServer = value == "true"
+		case key == "pause.image":
+			s.PauseImage = value
+		case key == "kubelet.server":
+			s.KubeletServer = value
+		case strings.HasPrefix(key, "file "):
+			b, err := base64.StdEncoding.DecodeString(value)
+			if err != nil {
+				return fmt.Errorf("%s: %w", key, err)
+			}
+			s.Files[strings.TrimPrefix(key, "file ")] = b
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ContainerdMajor is the major of a containerd version as `containerd
+// --version` prints it (v2.4.2, 1.6.20~ds1, 2.1.4-0ubuntu1), 0 if unknown.
+func ContainerdMajor(v string) int {
+	v = strings.TrimPrefix(v, "v")
+	major, _, _ := strings.Cut(v, ".")
+	n := 0
+	for _, r := range major {
+		if r < '0' || r > '9' {
+			return 0
+		}
+		n = n*10 + int(r-'0')
+	}
+	return n
+}

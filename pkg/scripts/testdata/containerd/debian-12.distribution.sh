@@ -1,0 +1,66 @@
+set -euo pipefail
+export LC_ALL=C DEBIAN_FRONTEND=noninteractive
+# Installs containerd from the distribution's packages,
+# holds it against upgrades and links the distribution's CNI plugins into
+# /opt/cni/bin (where CNIs look for them; a plugin already there stays).
+# gpukit configures containerd next (containerd-config.sh).
+# put FILE CONTENT: writes CONTENT (and a newline) to FILE, creating its
+# directory, unless FILE holds it already; true when it wrote.
+put() {
+  if [ "$(cat "$1" 2>/dev/null)" = "$2" ]; then return 1; fi
+  mkdir -p "${1%/*}"
+  printf '%s\n' "$2" >"$1"
+}
+# newest PKG WANT: the newest version of PKG whose upstream version is WANT
+# (a release, 580.95.05), starts with it (a branch, 580) or is it with a
+# repack suffix (Debian's docker.io 20.10.24+dfsg1), empty if none;
+# the package index is refreshed once if nothing matches.
+newest() {
+  local v
+  v=$(candidates "$1" "$2")
+  if [ -z "$v" ] && [ -z "${refreshed:-}" ]; then
+    refreshed=1
+    apt-get update -q >&2
+    v=$(candidates "$1" "$2")
+  fi
+  printf '%s' "$v"
+}
+candidates() {
+  apt-cache madison "$1" 2>/dev/null | awk -F'|' -v want="$2" '
+    { v = $2; gsub(/ /, "", v); u = v; sub(/^[0-9]+:/, "", u) }
+    index(u, want "-") == 1 || index(u, want ".") == 1 || index(u, want "+") == 1 { print v; exit }'
+}
+pinned=(containerd)
+extra=(containernetworking-plugins)
+want=''
+# A host whose package index never listed them (a fresh install, no earlier
+# apt-get update) gets the index refreshed once.
+for p in "${pinned[@]}" "${extra[@]}"; do
+  if [ -z "$(apt-cache policy "$p" 2>/dev/null | awk '/Candidate:/ && $2 != "(none)" { print $2 }')" ]; then
+    apt-get update -q
+    break
+  fi
+done
+args=()
+for p in "${pinned[@]}"; do
+  if [ -z "$want" ]; then
+    args+=("$p")
+    continue
+  fi
+  v=$(newest "$p" "$want")
+  if [ -z "$v" ]; then
+    echo "gpukit: no $p $want in the host's package sources" >&2
+    exit 1
+  fi
+  args+=("$p=$v")
+done
+apt-mark unhold "${pinned[@]}" "${extra[@]}" >/dev/null 2>&1 || true
+# Recommends are left out: Debian's docker.io recommends needrestart, which
+# restarts services on its own.
+apt-get install -y -q --no-install-recommends --allow-downgrades -o Dpkg::Options::=--force-confold \
+  "${args[@]}" "${extra[@]}"
+apt-mark hold "${pinned[@]}" "${extra[@]}" >/dev/null
+mkdir -p /opt/cni/bin
+for p in /usr/lib/cni/*; do
+  if [ -f "$p" ] && [ ! -e "/opt/cni/bin/${p##*/}" ]; then ln -s "$p" "/opt/cni/bin/${p##*/}"; fi
+done

@@ -1,0 +1,86 @@
+set -euo pipefail
+export LC_ALL=C DEBIAN_FRONTEND=noninteractive
+# Installs containerd from Docker's repository (containerd.io 2.3.1),
+# holds it against upgrades and links the distribution's CNI plugins into
+# /opt/cni/bin (where CNIs look for them; a plugin already there stays).
+# gpukit configures containerd next (containerd-config.sh).
+# put FILE CONTENT: writes CONTENT (and a newline) to FILE, creating its
+# directory, unless FILE holds it already; true when it wrote.
+put() {
+  if [ "$(cat "$1" 2>/dev/null)" = "$2" ]; then return 1; fi
+  mkdir -p "${1%/*}"
+  printf '%s\n' "$2" >"$1"
+}
+# newest PKG WANT: the newest version of PKG whose upstream version is WANT
+# (a release, 580.95.05), starts with it (a branch, 580) or is it with a
+# repack suffix (Debian's docker.io 20.10.24+dfsg1), empty if none;
+# the package index is refreshed once if nothing matches.
+newest() {
+  local v
+  v=$(candidates "$1" "$2")
+  if [ -z "$v" ] && [ -z "${refreshed:-}" ]; then
+    refreshed=1
+    dnf -q makecache >&2
+    v=$(candidates "$1" "$2")
+  fi
+  printf '%s' "$v"
+}
+candidates() {
+  dnf -q list --showduplicates --available "$1" 2>/dev/null | awk -v want="$2" '
+    NF == 3 { v = $2; u = v; sub(/^[0-9]+:/, "", u) }
+    NF == 3 && (index(u, want "-") == 1 || index(u, want ".") == 1 || index(u, want "+") == 1) { last = v }
+    END { print last }'
+}
+# fetch URL FILE: downloads with whatever the host has (curl, wget, python3).
+fetch() {
+  if command -v curl >/dev/null 2>&1; then
+    curl -fsSL --retry 3 -o "$2" "$1"
+  elif command -v wget >/dev/null 2>&1; then
+    wget -q -O "$2" "$1"
+  elif command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])' "$1" "$2"
+  else
+    echo "gpukit: cannot download $1: no curl, wget or python3 on this host" >&2
+    return 1
+  fi
+}
+base=https://download.docker.com/linux/rhel/
+put /etc/yum.repos.d/docker-ce.repo "[docker-ce-stable]
+name=Docker CE Stable - \$basearch
+baseurl=${base}\$releasever/\$basearch/stable
+enabled=1
+gpgcheck=1
+gpgkey=${base}gpg" || true
+pinned=(containerd.io)
+extra=(containernetworking-plugins)
+want=2.3.1
+# A host whose package index never listed them (a fresh install, no earlier
+# apt-get update) gets the index refreshed once.
+for p in "${pinned[@]}" "${extra[@]}"; do
+  if ! dnf -q list "$p" >/dev/null 2>&1; then
+    dnf -q makecache
+    break
+  fi
+done
+args=()
+for p in "${pinned[@]}"; do
+  if [ -z "$want" ]; then
+    args+=("$p")
+    continue
+  fi
+  v=$(newest "$p" "$want")
+  if [ -z "$v" ]; then
+    echo "gpukit: no $p $want in the host's package sources" >&2
+    exit 1
+  fi
+  args+=("$p-$v")
+done
+# A host without GPU never ran the driver's script, which installs the plugin.
+if ! rpm -q python3-dnf-plugin-versionlock >/dev/null 2>&1; then dnf install -y -q python3-dnf-plugin-versionlock; fi
+dnf -q versionlock delete "${pinned[@]}" "${extra[@]}" >/dev/null 2>&1 || true
+dnf install -y -q "${args[@]}" "${extra[@]}"
+dnf -q versionlock add "${pinned[@]}" "${extra[@]}"
+mkdir -p /opt/cni/bin
+for p in /usr/libexec/cni/*; do
+  if [ -f "$p" ] && [ ! -e "/opt/cni/bin/${p##*/}" ]; then ln -s "$p" "/opt/cni/bin/${p##*/}"; fi
+done

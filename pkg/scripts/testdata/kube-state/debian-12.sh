@@ -1,0 +1,35 @@
+set -euo pipefail
+export LC_ALL=C DEBIAN_FRONTEND=noninteractive
+# Prints what the Kubernetes layer looks at, as key=value lines; changes
+# nothing: its packages (version, held), containerd's version and service,
+# its config.toml and the registries' hosts.toml files (base64), the kubelet's
+# service, and what kubeadm left: the API server's manifest, the kubelet's
+# kubeconfig (its server); the pause image kubeadm v1.37.2 names, which
+# containerd's sandbox must be.
+kv() { printf '%s=%s\n' "$1" "$2"; }
+pkgs=(kubeadm kubelet kubectl cri-tools containerd.io)
+held=" $(apt-mark showhold 2>/dev/null | tr '\n' ' ') "
+for p in "${pkgs[@]}"; do
+  v=$(dpkg-query -W -f='${db:Status-Abbrev} ${Version}' "$p" 2>/dev/null || true)
+  case $v in ?i*) ;; *) continue ;; esac # installed (ii, or hi when held)
+  h=false
+  case $held in *" $p "*) h=true ;; esac
+  kv package "$p ${v##* } $h"
+done
+if command -v containerd >/dev/null 2>&1; then kv containerd.version "$(containerd --version | awk '{print $3}')"; fi
+kv containerd.active "$(systemctl is-active containerd 2>/dev/null || true)"
+kv kubelet.enabled "$(systemctl is-enabled kubelet 2>/dev/null || true)"
+kv kubelet.active "$(systemctl is-active kubelet 2>/dev/null || true)"
+for f in /etc/containerd/config.toml /etc/containerd/certs.d/*/hosts.toml; do
+  if [ -f "$f" ]; then kv "file $f" "$(base64 -w0 <"$f")"; fi
+done
+for f in /opt/cni/bin/bridge /opt/cni/bin/host-local /opt/cni/bin/loopback /opt/cni/bin/portmap; do
+  if [ ! -e "$f" ]; then kv cni.missing "${f##*/}"; fi
+done
+if command -v kubeadm >/dev/null 2>&1; then
+  kv pause.image "$(kubeadm config images list --kubernetes-version v1.37.2 --image-repository registry.example.com:5000/k8s 2>/dev/null | grep -m 1 '/pause:' || true)"
+fi
+if [ -f /etc/kubernetes/manifests/kube-apiserver.yaml ]; then kv apiserver true; fi
+if [ -f /etc/kubernetes/kubelet.conf ]; then
+  kv kubelet.server "$(awk '$1 == "server:" { print $2; exit }' /etc/kubernetes/kubelet.conf)"
+fi
