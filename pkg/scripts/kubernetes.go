@@ -94,11 +94,11 @@ func KubePackages(p KubePackagesParams) (ssh.Command, error) {
 var (
 	containerdTemplate       = parse[ContainerdParams]("containerd.sh")
 	containerdConfigTemplate = parse[BackupParams]("containerd-config.sh")
-	kubeStateTemplate      = parse[KubeStateParams]("kube-state.sh")
-	kubeadmInitTemplate    = parse[KubeadmParams]("kubeadm-init.sh")
-	kubeadmJoinTemplate    = parse[KubeadmParams]("kubeadm-join.sh")
-	kubeJoinTokenTemplate  = parse[KubeJoinTokenParams]("kube-join-token.sh")
-	kubeAdminConfTemplate  = parse[NoParams]("kube-admin-conf.sh")
+	kubeStateTemplate        = parse[KubeStateParams]("kube-state.sh")
+	kubeadmInitTemplate      = parse[KubeadmParams]("kubeadm-init.sh")
+	kubeadmJoinTemplate      = parse[KubeadmParams]("kubeadm-join.sh")
+	kubeJoinTokenTemplate    = parse[KubeJoinTokenParams]("kube-join-token.sh")
+	kubeAdminConfTemplate    = parse[NoParams]("kube-admin-conf.sh")
 )
 
 // containerd sources.
