@@ -92,7 +92,9 @@ func bootIDs(t *testing.T, l *lab.Lab, hosts ...string) map[string]string {
 // that ends verified with one reboot per host, a second run that changes
 // nothing, a driver change with one host's install failing (named, the
 // others finish, a re-run converges, one reboot per host), and a host that
-// never comes back from its reboot, failed within the timeout.
+// never comes back from its reboot, failed within the timeout. The
+// Kubernetes phases are skipped (--skip-phases kubernetes): TestLabKubernetes
+// runs them.
 func TestLabInitNVIDIA(t *testing.T) {
 	lab.Require(t)
 	t.Parallel()
@@ -133,7 +135,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 	t.Run("secure boot refused before anything changes", func(t *testing.T) {
 		l.SSH(t, "lab-3", `printf '#!/bin/sh\necho "SecureBoot enabled"\n' >/usr/local/bin/mokutil && chmod +x /usr/local/bin/mokutil`)
 		defer l.SSH(t, "lab-3", "rm -f /usr/local/bin/mokutil")
-		r := runInit(t, "init", "-i", inv)
+		r := runInit(t, "init", "--skip-phases", "kubernetes", "-i", inv)
 		if r.code != ExitHostsFailed || !strings.Contains(r.failed["lab-3"], "preflight/checks") ||
 			!strings.Contains(r.failed["lab-3"], "choose spec.nvidia.secureBoot: signed or mok") {
 			t.Errorf("exit %d, failed %v", r.code, r.failed)
@@ -148,7 +150,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 
 	before := bootIDs(t, l, hosts...)
 	t.Run("plan changes nothing", func(t *testing.T) {
-		r := runInit(t, "plan", "-i", inv)
+		r := runInit(t, "plan", "--skip-phases", "kubernetes", "-i", inv)
 		if r.code != ExitOK || r.counts.Changed != 3 {
 			t.Fatalf("plan: exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
 		}
@@ -171,7 +173,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 
 	t.Run("fresh install ends verified, one reboot each, one host down at a time", func(t *testing.T) {
 		start := time.Now()
-		r := runInit(t, "init", "-i", inv, "--max-parallel-reboots", "1")
+		r := runInit(t, "init", "--skip-phases", "kubernetes", "-i", inv, "--max-parallel-reboots", "1")
 		if r.code != ExitOK || r.counts != (event.HostCounts{Changed: 3}) {
 			t.Fatalf("exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
 		}
@@ -227,7 +229,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 	t.Run("second run changes nothing", func(t *testing.T) {
 		start := time.Now()
 		ids := bootIDs(t, l, hosts...)
-		r := runInit(t, "init", "-i", inv)
+		r := runInit(t, "init", "--skip-phases", "kubernetes", "-i", inv)
 		if r.code != ExitOK || r.counts != (event.HostCounts{Unchanged: 3}) || len(r.writeSteps()) != 0 {
 			t.Errorf("exit %d %+v, writes %v", r.code, r.counts, r.writeSteps())
 		}
@@ -240,7 +242,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 	t.Run("driver change: a failing host is named, the others finish, a re-run converges", func(t *testing.T) {
 		ids := bootIDs(t, l, hosts...)
 		l.SSH(t, "lab-2", "touch /etc/gpusim/fail-install")
-		r := runInit(t, "init", "-i", inv, "--driver", "590.48.01")
+		r := runInit(t, "init", "--skip-phases", "kubernetes", "-i", inv, "--driver", "590.48.01")
 		if r.code != ExitHostsFailed || len(r.failed) != 1 || !strings.Contains(r.failed["lab-2"], "nvidia/driver: driver 590.48.01") ||
 			!strings.Contains(r.failed["lab-2"], "dpkg returned an error") {
 			t.Errorf("exit %d, failed %v", r.code, r.failed)
@@ -262,7 +264,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 			t.Error("the failed host rebooted")
 		}
 		l.SSH(t, "lab-2", "rm /etc/gpusim/fail-install")
-		r = runInit(t, "init", "-i", inv, "--driver", "590.48.01")
+		r = runInit(t, "init", "--skip-phases", "kubernetes", "-i", inv, "--driver", "590.48.01")
 		if r.code != ExitOK || r.counts != (event.HostCounts{Changed: 1, Unchanged: 2}) {
 			t.Errorf("re-run: exit %d %+v %v", r.code, r.counts, r.failed)
 		}
@@ -274,7 +276,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 	t.Run("a host that never comes back is failed within the timeout", func(t *testing.T) {
 		l.SetRebootDelay(t, "lab-3", lab.RebootNever)
 		start := time.Now()
-		r := runInit(t, "init", "-i", inv, "--driver", "580.95.05", "--reboot-timeout", "20s")
+		r := runInit(t, "init", "--skip-phases", "kubernetes", "-i", inv, "--driver", "580.95.05", "--reboot-timeout", "20s")
 		took := time.Since(start)
 		if r.code != ExitHostsFailed || len(r.failed) != 1 || !strings.Contains(r.failed["lab-3"], "nvidia/reboot") ||
 			!strings.Contains(r.failed["lab-3"], "lab-3 did not come back within 20s") {
@@ -285,7 +287,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 		}
 		l.SetRebootDelay(t, "lab-3", time.Second)
 		l.StartHost(t, "lab-3")
-		r = runInit(t, "init", "-i", inv, "--driver", "580.95.05")
+		r = runInit(t, "init", "--skip-phases", "kubernetes", "-i", inv, "--driver", "580.95.05")
 		if r.code != ExitOK || r.counts.Failed != 0 || r.counts.Changed != 0 {
 			// lab-3 came back with the new driver loaded: nothing left to do.
 			t.Errorf("after the host came back: exit %d %+v %v", r.code, r.counts, r.failed)
@@ -308,7 +310,8 @@ func TestLabInitNVIDIA(t *testing.T) {
 // runs for real on lab-2 and cannot move the release it holds although a
 // newer one waits in bookworm-security; on lab-1 DKMS really builds the
 // module once the headers of a Debian kernel are there (the lab's own kernel,
-// which Debian has no headers for, cannot load it).
+// which Debian has no headers for, cannot load it). The Kubernetes phases are
+// skipped.
 func TestLabInitDistributionDriver(t *testing.T) {
 	lab.Require(t)
 	t.Parallel()
@@ -349,7 +352,7 @@ func TestLabInitDistributionDriver(t *testing.T) {
 	}
 
 	t.Run("prepare refuses a kernel without headers", func(t *testing.T) {
-		r := runInit(t, "init", "-i", inv)
+		r := runInit(t, "init", "--skip-phases", "kubernetes", "-i", inv)
 		kernel := l.SSH(t, "lab-1", "uname -r")
 		for _, h := range hosts {
 			msg := r.failed[h]

@@ -20,6 +20,9 @@ type Image struct {
 	// Ref is name:tag as kubeadm names it under a custom imageRepository
 	// (kube-apiserver:v1.37.2, etcd:3.7.0-0, coredns:v1.14.6, pause:3.10.2).
 	Ref string
+	// Upstream is its repository:tag on registry.k8s.io, as kubeadm names
+	// it by default (coredns/coredns:v1.14.6).
+	Upstream string
 	// Files are the image's files: path in the image -> file on this machine.
 	// Links are symlinks: path in the image -> target.
 	Files, Links map[string]string
@@ -41,7 +44,7 @@ func Version(bin string) string {
 // kubeadmImage is a line of `kubeadm config images list`:
 // registry.k8s.io/NAME:TAG, or registry.k8s.io/coredns/coredns:TAG (under a
 // custom imageRepository kubeadm drops the inner coredns/).
-var kubeadmImage = regexp.MustCompile(`^registry\.k8s\.io/(?:coredns/)?([a-z0-9-]+):([A-Za-z0-9_.-]+)$`)
+var kubeadmImage = regexp.MustCompile(`^registry\.k8s\.io/((?:coredns/)?([a-z0-9-]+):([A-Za-z0-9_.-]+))$`)
 
 // Images are the images kubeadm of the build in kube pulls (the list that
 // `kubeadm config images list` printed at build time), each made from the
@@ -68,8 +71,8 @@ func Images(t testing.TB, kube, rt string) []Image {
 		if m == nil {
 			t.Fatalf("%s/images: %q is not an image kubeadm of this build names", kube, sc.Text())
 		}
-		name, tag := m[1], m[2]
-		img := Image{Ref: name + ":" + tag}
+		name, tag := m[2], m[3]
+		img := Image{Ref: name + ":" + tag, Upstream: m[1]}
 		bin := func(b, at string) {
 			img.Files = map[string]string{at: filepath.Join(kube, b)}
 			img.VersionCmd = []string{at, "--version"}
@@ -162,9 +165,9 @@ func addIptables(t testing.TB, img *Image) {
 }
 
 // PushImages makes each image (its files only; one layer) and pushes it
-// with push (lab.Lab.PushImage: the lab's registry, an air-gapped site's
-// mirror), two at a time. It returns the digests by ref.
-func PushImages(t testing.TB, images []Image, push func(t testing.TB, ref, dir string, entrypoint ...string) string) map[string]string {
+// as name(image) with push (lab.Lab.PushImage: the lab's registry, an
+// air-gapped site's mirror), two at a time. It returns the digests by ref.
+func PushImages(t testing.TB, images []Image, name func(Image) string, push func(t testing.TB, ref, dir string, entrypoint ...string) string) map[string]string {
 	t.Helper()
 	var (
 		mu  sync.Mutex
@@ -195,7 +198,7 @@ func PushImages(t testing.TB, images []Image, push func(t testing.TB, ref, dir s
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			d := push(t, img.Ref, dir, img.Entrypoint...)
+			d := push(t, name(img), dir, img.Entrypoint...)
 			mu.Lock()
 			out[img.Ref] = d
 			mu.Unlock()

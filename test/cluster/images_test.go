@@ -26,7 +26,7 @@ func TestKubeadmImagesFromTheLabRegistry(t *testing.T) {
 	if got := strings.Join(names, " "); got != "kube-apiserver kube-controller-manager kube-scheduler kube-proxy coredns pause etcd" {
 		t.Errorf("kubeadm %s names %s", Version(kube), got)
 	}
-	digests := PushImages(t, images, l.PushImage)
+	digests := PushImages(t, images, func(img Image) string { return img.Ref }, l.PushImage)
 	l.UseDebianMirror(t, "lab-1")
 	l.SSH(t, "lab-1", "apt-get -qq update && DEBIAN_FRONTEND=noninteractive apt-get -qq install -y --no-install-recommends containerd >/dev/null 2>&1; systemctl start containerd")
 	for i, img := range images {

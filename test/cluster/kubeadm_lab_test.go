@@ -45,9 +45,7 @@ func kubeadmByHand(t *testing.T, version, runtime, rt string) {
 	reg := l.Registry(t)
 	began := time.Now()
 	images := Images(t, kube, rt)
-	PushImages(t, images, func(t testing.TB, ref, dir string, entrypoint ...string) string {
-		return l.PushImage(t, "k8s/"+ref, dir, entrypoint...)
-	})
+	PushImages(t, images, func(img Image) string { return "k8s/" + img.Ref }, l.PushImage)
 	t.Logf("%d images pushed in %s", len(images), time.Since(began).Round(time.Millisecond))
 	pkgs := PublishPackages(t, l.LabDir(), l.Bridge, kube, rt)
 	repo := reg + "/k8s"

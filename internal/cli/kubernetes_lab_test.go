@@ -1,0 +1,215 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
+	"github.com/gpukit/gpukit/pkg/event"
+	"github.com/gpukit/gpukit/test/cluster"
+	"github.com/gpukit/gpukit/test/gpusim"
+	"github.com/gpukit/gpukit/test/lab"
+)
+
+// `gpukit init` with Kubernetes on three lab hosts made for kubelet (1
+// control plane without GPU, 2 workers with a simulated H100 each), from an
+// air-gapped site's sources only: kubeadm, kubelet and kubectl from the
+// pkgs.k8s.io stand-in, containerd.io from the Docker repository stand-in
+// (both built from Go modules by test/k8s), every image from the lab
+// registry as registry.k8s.io's mirror (spec.mirrors.registry), Debian's
+// packages through the lab's proxy. A plan changes nothing; init makes the
+// cluster (kubeadm init, the workers joined with a short-lived token that
+// shows nowhere), the admin kubeconfig works from this machine, the GPU
+// workers' containers run through the NVIDIA runtime (the simulator's), and
+// a second init changes nothing.
+func TestLabKubernetes(t *testing.T) {
+	cluster.Require(t)
+	lab.Require(t)
+	t.Parallel()
+	captures, err := gpusim.Captures(gpusim.FixturesDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h100 gpusim.Capture
+	for _, c := range captures {
+		if strings.HasSuffix(c.Prefix, "/h100-80gb-hbm3__drv590.48.01") {
+			h100 = c
+		}
+	}
+	if h100.Prefix == "" {
+		t.Skip("no h100-80gb-hbm3__drv590.48.01 capture among the fixtures")
+	}
+	l := lab.Start(t, lab.Options{Hosts: 3, Kube: true})
+	all := []string{"lab-1", "lab-2", "lab-3"}
+	repo := gpusim.Simulate(t, l, map[string]gpusim.Hardware{
+		"lab-2": {Capture: withUUID(t, h100, "GPU-5a1e0002-6c2d-4b1e-9f00-000000000002")},
+		"lab-3": {Capture: withUUID(t, h100, "GPU-5a1e0003-6c2d-4b1e-9f00-000000000003")},
+	})
+	dir := t.TempDir()
+	gpuInv, err := repo.Inventory(l, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	site := cluster.NewSite(t, l, "")
+	inv := filepath.Join(dir, "kubernetes.yaml")
+	if err := site.WriteInventory(gpuInv, inv, cluster.LabKubernetes); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for _, h := range all {
+		l.SetRebootDelay(t, h, time.Second)
+		wg.Go(func() { l.UseDebianMirror(t, h) })
+	}
+	wg.Wait()
+	kubeconfig := filepath.Join(dir, "lab.kubeconfig")
+	kubectl := func(t *testing.T, args ...string) string {
+		t.Helper()
+		out, err := exec.Command(filepath.Join(cluster.Binaries(t), "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+
+	t.Run("plan changes nothing", func(t *testing.T) {
+		r := runInit(t, "plan", "-i", inv)
+		if r.code != ExitOK || len(r.writeSteps()) != 0 {
+			t.Fatalf("plan: exit %d, writes %v\n%s", r.code, r.writeSteps(), r.out)
+		}
+		joins := 0
+		for _, e := range r.events {
+			if e.Type == event.Planned && e.Phase == kubeadm.PhaseJoinWorkers {
+				joins++
+			}
+		}
+		if joins != 2 {
+			t.Errorf("%d joins planned, want 2", joins)
+		}
+		if got := l.SSH(t, "lab-1", "command -v kubeadm containerd || echo none"); got != "none" {
+			t.Errorf("plan installed %q", got)
+		}
+	})
+
+	t.Run("init makes the cluster", func(t *testing.T) {
+		start := time.Now()
+		r := runInit(t, "init", "-i", inv, "--kubeconfig-out", kubeconfig)
+		if r.code != ExitOK || r.counts.Changed != 3 {
+			t.Fatalf("exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
+		}
+		t.Logf("first init (NVIDIA stack + Kubernetes %s) on 3 hosts: %s", site.Version, time.Since(start).Round(100*time.Millisecond))
+		for _, p := range []string{kubeadm.PhasePrepare, kubeadm.PhasePackages, kubeadm.PhaseContainerd, kubeadm.PhaseInit, kubeadm.PhaseJoinWorkers} {
+			t.Logf("%s: %s", p, phaseTime(r, p))
+		}
+		st, err := os.Stat(kubeconfig)
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("kubeconfig: %v %v", st, err)
+		}
+		nodes := kubectl(t, "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.nodeInfo.kubeletVersion} {.status.nodeInfo.containerRuntimeVersion}{"\n"}{end}`)
+		want := ""
+		for _, h := range all {
+			want += h + " v" + site.Version + " containerd://" + site.ContainerdVersion + "\n"
+		}
+		if nodes != strings.TrimSpace(want) {
+			t.Errorf("nodes:\n%s\nwant\n%s", nodes, want)
+		}
+		taints := kubectl(t, "get", "node", "lab-1", "-o", "jsonpath={.spec.taints[*].key}")
+		if !strings.Contains(taints, "node-role.kubernetes.io/control-plane") {
+			t.Errorf("lab-1's taints: %q", taints)
+		}
+		// kube-proxy (host network: no CNI needed) runs on every node, on the
+		// GPU workers through the NVIDIA runtime; every image came through
+		// the mirror under its registry.k8s.io name.
+		deadline := time.Now().Add(2 * time.Minute)
+		var proxies string
+		for {
+			proxies = kubectl(t, "-n", "kube-system", "get", "pods", "-l", "k8s-app=kube-proxy", "-o", `jsonpath={range .items[*]}{.spec.nodeName} {.status.phase}{"\n"}{end}`)
+			if strings.Count(proxies, "Running") == 3 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(2 * time.Second)
+		}
+		if strings.Count(proxies, "Running") != 3 {
+			t.Errorf("kube-proxy pods:\n%s", proxies)
+		}
+		for _, img := range strings.Fields(kubectl(t, "get", "pods", "-A", "-o", "jsonpath={range .items[*]}{range .spec.containers[*]}{.image} {end}{end}")) {
+			if !strings.HasPrefix(img, "registry.k8s.io/") {
+				t.Errorf("pod image %s is not registry.k8s.io's", img)
+			}
+		}
+		for h, runtime := range map[string]string{"lab-1": "runc", "lab-2": "nvidia", "lab-3": "nvidia"} {
+			got := l.SSH(t, h, "grep -h '^default_runtime_name' /etc/containerd/config.toml")
+			if got != `default_runtime_name = "`+runtime+`"` {
+				t.Errorf("%s: %s, want %s", h, got, runtime)
+			}
+		}
+		// A container on a GPU worker runs through the NVIDIA runtime: the
+		// simulator's hands it the GPUs it asks for (a host-network pod: no
+		// CNI needed).
+		pause := l.SSH(t, "lab-2", `awk -F'"' '/^sandbox/ {print $2}' /etc/containerd/config.toml`)
+		kubectlIn(t, kubeconfig, `apiVersion: v1
+kind: Pod
+metadata: {name: gpu-runtime, namespace: default}
+spec:
+  nodeName: lab-2
+  hostNetwork: true
+  containers:
+  - {name: c, image: `+pause+`, env: [{name: NVIDIA_VISIBLE_DEVICES, value: all}]}
+`, "apply", "-f", "-")
+		kubectl(t, "wait", "--for=condition=Ready", "pod/gpu-runtime", "--timeout=120s")
+		env := l.SSH(t, "lab-2", `for p in $(pgrep -x pause); do tr '\0' '\n' </proc/$p/environ; done`)
+		if !strings.Contains(env, "GPUSIM_RUNTIME=") || !strings.Contains(env, "NVIDIA_VISIBLE_DEVICES=all") {
+			t.Errorf("the pod on lab-2 did not run through the NVIDIA runtime:\n%s", env)
+		}
+		kubectl(t, "delete", "pod", "gpu-runtime", "--wait=false")
+		// The join token shows nowhere: not in the output, not in the logs.
+		tokens := l.SSH(t, "lab-1", "KUBECONFIG=/etc/kubernetes/admin.conf kubeadm token list -o jsonpath='{.token}{\"\\n\"}'")
+		if tokens == "" {
+			t.Fatal("no bootstrap token on lab-1")
+		}
+		for _, token := range strings.Fields(tokens) {
+			assertNowhere(t, token, r.out, r.logDir)
+		}
+		t.Logf("nodes (no CNI yet):\n%s", kubectl(t, "get", "nodes", "-o", "wide"))
+	})
+
+	t.Run("a second init changes nothing", func(t *testing.T) {
+		start := time.Now()
+		r := runInit(t, "init", "-i", inv, "--kubeconfig-out", kubeconfig)
+		if r.code != ExitOK || r.counts.Changed != 0 || r.counts.Unchanged != 3 || len(r.writeSteps()) != 0 {
+			t.Fatalf("exit %d %+v writes %v\n%s", r.code, r.counts, r.writeSteps(), r.out)
+		}
+		t.Logf("second init: %s", time.Since(start).Round(100*time.Millisecond))
+	})
+}
+
+// kubectlIn runs kubectl with stdin.
+func kubectlIn(t *testing.T, kubeconfig, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(cluster.Binaries(t), "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// phaseTime is how long phase took in r (from its first to its last event).
+func phaseTime(r initResult, phase string) time.Duration {
+	var first, last time.Time
+	for _, e := range r.events {
+		if e.Phase != phase || e.Time.IsZero() {
+			continue
+		}
+		if first.IsZero() {
+			first = e.Time
+		}
+		last = e.Time
+	}
+	return last.Sub(first).Round(100 * time.Millisecond)
+}

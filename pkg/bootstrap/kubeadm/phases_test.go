@@ -1,0 +1,366 @@
+package kubeadm_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
+	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/engine/enginetest"
+	"github.com/gpukit/gpukit/pkg/event"
+	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/ssh"
+)
+
+// token is the canary: neither the bootstrap token nor the certificate key
+// may show in any event.
+const token = "abcdef.canary0123456789"
+
+// fakeKube answers the Kubernetes layer's scripts for a fleet of Debian
+// hosts: what was prepared, installed, written, initialised and joined. A
+// recording executor, for the phases' logic; TestLabKubernetes
+// (internal/cli) runs them on real hosts.
+type fakeKube struct {
+	// cpJoins are control-plane joins in flight, cpJoinPeak their most.
+	cpJoins, cpJoinPeak atomic.Int32
+
+	mu    sync.Mutex
+	gpus  map[string]bool
+	hosts map[string]*fakeKubeHost
+	keys  []string // certificate keys the control plane received
+}
+
+type fakeKubeHost struct {
+	prepared, packages, containerd bool
+	files                          map[string]string
+	server                         string // the kubelet's API
+	apiserver                      bool
+	config                         string // kubeadm's configuration, as sent
+}
+
+func newFakeKube(gpus ...string) *fakeKube {
+	f := &fakeKube{gpus: map[string]bool{}, hosts: map[string]*fakeKubeHost{}}
+	for _, g := range gpus {
+		f.gpus[g] = true
+	}
+	return f
+}
+
+func (f *fakeKube) host(name string) *fakeKubeHost {
+	h := f.hosts[name]
+	if h == nil {
+		h = &fakeKubeHost{files: map[string]string{}}
+		f.hosts[name] = h
+	}
+	return h
+}
+
+func (f *fakeKube) handle(_ context.Context, e *enginetest.Executor, cmd ssh.Command) (ssh.Result, error) {
+	if cmd.Name == "kubeadm join" && strings.Contains(cmd.Args[0], "certificateKey") {
+		n := f.cpJoins.Add(1)
+		for peak := f.cpJoinPeak.Load(); n > peak && !f.cpJoinPeak.CompareAndSwap(peak, n); peak = f.cpJoinPeak.Load() {
+		}
+		time.Sleep(20 * time.Millisecond)
+		f.cpJoins.Add(-1)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.host(e.Host)
+	out := func(format string, a ...any) (ssh.Result, error) {
+		return ssh.Result{Stdout: []byte(fmt.Sprintf(format, a...))}, nil
+	}
+	fail := func(msg string) (ssh.Result, error) {
+		return ssh.Result{ExitCode: 1}, &ssh.ExitError{Command: cmd.Name, Code: 1, StderrTail: msg}
+	}
+	switch cmd.Name {
+	case "probe facts":
+		s := fmt.Sprintf("os.id=debian\nos.version=12\nhostname=%s\ninit=systemd\n", e.Host)
+		if f.gpus[e.Host] {
+			s += "pci.gpu=0000:01:00.0 0x2330\nnvidia_smi.gpu=0, GPU-" + e.Host + ", NVIDIA H100 80GB HBM3, 81559, 580.95.05, Disabled, Enabled\n"
+		}
+		return out("%s", s)
+	case "check the kubelet's prerequisites":
+		if h.prepared {
+			return out("")
+		}
+		return out("pending: swap turned off\npending: br_netfilter loaded\n")
+	case "prepare for the kubelet":
+		h.prepared = true
+		return out("gpukit: swap turned off\n")
+	case "read the kubernetes state":
+		var b strings.Builder
+		if h.packages {
+			b.WriteString("package=kubeadm 1.37.2-1.1 true\npackage=kubelet 1.37.2-1.1 true\npackage=kubectl 1.37.2-1.1 true\npackage=cri-tools 1.37.0-1.1 true\nkubelet.enabled=enabled\n")
+			b.WriteString("pause.image=registry.k8s.io/pause:3.10.1\n")
+		}
+		if h.containerd {
+			b.WriteString("package=containerd.io 2.3.1-1~debian.12~bookworm true\npackage=containernetworking-plugins 1.1.1+ds1-3+b17 true\ncontainerd.version=v2.3.1\ncontainerd.active=active\n")
+		} else {
+			b.WriteString("cni.missing=bridge\n")
+		}
+		for p, c := range h.files {
+			fmt.Fprintf(&b, "file %s=%s\n", p, base64.StdEncoding.EncodeToString([]byte(c)))
+		}
+		if h.apiserver {
+			b.WriteString("apiserver=true\n")
+		}
+		if h.server != "" {
+			fmt.Fprintf(&b, "kubelet.server=%s\n", h.server)
+		}
+		return out("%s", b.String())
+	case "install kubeadm, kubelet and kubectl":
+		h.packages = true
+		return out("gpukit: kubeadm v1.37.2\n")
+	case "install containerd":
+		h.containerd = true
+		return out("gpukit: containerd v2.3.1\n")
+	case "configure containerd":
+		h.files[kubeadm.ContainerdConfigFile] = strings.TrimRight(cmd.Args[0], "\n")
+		for i := 1; i+1 < len(cmd.Args); i += 2 {
+			h.files[cmd.Args[i]] = strings.TrimRight(cmd.Args[i+1], "\n")
+		}
+		return out("")
+	case "kubeadm init":
+		if !h.containerd || !h.packages || !h.prepared {
+			return fail("kubeadm init before its prerequisites")
+		}
+		h.apiserver, h.server, h.config = true, "https://"+endpointOf(cmd.Args[0]), cmd.Args[0]
+		return out("gpukit: kubeadm init done\n")
+	case "create a join token":
+		if !h.apiserver {
+			return fail("no control plane here")
+		}
+		if len(cmd.Args) == 1 {
+			f.keys = append(f.keys, cmd.Args[0])
+		}
+		return out("kubeadm join lb.example.com:6443 --token %s --discovery-token-ca-cert-hash sha256:0123abcd \n", token)
+	case "kubeadm join":
+		if !h.containerd || !h.packages || !h.prepared {
+			return fail("kubeadm join before its prerequisites")
+		}
+		if !strings.Contains(cmd.Args[0], "token: "+token) {
+			return fail("invalid token")
+		}
+		h.server, h.config = "https://"+endpointOf(cmd.Args[0]), cmd.Args[0]
+		h.apiserver = strings.Contains(cmd.Args[0], "certificateKey")
+		return out("gpukit: joined\n")
+	case "read the admin kubeconfig":
+		return out("apiVersion: v1\nclusters:\n- cluster:\n    server: %s\n  name: c\nusers:\n- name: admin\n  user: {client-key-data: c2VjcmV0}\n", h.server)
+	}
+	return ssh.Result{ExitCode: 127}, &ssh.ExitError{Command: cmd.Name, Code: 127, StderrTail: "fake kube: unexpected command"}
+}
+
+// endpointOf finds the API endpoint in a kubeadm configuration.
+func endpointOf(config string) string {
+	for _, line := range strings.Split(config, "\n") {
+		for _, key := range []string{"controlPlaneEndpoint: ", "apiServerEndpoint: "} {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), key); ok {
+				return v
+			}
+		}
+	}
+	return "?"
+}
+
+func kubeInventory(t *testing.T, extra, hosts string) *inventory.Inventory {
+	t.Helper()
+	inv, err := inventory.Parse("inv.yaml", []byte("apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: k}\nspec:\n"+extra+"  hosts:"+hosts+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inv
+}
+
+const haHosts = `
+    - {name: cp1, address: 10.0.0.1, roles: [control-plane]}
+    - {name: cp2, address: 10.0.0.2, roles: [control-plane]}
+    - {name: cp3, address: 10.0.0.3, roles: [control-plane]}
+    - {name: w1, address: 10.0.0.11, roles: [worker]}
+    - {name: w2, address: 10.0.0.12, roles: [worker]}`
+
+const haSpec = `  kubernetes: {controlPlaneEndpoint: lb.example.com}
+  mirrors: {registry: "http://10.9.9.9:5000/mirror"}
+`
+
+func allPhases(l *kubeadm.Layer) []engine.Phase {
+	return []engine.Phase{l.Prepare(), l.Packages(), l.Containerd(), l.Init(), l.JoinControlPlanes(), l.JoinWorkers(), l.FetchKubeconfig()}
+}
+
+func runKube(t *testing.T, machines []inventory.Machine, phases []engine.Phase, fake *fakeKube, dryRun bool) (*engine.Summary, *enginetest.Fleet, *enginetest.Recorder) {
+	t.Helper()
+	fleet := &enginetest.Fleet{Handler: fake.handle}
+	rec := &enginetest.Recorder{}
+	r := &engine.Runner{Name: "test", Phases: phases, Sink: rec, DryRun: dryRun}
+	sum, _ := r.Run(context.Background(), machines, fleet.Dial)
+	return sum, fleet, rec
+}
+
+func writes(fleet *enginetest.Fleet) map[string][]string {
+	out := map[string][]string{}
+	for host, e := range fleet.Executors() {
+		for _, n := range e.Names() {
+			if !strings.HasPrefix(n, "read ") && !strings.HasPrefix(n, "check ") && n != "probe facts" && n != "create a join token" {
+				out[host] = append(out[host], n)
+			}
+		}
+	}
+	return out
+}
+
+func assertNoSecret(t *testing.T, rec *enginetest.Recorder, secrets ...string) {
+	t.Helper()
+	for _, e := range rec.Events() {
+		b, _ := json.Marshal(e)
+		for _, s := range append(secrets, token, "canary0123") {
+			if strings.Contains(string(b), s) {
+				t.Fatalf("a secret is in an event: %s", b)
+			}
+		}
+	}
+	if len(rec.OfType(event.StepStart)) == 0 {
+		t.Fatal("no events recorded")
+	}
+}
+
+// init's Kubernetes phases on an HA cluster: every host prepared, its
+// packages and containerd installed and configured (the NVIDIA runtime the
+// default on GPU hosts only, the registry mirror's hosts.toml files),
+// kubeadm init on the first control plane, the other control planes joined
+// one at a time with a certificate key made for the run, the workers with
+// the same short-lived token; neither secret in any event; the admin
+// kubeconfig fetched; a second run writes nothing.
+func TestKubernetesPhases(t *testing.T) {
+	t.Parallel()
+	inv := kubeInventory(t, haSpec, haHosts)
+	fake := newFakeKube("w1", "w2")
+	l := kubeadm.New(inv)
+	sum, fleet, rec := runKube(t, inv.Machines, allPhases(l), fake, false)
+	if c := sum.HostCounts(); c.Changed != 5 || c.Failed != 0 {
+		t.Fatalf("first run: %+v %+v", c, sum.Failed())
+	}
+	base := []string{"prepare for the kubelet", "install kubeadm, kubelet and kubectl", "install containerd", "configure containerd"}
+	want := map[string][]string{
+		"cp1": append(slices.Clone(base), "kubeadm init"),
+		"cp2": append(slices.Clone(base), "kubeadm join"),
+		"w1":  append(slices.Clone(base), "kubeadm join"),
+	}
+	got := writes(fleet)
+	for h, w := range want {
+		if !slices.Equal(got[h], w) {
+			t.Errorf("%s wrote %v, want %v", h, got[h], w)
+		}
+	}
+	if p := fake.cpJoinPeak.Load(); p != 1 {
+		t.Errorf("%d control planes joined at once, want 1", p)
+	}
+	if len(fake.keys) != 1 || len(fake.keys[0]) != 64 {
+		t.Errorf("certificate keys uploaded: %v", fake.keys)
+	}
+	for h, runtime := range map[string]string{"cp1": "runc", "w1": "nvidia"} {
+		if c := fake.hosts[h].files[kubeadm.ContainerdConfigFile]; !strings.Contains(c, `default_runtime_name = "`+runtime+`"`) ||
+			!strings.Contains(c, `sandbox = "registry.k8s.io/pause:3.10.1"`) || !strings.Contains(c, "SystemdCgroup = true") {
+			t.Errorf("%s config.toml:\n%s", h, c)
+		}
+	}
+	if hosts := fake.hosts["w2"].files["/etc/containerd/certs.d/docker.io/hosts.toml"]; !strings.Contains(hosts, `[host."http://10.9.9.9:5000/v2/mirror/docker.io"]`) {
+		t.Errorf("w2 docker.io hosts.toml: %q", hosts)
+	}
+	for _, h := range []string{"cp2", "cp3"} {
+		if c := fake.hosts[h].config; !strings.Contains(c, "certificateKey: "+fake.keys[0]) || !strings.Contains(c, "advertiseAddress: 10.0.0.") {
+			t.Errorf("%s joined with:\n%s", h, c)
+		}
+	}
+	if c := fake.hosts["cp1"].config; !strings.Contains(c, "controlPlaneEndpoint: lb.example.com:6443") {
+		t.Errorf("cp1's init configuration:\n%s", c)
+	}
+	if kc := string(l.Kubeconfig()); !strings.Contains(kc, "server: https://lb.example.com:6443") {
+		t.Errorf("kubeconfig: %q", kc)
+	}
+	assertNoSecret(t, rec, fake.keys...)
+
+	l = kubeadm.New(inv)
+	sum, fleet, rec = runKube(t, inv.Machines, allPhases(l), fake, false)
+	if c := sum.HostCounts(); c.Changed != 0 || c.Unchanged != 5 || len(writes(fleet)) != 0 {
+		t.Fatalf("second run: %+v, writes %v, failed %v", c, writes(fleet), sum.Failed())
+	}
+	if fleet.Executor("cp1") != nil && slices.Contains(fleet.Executor("cp1").Names(), "create a join token") {
+		t.Error("a token was made although every node had joined")
+	}
+	if l.Kubeconfig() == nil {
+		t.Error("the second run fetched no kubeconfig")
+	}
+	assertNoSecret(t, rec)
+}
+
+// A plan writes nothing and shows the joins with stand-ins for the secrets.
+func TestKubernetesPlan(t *testing.T) {
+	t.Parallel()
+	inv := kubeInventory(t, haSpec, haHosts)
+	fake := newFakeKube("w1", "w2")
+	sum, fleet, rec := runKube(t, inv.Machines, allPhases(kubeadm.New(inv)), fake, true)
+	if c := sum.HostCounts(); c.Failed != 0 {
+		t.Fatalf("plan: %+v %+v", c, sum.Failed())
+	}
+	if w := writes(fleet); len(w) != 0 {
+		t.Fatalf("plan wrote %v", w)
+	}
+	joins := 0
+	for _, e := range rec.OfType(event.Planned) {
+		if e.Step == "kubeadm join as a control plane through lb.example.com:6443" || e.Step == "kubeadm join as a worker through lb.example.com:6443" {
+			joins++
+		}
+	}
+	if joins != 4 {
+		t.Errorf("%d joins planned, want 4", joins)
+	}
+}
+
+// Workers whose first control plane failed are named with the reason; a
+// re-run converges, and a host that belongs to another cluster is refused,
+// not joined again.
+func TestKubernetesJoinFailures(t *testing.T) {
+	t.Parallel()
+	hosts := `
+    - {name: cp1, address: 10.0.0.1, roles: [control-plane]}
+    - {name: w1, address: 10.0.0.11, roles: [worker]}
+    - {name: w2, address: 10.0.0.12, roles: [worker]}`
+	inv := kubeInventory(t, "", hosts)
+	fake := newFakeKube()
+	fake.host("w2").server = "https://10.7.7.7:6443"
+	phases := func() []engine.Phase {
+		l := kubeadm.New(inv)
+		return []engine.Phase{l.Packages(), l.Containerd(), l.Init(), l.JoinWorkers()}
+	}
+	// kubeadm init fails on cp1: the fake wants the host prepared first.
+	sum, _, _ := runKube(t, inv.Machines, phases(), fake, false)
+	failed := map[string]string{}
+	for _, f := range sum.Failed() {
+		failed[f.Host] = f.Phase + ": " + f.Err.Error()
+	}
+	if len(failed) != 3 || !strings.HasPrefix(failed["cp1"], kubeadm.PhaseInit+": ") ||
+		!strings.Contains(failed["w1"], "the first control plane cp1 is not ready") || !strings.Contains(failed["w2"], "the first control plane cp1 is not ready") {
+		t.Fatalf("failed: %v", failed)
+	}
+	for _, h := range []string{"cp1", "w1"} {
+		fake.host(h).prepared = true
+	}
+	sum, fleet, _ := runKube(t, inv.Machines, phases(), fake, false)
+	failed = map[string]string{}
+	for _, f := range sum.Failed() {
+		failed[f.Host] = f.Err.Error()
+	}
+	if len(failed) != 1 || !strings.Contains(failed["w2"], "w2 belongs to another cluster") || !strings.Contains(failed["w2"], "gpukit reset --hosts w2") {
+		t.Fatalf("failed: %v", failed)
+	}
+	if got := writes(fleet); !slices.Equal(got["cp1"], []string{"kubeadm init"}) || !slices.Equal(got["w1"], []string{"kubeadm join"}) {
+		t.Errorf("re-run wrote %v", got)
+	}
+}

@@ -1,0 +1,131 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gpukit/gpukit/test/lab"
+)
+
+// Site is a lab made into an air-gapped site's Kubernetes sources, for
+// gpukit to install from through its inventory's mirrors, as at a real site:
+// the pkgs.k8s.io and Docker repository stand-ins (spec.mirrors.kubernetes,
+// spec.mirrors.docker), and the lab registry holding registry.k8s.io's
+// images under their own names below mirrorPath (spec.mirrors.registry).
+type Site struct {
+	// Version is the Kubernetes release (1.37.2).
+	Version string
+	// Packages are the published repositories.
+	Packages Packages
+	// Registry is spec.mirrors.registry: http://<lab registry>/<mirrorPath>.
+	Registry string
+	// ContainerdVersion is containerd.io's upstream version (2.4.2).
+	ContainerdVersion string
+}
+
+// mirrorPath is where the lab registry keeps the public registries' images.
+const mirrorPath = "mirror"
+
+// NewSite builds Kubernetes version (X.Y.Z; "" the newest there are modules
+// for) and the runtime, publishes their packages in l's repository and
+// pushes kubeadm's images to l's registry as registry.k8s.io's mirror.
+func NewSite(t testing.TB, l *lab.Lab, version string) Site {
+	t.Helper()
+	if version == "" {
+		version = strings.TrimPrefix(Versions(t)[0], "v")
+	}
+	kube := BuildVersion(t, "v"+version)
+	rt := Build(t, "runtime")
+	reg := l.Registry(t)
+	began := time.Now()
+	images := Images(t, kube, rt)
+	PushImages(t, images, func(img Image) string { return mirrorPath + "/registry.k8s.io/" + img.Upstream }, l.PushImage)
+	t.Logf("%d images pushed to the lab registry as registry.k8s.io's mirror in %s", len(images), time.Since(began).Round(time.Millisecond))
+	pkgs := PublishPackages(t, l.LabDir(), l.Bridge, kube, rt)
+	ctrd := runtimeVersions(t, rt)["containerd"]
+	return Site{
+		Version: version, Packages: pkgs,
+		Registry:          "http://" + reg + "/" + mirrorPath,
+		ContainerdVersion: strings.TrimPrefix(ctrd, "v"),
+	}
+}
+
+// LabKubernetes are the spec.kubernetes settings lab hosts need (systemd-
+// nspawn containers: cgroup v1 without delegation, no CAP_SYS_RESOURCE, no
+// DNS, the machine's conntrack table and kernel): inventory options real
+// sites need too (containers, hosts without DNS, shared kernels).
+const LabKubernetes = `ignorePreflightErrors: [SystemVerification, FileContent--proc-sys-net-bridge-bridge-nf-call-iptables]
+kubelet: {cgroupDriver: cgroupfs, failCgroupV1: false, failSwapOn: false, resolvConf: /etc/gpukit-lab/resolv.conf}
+kubeProxy: {conntrackMaxPerCore: 0}
+containerd: {restrictOOMScoreAdj: true}
+`
+
+// WriteInventory writes the inventory src to dst with the site's mirrors
+// and versions, spec.kubernetes set to kube (YAML; "" leaves it) and the
+// orchestrator kubernetes.
+func (s Site) WriteInventory(src, dst, kube string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return fmt.Errorf("%s: %w", src, err)
+	}
+	if len(doc.Content) != 1 {
+		return fmt.Errorf("%s: not one YAML document", src)
+	}
+	spec := mapping(doc.Content[0], "spec")
+	setScalar(spec, "orchestrator", "kubernetes")
+	m := mapping(spec, "mirrors")
+	setScalar(m, "kubernetes", s.Packages.URL)
+	setScalar(m, "docker", s.Packages.URL)
+	setScalar(m, "registry", s.Registry)
+	v := mapping(spec, "versions")
+	setScalar(v, "kubernetes", s.Version)
+	setScalar(v, "containerRuntime", s.ContainerdVersion)
+	if kube != "" {
+		var k yaml.Node
+		if err := yaml.Unmarshal([]byte(kube), &k); err != nil {
+			return fmt.Errorf("spec.kubernetes: %w", err)
+		}
+		set(spec, "kubernetes", k.Content[0])
+	}
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, out, 0o644)
+}
+
+// mapping returns the mapping at key of m, creating it.
+func mapping(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	set(m, key, n)
+	return n
+}
+
+func setScalar(m *yaml.Node, key, value string) {
+	set(m, key, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value})
+}
+
+// set puts value at key of m, replacing what was there.
+func set(m *yaml.Node, key string, value *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content[i+1] = value
+			return
+		}
+	}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, value)
+}
