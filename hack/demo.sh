@@ -6,6 +6,14 @@
 # packages); then `gpukit plan`, `gpukit init` (NVIDIA driver, fabric manager,
 # persistence daemon, CUDA toolkit, container toolkit, one reboot per host,
 # verified with nvidia-smi) and a second `gpukit init`, which changes nothing.
+# With the default ORCHESTRATOR=kubernetes the hosts are made for kubelet
+# (lab.sh up --kube) and the lab becomes an air-gapped site's Kubernetes
+# sources first (test/cluster/cmd/kube-site: kubeadm, kubelet, kubectl and
+# containerd.io built from Go modules as stand-ins of pkgs.k8s.io's and
+# Docker's packages, kubeadm's images in the lab registry as registry.k8s.io's
+# mirror; the first build takes about 20 minutes, then it is cached): init
+# goes on to a kubeadm cluster (1 control plane, 2 GPU workers) and writes
+# its admin kubeconfig, which kubectl then uses from this machine.
 # With ORCHESTRATOR=swarm the inventory says orchestrator: swarm (the first
 # host the manager): init goes on to Docker (Debian's docker.io), the NVIDIA
 # runtime as docker's default with the GPUs advertised, the swarm and node
@@ -28,7 +36,9 @@ esac
 lab=test/lab/lab.sh
 gpukit=bin/gpukit
 
-inv=$("$lab" up "$hosts" | tail -n 1)
+up_args=("$hosts")
+if [ "$orchestrator" = kubernetes ]; then up_args=(--kube "$hosts"); fi
+inv=$("$lab" up "${up_args[@]}" | tail -n 1)
 echo "lab inventory: $inv"
 # The hosts' own package sources, as any installed host has.
 sources=$("$lab" debian-mirror sources)
@@ -42,6 +52,12 @@ if [ -d ../shared/fixtures/nvidia-smi ]; then
 else
 	echo "../shared/fixtures/nvidia-smi is absent: no simulated GPUs, gpukit init finds none to set up"
 fi
+if [ "$orchestrator" = kubernetes ]; then
+	echo "== the lab as an air-gapped site: Kubernetes packages and images (built from Go modules; cached after the first time)"
+	kube_inv=${inv%.yaml}-kubernetes.yaml
+	go run ./test/cluster/cmd/kube-site -i "$inv" --inventory-out "$kube_inv"
+	inv=$kube_inv
+fi
 if [ "$orchestrator" = swarm ]; then
 	swarm_inv=${inv%.yaml}-swarm.yaml
 	sed -e 's/^spec:$/spec:\n  orchestrator: swarm/' -e '0,/roles: \[control-plane\]/s//roles: [manager]/' "$inv" >"$swarm_inv"
@@ -51,9 +67,16 @@ fi
 echo; echo "== gpukit plan: what init would change (nothing is changed)"
 "$gpukit" plan -i "$inv"
 echo; echo "== gpukit init"
-"$gpukit" init -i "$inv"
+kubeconfig=$(dirname "$inv")/demo.kubeconfig
+"$gpukit" init -i "$inv" --kubeconfig-out "$kubeconfig"
 echo; echo "== gpukit init again: a converged cluster, 0 changed"
-"$gpukit" init -i "$inv"
+"$gpukit" init -i "$inv" --kubeconfig-out "$kubeconfig"
+if [ "$orchestrator" = kubernetes ]; then
+	kubectl="$(test/k8s/build.sh)/kubectl"
+	echo; echo "== kubectl --kubeconfig $kubeconfig get nodes -o wide"
+	"$kubectl" --kubeconfig "$kubeconfig" get nodes -o wide
+	"$kubectl" --kubeconfig "$kubeconfig" get pods -A -o wide
+fi
 if [ "$orchestrator" = swarm ]; then
 	echo; echo "== gpukit status"
 	"$gpukit" status -i "$inv"

@@ -11,11 +11,14 @@ func newAddNodeCmd(s Streams) *cobra.Command {
 	o := &initOptions{}
 	cmd := &cobra.Command{
 		Use:   "add-node -i FILE NAME...",
-		Short: "Prepare new hosts of the inventory and join them to the swarm",
+		Short: "Prepare new hosts of the inventory and join them to the cluster",
 		Long: `Prepare the named hosts as init prepares every host (preflight, the NVIDIA stack,
-the Docker engine with the NVIDIA runtime and the GPUs advertised) and join them to the
-swarm through its first manager, which then labels their nodes. The hosts must be in the
-inventory already. The run connects to them and to that manager only: no other host is
+then for Kubernetes the kubelet's prerequisites, kubeadm, kubelet, kubectl and containerd
+with the NVIDIA runtime; for a swarm the Docker engine with the NVIDIA runtime and the
+GPUs advertised) and join them through the first control plane (a join token made for
+the run, valid for minutes; new control planes join as control planes, one at a time)
+or the swarm's first manager, which then labels their nodes. The hosts must be in the
+inventory already. The run connects to them and to that host only: no other host is
 touched.
 
 Exit code 0 when every new host joined, 3 when some failed (named; run again to

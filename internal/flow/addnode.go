@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
@@ -11,29 +12,34 @@ import (
 )
 
 // AddNode is `gpukit add-node`: new hosts of the inventory are prepared as
-// init prepares every host (preflight, the NVIDIA stack, docker) and join
-// the swarm through its first manager, which labels their nodes. The run
-// connects to the new hosts and that manager only; nothing else is touched.
+// init prepares every host (preflight, the NVIDIA stack, then docker or the
+// kubelet's prerequisites, packages and containerd) and join the cluster
+// through its first manager or control plane (which, for a swarm, labels
+// their nodes). The run connects to the new hosts and that host only;
+// nothing else is touched.
 type AddNode struct {
 	*Preflight
 }
 
 // NewAddNode builds the flow for the named hosts of inv. Bad names are
-// usage errors (exit 2): not in the inventory, the first manager itself
-// (it creates the swarm: gpukit init), or a cluster that is not a swarm.
+// usage errors (exit 2): not in the inventory, or the first manager or
+// control plane itself (it creates the cluster: gpukit init).
 func NewAddNode(inv *inventory.Inventory, names []string, o InitOptions) (*AddNode, error) {
-	if inv.Cluster.Spec.Orchestrator != inventory.Swarm {
-		return nil, fmt.Errorf("add-node joins swarm hosts; orchestrator %s is not supported yet", inv.Cluster.Spec.Orchestrator)
-	}
+	kube := inv.Cluster.Spec.Orchestrator == inventory.Kubernetes
 	first, ok := swarm.FirstManager(inv)
+	role, creates := "manager", "the swarm"
+	if kube {
+		first, ok = kubeadm.FirstControlPlane(inv)
+		role, creates = "control plane", "the cluster"
+	}
 	if !ok {
-		return nil, fmt.Errorf("the inventory has no manager to join through")
+		return nil, fmt.Errorf("the inventory has no %s to join through", role)
 	}
 	if len(names) == 0 {
 		return nil, fmt.Errorf("name the hosts to add")
 	}
 	if slices.Contains(names, first.Name) {
-		return nil, fmt.Errorf("%s is the first manager: it creates the swarm (gpukit init)", first.Name)
+		return nil, fmt.Errorf("%s is the first %s: it creates %s (gpukit init)", first.Name, role, creates)
 	}
 	machines, err := named(inv, names, ": add it there first")
 	if err != nil {
@@ -43,7 +49,6 @@ func NewAddNode(inv *inventory.Inventory, names []string, o InitOptions) (*AddNo
 	p.Name = "gpukit add-node"
 	p.Machines = append(machines, first)
 	gpu := nvidia.New(inv, o.NVIDIA)
-	sw := swarm.New(inv)
 	only := func(ps ...engine.Phase) []engine.Phase {
 		out := make([]engine.Phase, len(ps))
 		for i, ph := range ps {
@@ -60,10 +65,24 @@ func NewAddNode(inv *inventory.Inventory, names []string, o InitOptions) (*AddNo
 		gpu.ContainerToolkit(), //
 		gpu.Reboot(),           //
 		gpu.Verify(),           //
-		sw.Engine(),            // swarm/engine         Docker engine
-		sw.Runtime(),           // swarm/runtime        nvidia default runtime, GPUs advertised
-		sw.JoinManagers(),      // swarm/join-managers  new managers, one at a time, through the first manager
-		sw.JoinWorkers(),       // swarm/join-workers   new workers, in parallel
+	)...)
+	if kube {
+		k := kubeadm.New(inv)
+		p.Phases = append(p.Phases, only(
+			k.Prepare(),           // kubernetes/prepare ... kubernetes/containerd: as in init, on the new hosts
+			k.Packages(),          //
+			k.Containerd(),        //
+			k.JoinControlPlanes(), // kubernetes/join-control-planes  new control planes, one at a time, through the first
+			k.JoinWorkers(),       // kubernetes/join-workers         new workers, in parallel
+		)...)
+		return &AddNode{Preflight: p}, nil
+	}
+	sw := swarm.New(inv)
+	p.Phases = append(p.Phases, only(
+		sw.Engine(),       // swarm/engine         Docker engine
+		sw.Runtime(),      // swarm/runtime        nvidia default runtime, GPUs advertised
+		sw.JoinManagers(), // swarm/join-managers  new managers, one at a time, through the first manager
+		sw.JoinWorkers(),  // swarm/join-workers   new workers, in parallel
 	)...)
 	p.Phases = append(p.Phases,
 		sw.Labels(names...), // swarm/labels  on the first manager: the new nodes' labels

@@ -73,11 +73,6 @@ func TestAddNodeFlow(t *testing.T) {
 			t.Errorf("%v: %v, want %q", tt.names, err, tt.err)
 		}
 	}
-	k := swarmInv()
-	k.Cluster.Spec.Orchestrator = inventory.Kubernetes
-	if _, err := NewAddNode(k, []string{"w1"}, InitOptions{}); err == nil {
-		t.Error("add-node accepted a kubernetes inventory")
-	}
 }
 
 // reset of some hosts also connects to a manager that stays; of all, to

@@ -262,6 +262,21 @@ func load(script, inventory string, light bool) (*Lab, error) {
 	return l, nil
 }
 
+// Open returns the lab of inventory, a lab made with the command line (lab.sh up: the
+// demo's), with its full hosts. The lab stays as it is when the caller is done.
+func Open(t testing.TB, inventory string) *Lab {
+	t.Helper()
+	abs, err := filepath.Abs(inventory)
+	if err == nil {
+		var l *Lab
+		if l, err = load(scriptPath(t), abs, false); err == nil {
+			return l
+		}
+	}
+	t.Fatalf("lab: %v", err)
+	return nil
+}
+
 // Stop powers host name off: sshd and every process go away, and its link goes down, so
 // connections time out as they would for a machine that is off. The host keeps its disk and keys.
 func (l *Lab) Stop(t testing.TB, name string) {

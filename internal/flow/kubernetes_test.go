@@ -1,0 +1,65 @@
+package flow
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/inventory"
+)
+
+func kubeInv() *inventory.Inventory {
+	inv := &inventory.Inventory{Machines: []inventory.Machine{
+		{Name: "cp1", Address: "10.0.0.1", Roles: []inventory.Role{inventory.RoleControlPlane}},
+		{Name: "cp2", Address: "10.0.0.2", Roles: []inventory.Role{inventory.RoleControlPlane}},
+		{Name: "w1", Address: "10.0.0.11", Roles: []inventory.Role{inventory.RoleWorker}},
+		{Name: "w2", Address: "10.0.0.12", Roles: []inventory.Role{inventory.RoleWorker}},
+	}}
+	inv.Cluster.Spec.Orchestrator = inventory.Kubernetes
+	inv.Cluster.Spec.Versions.Kubernetes = "1.37.2"
+	return inv
+}
+
+// With orchestrator kubernetes, init's one list goes on after the NVIDIA
+// layer with the kubeadm phases.
+func TestInitFlowKubernetes(t *testing.T) {
+	f := NewInit(kubeInv(), InitOptions{})
+	got := phaseNames(f.Phases)
+	want := []string{"nvidia/verify", "kubernetes/prepare", "kubernetes/packages", "kubernetes/containerd", "kubernetes/init",
+		"kubernetes/join-control-planes", "kubernetes/join-workers", "kubernetes/kubeconfig"}
+	if !reflect.DeepEqual(got[len(got)-len(want):], want) {
+		t.Errorf("phases %v", got)
+	}
+	if f.Kube == nil {
+		t.Error("no Kubernetes layer to read the kubeconfig from")
+	}
+	if _, err := engine.SelectPhases(f.Phases, nil, []string{"kubernetes"}); err != nil {
+		t.Errorf("--skip-phases kubernetes: %v", err)
+	}
+}
+
+// add-node on Kubernetes connects to the named hosts and the first control
+// plane (which makes the join token); every phase is scoped to the new hosts.
+func TestAddNodeFlowKubernetes(t *testing.T) {
+	f, err := NewAddNode(kubeInv(), []string{"w2", "cp2"}, InitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := machineNames(f.Machines); !reflect.DeepEqual(got, []string{"w2", "cp2", "cp1"}) {
+		t.Errorf("machines %v", got)
+	}
+	got := phaseNames(f.Phases)
+	want := []string{"nvidia/verify", "kubernetes/prepare", "kubernetes/packages", "kubernetes/containerd", "kubernetes/join-control-planes", "kubernetes/join-workers"}
+	if !reflect.DeepEqual(got[len(got)-len(want):], want) {
+		t.Errorf("phases %v", got)
+	}
+	for _, p := range f.Phases {
+		if s, ok := p.(engine.Scoped); !ok || !reflect.DeepEqual(s.Hosts, []string{"w2", "cp2"}) {
+			t.Errorf("%s is not scoped to the new hosts", p.Name())
+		}
+	}
+	if _, err := NewAddNode(kubeInv(), []string{"cp1"}, InitOptions{}); err == nil || !strings.Contains(err.Error(), "cp1 is the first control plane") {
+		t.Errorf("add-node of the first control plane: %v", err)
+	}
+}

@@ -1,0 +1,81 @@
+// Command kube-site makes a lab (lab.sh up --kube) an air-gapped site's
+// Kubernetes sources, for the demo: it builds Kubernetes and the runtime
+// from Go modules (test/k8s, cached), publishes the pkgs.k8s.io and Docker
+// repository stand-ins in the lab repository, pushes kubeadm's images to the
+// lab registry as registry.k8s.io's mirror, and writes the inventory with
+// those mirrors and the settings lab hosts need. Test tooling only, never
+// shipped.
+//
+//	go run ./test/cluster/cmd/kube-site -i INVENTORY --inventory-out FILE [--version X.Y.Z]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/gpukit/gpukit/test/cluster"
+	"github.com/gpukit/gpukit/test/lab"
+)
+
+func main() {
+	in := flag.String("i", "", "the lab's inventory (its hosts made with lab.sh up --kube)")
+	out := flag.String("inventory-out", "", "the inventory to write, with the site's mirrors")
+	version := flag.String("version", "", "Kubernetes X.Y.Z (default: the newest there are modules for)")
+	flag.Parse()
+	if *in == "" || *out == "" || flag.NArg() != 0 {
+		fmt.Fprintln(os.Stderr, "usage: kube-site -i INVENTORY --inventory-out FILE [--version X.Y.Z]")
+		os.Exit(2)
+	}
+	t := &cli{}
+	defer t.cleanup()
+	l := lab.Open(t, *in)
+	site := cluster.NewSite(t, l, *version)
+	if err := site.WriteInventory(*in, *out, cluster.LabKubernetes); err != nil {
+		t.Fatalf("%v", err)
+	}
+	fmt.Printf("Kubernetes %s site: packages %s, registry mirror %s\n", site.Version, site.Packages.URL, site.Registry)
+}
+
+// cli is the testing.TB the test helpers take, for a command: logs go to
+// stderr, a fatal error ends the program. Methods it does not define are
+// never called by the helpers it is given to (they would panic).
+type cli struct {
+	testing.TB
+	cleanups []func()
+}
+
+func (*cli) Helper()                         {}
+func (*cli) Name() string                    { return "kube-site" }
+func (*cli) Logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+func (*cli) Log(args ...any)                 { fmt.Fprintln(os.Stderr, args...) }
+func (*cli) Failed() bool                    { return false }
+func (c *cli) Cleanup(f func())              { c.cleanups = append(c.cleanups, f) }
+func (c *cli) Errorf(format string, args ...any) {
+	c.Fatalf(format, args...)
+}
+func (c *cli) Error(args ...any) { c.Fatalf("%s", fmt.Sprint(args...)) }
+func (c *cli) Fatal(args ...any) { c.Fatalf("%s", fmt.Sprint(args...)) }
+func (c *cli) Skip(args ...any)  { c.Fatalf("skipped: %s", fmt.Sprint(args...)) }
+func (c *cli) Fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "kube-site: "+format+"\n", args...)
+	c.cleanup()
+	os.Exit(1)
+}
+func (c *cli) Skipf(format string, args ...any) { c.Fatalf("skipped: "+format, args...) }
+func (c *cli) TempDir() string {
+	d, err := os.MkdirTemp("", "kube-site-")
+	if err != nil {
+		c.Fatalf("%v", err)
+	}
+	c.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+func (c *cli) cleanup() {
+	for i := len(c.cleanups) - 1; i >= 0; i-- {
+		c.cleanups[i]()
+	}
+	c.cleanups = nil
+}
