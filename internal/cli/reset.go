@@ -10,6 +10,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gpukit/gpukit/internal/flow"
+	"github.com/gpukit/gpukit/pkg/inventory"
 )
 
 func newResetCmd(s Streams) *cobra.Command {
@@ -18,13 +19,19 @@ func newResetCmd(s Streams) *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{
 		Use:   "reset -i FILE [--hosts NAME,...]",
-		Short: "Take hosts out of the swarm and undo gpukit's docker changes",
-		Long: `The named hosts (--hosts; default: every host) leave the swarm, and the files gpukit
-changed (/etc/docker/daemon.json, /etc/nvidia-container-runtime/config.toml) get back
-what they held before gpukit first changed them; docker restarts only where a file
-changed. With some hosts named, a manager that stays demotes the managers that leave,
-first, and removes the nodes that left from its list, after. Packages (the Docker
-engine, the NVIDIA stack) stay installed. Asks for confirmation unless --yes.
+		Short: "Take hosts out of the cluster and undo gpukit's runtime changes",
+		Long: `The named hosts (--hosts; default: every host) leave the cluster and get back what
+gpukit changed. Kubernetes: a control plane that stays drains their nodes (within 5
+minutes each, as PodDisruptionBudgets allow) and deletes them from the API; then each
+host is reset: kubeadm reset, the pod network's leftovers (CNI configuration and
+state, its interfaces, the KUBE-/CNI-/FLANNEL iptables rules; the host's own rules
+stay), the registry mirror's hosts.toml files, containerd's config.toml as it was
+before gpukit. Swarm: a manager that stays demotes the managers that leave, first,
+and removes the nodes that left from its list, after; the hosts leave the swarm and
+/etc/docker/daemon.json and /etc/nvidia-container-runtime/config.toml get back what
+they held; docker restarts only where a file changed. Packages (kubeadm, containerd,
+the Docker engine, the NVIDIA stack) stay installed. Asks for confirmation unless
+--yes.
 
 Exit code 0 when every host is reset, 3 when some failed, 2 on bad input or when
 the reset was not confirmed (nothing changed).`,
@@ -39,7 +46,11 @@ the reset was not confirmed (nothing changed).`,
 				return usage(err)
 			}
 			if !o.dryRun && !yes {
-				if err := confirm(s, fmt.Sprintf("Reset %d host(s) (%s): they leave the swarm and docker's configuration goes back to what it was before gpukit.", len(f.Hosts), strings.Join(f.Hosts, ", "))); err != nil {
+				what := "they leave the swarm and docker's configuration goes back to what it was before gpukit"
+				if l.inv.Cluster.Spec.Orchestrator == inventory.Kubernetes {
+					what = "their nodes are drained and deleted, kubeadm reset runs and containerd's configuration goes back to what it was before gpukit"
+				}
+				if err := confirm(s, fmt.Sprintf("Reset %d host(s) (%s): %s.", len(f.Hosts), strings.Join(f.Hosts, ", "), what)); err != nil {
 					return usage(err)
 				}
 			}

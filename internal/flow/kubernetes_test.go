@@ -63,3 +63,26 @@ func TestAddNodeFlowKubernetes(t *testing.T) {
 		t.Errorf("add-node of the first control plane: %v", err)
 	}
 }
+
+// reset of some hosts also connects to a control plane that stays, which
+// drains and deletes their nodes; of all, to every host, none staying.
+func TestResetFlowKubernetes(t *testing.T) {
+	for _, tt := range []struct {
+		names, hosts, machines []string
+	}{
+		{nil, []string{"cp1", "cp2", "w1", "w2"}, []string{"cp1", "cp2", "w1", "w2"}},
+		{[]string{"w1"}, []string{"w1"}, []string{"w1", "cp1"}},
+		{[]string{"cp1", "w2"}, []string{"cp1", "w2"}, []string{"cp1", "w2", "cp2"}},
+	} {
+		f, err := NewReset(kubeInv(), tt.names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(f.Hosts, tt.hosts) || !reflect.DeepEqual(machineNames(f.Machines), tt.machines) {
+			t.Errorf("%v: hosts %v, machines %v", tt.names, f.Hosts, machineNames(f.Machines))
+		}
+		if got := phaseNames(f.Phases); !reflect.DeepEqual(got, []string{"reset/remove-nodes", "reset/node"}) {
+			t.Errorf("phases %v", got)
+		}
+	}
+}

@@ -1,17 +1,19 @@
 package flow
 
 import (
-	"fmt"
-
+	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
 )
 
-// Reset is `gpukit reset`: hosts leave the swarm and get docker's
-// configuration back as it was before gpukit (packages stay). With some
-// hosts named, a manager that stays demotes the leaving managers first and
-// removes the leaving nodes from its list after.
+// Reset is `gpukit reset`: hosts leave the cluster and get their runtime's
+// configuration back as it was before gpukit (packages stay). Kubernetes:
+// a control plane that stays drains the nodes that leave and deletes them
+// from the API, then each host is reset (kubeadm reset, the pod network's
+// leftovers, containerd's configuration). Swarm: a manager that stays
+// demotes the leaving managers first and removes the leaving nodes from its
+// list after; the hosts leave the swarm and get docker's configuration back.
 type Reset struct {
 	Flow
 	// Hosts are the hosts reset.
@@ -20,9 +22,6 @@ type Reset struct {
 
 // NewReset builds the flow for the named hosts of inv (none: every host).
 func NewReset(inv *inventory.Inventory, names []string) (*Reset, error) {
-	if inv.Cluster.Spec.Orchestrator != inventory.Swarm {
-		return nil, fmt.Errorf("reset undoes a swarm; orchestrator %s is not supported yet", inv.Cluster.Spec.Orchestrator)
-	}
 	var machines []inventory.Machine
 	if len(names) == 0 {
 		machines = inv.Machines
@@ -34,6 +33,20 @@ func NewReset(inv *inventory.Inventory, names []string) (*Reset, error) {
 		if machines, err = named(inv, names, ""); err != nil {
 			return nil, err
 		}
+	}
+	if inv.Cluster.Spec.Orchestrator == inventory.Kubernetes {
+		if m, ok := kubeadm.RemainingControlPlane(inv, names); ok {
+			machines = append(machines, m)
+		}
+		k := kubeadm.New(inv)
+		return &Reset{Hosts: names, Flow: Flow{
+			Name:     "gpukit reset",
+			Machines: machines,
+			Phases: []engine.Phase{
+				k.RemoveNodes(names),                              // reset/remove-nodes  a staying control plane drains the leaving nodes and deletes them
+				engine.Scoped{Phase: k.ResetNode(), Hosts: names}, // reset/node          kubeadm reset, CNI leftovers, containerd's config restored
+			},
+		}}, nil
 	}
 	if m, ok := swarm.RemainingManager(inv, names); ok {
 		machines = append(machines, m)

@@ -99,6 +99,9 @@ var (
 	kubeadmJoinTemplate      = parse[KubeadmParams]("kubeadm-join.sh")
 	kubeJoinTokenTemplate    = parse[KubeJoinTokenParams]("kube-join-token.sh")
 	kubeAdminConfTemplate    = parse[NoParams]("kube-admin-conf.sh")
+	kubeNodesTemplate        = parse[NoParams]("kube-nodes.sh")
+	kubeNodesRemoveTemplate  = parse[KubeNodesRemoveParams]("kube-nodes-remove.sh")
+	kubeResetTemplate        = parse[KubeResetParams]("kube-reset.sh")
 )
 
 // containerd sources.
@@ -277,4 +280,53 @@ func KubeJoinToken(p KubeJoinTokenParams, certificateKey string) (ssh.Command, e
 // KubeAdminConf renders the read of the admin kubeconfig (a secret).
 func KubeAdminConf() (ssh.Command, error) {
 	return command("read the admin kubeconfig", kubeAdminConfTemplate, NoParams{})
+}
+
+// KubeResetParams choose between resetting a node and checking what a reset
+// would undo.
+type KubeResetParams struct {
+	// Check only prints "pending: WHAT" lines.
+	Check bool
+	// BackupDir holds containerd's original config.toml.
+	BackupDir string
+}
+
+// Validate checks the directory.
+func (p KubeResetParams) Validate() error { return BackupParams{BackupDir: p.BackupDir}.Validate() }
+
+// KubeReset renders a node's reset (kubeadm reset, the pod network's
+// leftovers, containerd's configuration restored); with p.Check, the read of
+// what it would undo.
+func KubeReset(p KubeResetParams) (ssh.Command, error) {
+	if p.Check {
+		return command("check what a reset undoes", kubeResetTemplate, p)
+	}
+	return command("reset the kubernetes node", kubeResetTemplate, p)
+}
+
+// KubeNodes renders the read of the cluster's node names on a control plane.
+func KubeNodes() (ssh.Command, error) {
+	return command("read the cluster's nodes", kubeNodesTemplate, NoParams{})
+}
+
+// KubeNodesRemoveParams drain and delete nodes.
+type KubeNodesRemoveParams struct {
+	// DrainTimeout bounds each drain (a Go duration kubectl reads: 5m).
+	DrainTimeout string
+}
+
+// Validate checks the timeout.
+func (p KubeNodesRemoveParams) Validate() error {
+	if !ttl.MatchString(p.DrainTimeout) {
+		return fmt.Errorf("drain timeout %q: want a number of s, m or h", p.DrainTimeout)
+	}
+	return nil
+}
+
+// KubeNodesRemove renders the drain and deletion of the named nodes (they
+// travel as arguments).
+func KubeNodesRemove(p KubeNodesRemoveParams, nodes []string) (ssh.Command, error) {
+	c, err := command("drain and delete nodes", kubeNodesRemoveTemplate, p)
+	c.Args = nodes
+	return c, err
 }

@@ -53,6 +53,16 @@ func cases() []goldenCase {
 			return KubeJoinToken(KubeJoinTokenParams{TTL: "15m", UploadCerts: true}, "key")
 		}},
 		{kubeAdminConfTemplate.name, anyFamily, "", KubeAdminConf},
+		{kubeNodesTemplate.name, anyFamily, "", KubeNodes},
+		{kubeNodesRemoveTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return KubeNodesRemove(KubeNodesRemoveParams{DrainTimeout: "5m"}, []string{"w1"})
+		}},
+		{kubeResetTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return KubeReset(KubeResetParams{BackupDir: "/var/lib/gpukit/kubernetes/originals"})
+		}},
+		{kubeResetTemplate.name, anyFamily, "check", func() (ssh.Command, error) {
+			return KubeReset(KubeResetParams{Check: true, BackupDir: "/var/lib/gpukit/kubernetes/originals"})
+		}},
 		{containerdConfigTemplate.name, anyFamily, "", func() (ssh.Command, error) {
 			return ContainerdConfig(BackupParams{BackupDir: "/var/lib/gpukit/kubernetes/originals"}, "version = 3",
 				map[string]string{"/etc/containerd/certs.d/docker.io/hosts.toml": "server = 'x'"})

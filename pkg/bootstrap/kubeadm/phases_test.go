@@ -43,6 +43,7 @@ type fakeKubeHost struct {
 	files                          map[string]string
 	server                         string // the kubelet's API
 	apiserver                      bool
+	deleted                        bool // drained and deleted from the API
 	config                         string // kubeadm's configuration, as sent
 }
 
@@ -152,6 +153,31 @@ func (f *fakeKube) handle(_ context.Context, e *enginetest.Executor, cmd ssh.Com
 		h.server, h.config = "https://"+endpointOf(cmd.Args[0]), cmd.Args[0]
 		h.apiserver = strings.Contains(cmd.Args[0], "certificateKey")
 		return out("gpukit: joined\n")
+	case "read the cluster's nodes":
+		if !h.apiserver {
+			return fail("no control plane here")
+		}
+		var names []string
+		for name, o := range f.hosts {
+			if o.server != "" && !o.deleted {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names)
+		return out("%s\n", strings.Join(names, "\n"))
+	case "drain and delete nodes":
+		for _, n := range cmd.Args {
+			f.host(n).deleted = true
+		}
+		return out("")
+	case "check what a reset undoes":
+		if h.server != "" || h.apiserver || len(h.files) > 0 {
+			return out("pending: kubeadm reset\n")
+		}
+		return out("")
+	case "reset the kubernetes node":
+		h.server, h.apiserver, h.files, h.deleted = "", false, map[string]string{}, false
+		return out("gpukit: kubeadm reset\n")
 	case "read the admin kubeconfig":
 		return out("apiVersion: v1\nclusters:\n- cluster:\n    server: %s\n  name: c\nusers:\n- name: admin\n  user: {client-key-data: c2VjcmV0}\n", h.server)
 	}
@@ -362,5 +388,44 @@ func TestKubernetesJoinFailures(t *testing.T) {
 	}
 	if got := writes(fleet); !slices.Equal(got["cp1"], []string{"kubeadm init"}) || !slices.Equal(got["w1"], []string{"kubeadm join"}) {
 		t.Errorf("re-run wrote %v", got)
+	}
+}
+
+// reset of a worker: the staying control plane drains and deletes its node,
+// the host is reset; a second reset changes nothing; init joins it again.
+func TestKubernetesReset(t *testing.T) {
+	t.Parallel()
+	hosts := `
+    - {name: cp1, address: 10.0.0.1, roles: [control-plane]}
+    - {name: w1, address: 10.0.0.11, roles: [worker]}
+    - {name: w2, address: 10.0.0.12, roles: [worker]}`
+	inv := kubeInventory(t, "", hosts)
+	fake := newFakeKube("w1")
+	if sum, _, _ := runKube(t, inv.Machines, allPhases(kubeadm.New(inv)), fake, false); sum.HostCounts().Failed != 0 {
+		t.Fatalf("init: %+v", sum.Failed())
+	}
+	reset := func() (*engine.Summary, *enginetest.Fleet) {
+		l := kubeadm.New(inv)
+		phases := []engine.Phase{l.RemoveNodes([]string{"w1"}), engine.Scoped{Phase: l.ResetNode(), Hosts: []string{"w1"}}}
+		sum, fleet, _ := runKube(t, []inventory.Machine{inv.Machines[1], inv.Machines[0]}, phases, fake, false)
+		return sum, fleet
+	}
+	sum, fleet := reset()
+	if c := sum.HostCounts(); c.Changed != 2 || c.Failed != 0 {
+		t.Fatalf("reset: %+v %+v", c, sum.Failed())
+	}
+	if got := writes(fleet); !slices.Equal(got["cp1"], []string{"drain and delete nodes"}) || !slices.Equal(got["w1"], []string{"reset the kubernetes node"}) {
+		t.Errorf("reset wrote %v", got)
+	}
+	if drain := fleet.Executor("cp1").Commands()[len(fleet.Executor("cp1").Commands())-1]; !slices.Equal(drain.Args, []string{"w1"}) {
+		t.Errorf("drained %v", drain.Args)
+	}
+	sum, fleet = reset()
+	if c := sum.HostCounts(); c.Changed != 0 || len(writes(fleet)) != 0 {
+		t.Fatalf("second reset: %+v, writes %v", c, writes(fleet))
+	}
+	sum, fleet, _ = runKube(t, inv.Machines, allPhases(kubeadm.New(inv)), fake, false)
+	if c := sum.HostCounts(); c.Changed != 1 || c.Failed != 0 || !slices.Contains(writes(fleet)["w1"], "kubeadm join") {
+		t.Fatalf("init after reset: %+v, writes %v, failed %+v", c, writes(fleet), sum.Failed())
 	}
 }
