@@ -43,7 +43,7 @@ type fakeKubeHost struct {
 	files                          map[string]string
 	server                         string // the kubelet's API
 	apiserver                      bool
-	deleted                        bool // drained and deleted from the API
+	deleted                        bool   // drained and deleted from the API
 	config                         string // kubeadm's configuration, as sent
 }
 

@@ -34,7 +34,9 @@ func RemainingControlPlane(inv *inventory.Inventory, names []string) (inventory.
 
 // RemoveNodes drains the named hosts' nodes and deletes them from the API,
 // on the remaining control plane, while the cluster is up (reset).
-func (l *Layer) RemoveNodes(names []string) engine.Phase { return &removeNodesPhase{l: l, names: names} }
+func (l *Layer) RemoveNodes(names []string) engine.Phase {
+	return &removeNodesPhase{l: l, names: names}
+}
 
 // ResetNode resets the hosts it runs on (reset, scoped to the named hosts).
 func (l *Layer) ResetNode() engine.Phase { return &resetNodePhase{l} }
