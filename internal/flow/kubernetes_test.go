@@ -86,3 +86,16 @@ func TestResetFlowKubernetes(t *testing.T) {
 		}
 	}
 }
+
+func TestStatusFlowKubernetes(t *testing.T) {
+	f, err := NewStatus(kubeInv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := machineNames(f.Machines); !reflect.DeepEqual(got, []string{"cp1", "cp2"}) {
+		t.Errorf("status connects to %v, want the control planes", got)
+	}
+	if got := phaseNames(f.Phases); !reflect.DeepEqual(got, []string{"status/nodes"}) {
+		t.Errorf("phases %v", got)
+	}
+}

@@ -100,6 +100,7 @@ var (
 	kubeJoinTokenTemplate    = parse[KubeJoinTokenParams]("kube-join-token.sh")
 	kubeAdminConfTemplate    = parse[NoParams]("kube-admin-conf.sh")
 	kubeNodesTemplate        = parse[NoParams]("kube-nodes.sh")
+	kubeNodesJSONTemplate    = parse[NoParams]("kube-nodes-json.sh")
 	kubeNodesRemoveTemplate  = parse[KubeNodesRemoveParams]("kube-nodes-remove.sh")
 	kubeResetTemplate        = parse[KubeResetParams]("kube-reset.sh")
 )
@@ -329,4 +330,10 @@ func KubeNodesRemove(p KubeNodesRemoveParams, nodes []string) (ssh.Command, erro
 	c, err := command("drain and delete nodes", kubeNodesRemoveTemplate, p)
 	c.Args = nodes
 	return c, err
+}
+
+// KubeNodesJSON renders the read of the cluster's nodes as JSON (kubectl get
+// nodes -o json) on a control plane.
+func KubeNodesJSON() (ssh.Command, error) {
+	return command("read the cluster's nodes", kubeNodesJSONTemplate, NoParams{})
 }

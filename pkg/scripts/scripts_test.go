@@ -54,6 +54,7 @@ func cases() []goldenCase {
 		}},
 		{kubeAdminConfTemplate.name, anyFamily, "", KubeAdminConf},
 		{kubeNodesTemplate.name, anyFamily, "", KubeNodes},
+		{kubeNodesJSONTemplate.name, anyFamily, "", KubeNodesJSON},
 		{kubeNodesRemoveTemplate.name, anyFamily, "", func() (ssh.Command, error) {
 			return KubeNodesRemove(KubeNodesRemoveParams{DrainTimeout: "5m"}, []string{"w1"})
 		}},

@@ -50,6 +50,7 @@ type Layer struct {
 	mu         sync.Mutex
 	hosts      map[string]*hostInfo
 	kubeconfig []byte
+	nodes      []NodeStatus // status: what the control plane listed
 }
 
 // hostInfo is one host's share; only the goroutine working on the host

@@ -1,0 +1,5 @@
+set -euo pipefail
+export LC_ALL=C DEBIAN_FRONTEND=noninteractive
+# Prints the cluster's nodes as the API lists them (JSON), as a control
+# plane sees them; changes nothing.
+KUBECONFIG=/etc/kubernetes/admin.conf kubectl get nodes -o json
