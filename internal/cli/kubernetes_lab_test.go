@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,8 +27,10 @@ import (
 // packages through the lab's proxy. A plan changes nothing; init makes the
 // cluster (kubeadm init, the workers joined with a short-lived token that
 // shows nowhere), the admin kubeconfig works from this machine, the GPU
-// workers' containers run through the NVIDIA runtime (the simulator's), and
-// a second init changes nothing.
+// workers' containers run through the NVIDIA runtime (the simulator's), a
+// second init changes nothing, status lists the nodes; add-node joins a 4th
+// host touching only it and the control plane; reset of a worker drains and
+// deletes its node and cleans the host, and init joins it again.
 func TestLabKubernetes(t *testing.T) {
 	cluster.Require(t)
 	lab.Require(t)
@@ -44,21 +48,32 @@ func TestLabKubernetes(t *testing.T) {
 	if h100.Prefix == "" {
 		t.Skip("no h100-80gb-hbm3__drv590.48.01 capture among the fixtures")
 	}
-	l := lab.Start(t, lab.Options{Hosts: 3, Kube: true})
-	all := []string{"lab-1", "lab-2", "lab-3"}
+	l := lab.Start(t, lab.Options{Hosts: 4, Kube: true})
+	all := []string{"lab-1", "lab-2", "lab-3", "lab-4"}
 	repo := gpusim.Simulate(t, l, map[string]gpusim.Hardware{
 		"lab-2": {Capture: withUUID(t, h100, "GPU-5a1e0002-6c2d-4b1e-9f00-000000000002")},
 		"lab-3": {Capture: withUUID(t, h100, "GPU-5a1e0003-6c2d-4b1e-9f00-000000000003")},
+		"lab-4": {Capture: withUUID(t, h100, "GPU-5a1e0004-6c2d-4b1e-9f00-000000000004")},
 	})
 	dir := t.TempDir()
 	gpuInv, err := repo.Inventory(l, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	site := cluster.NewSite(t, l, "")
-	inv := filepath.Join(dir, "kubernetes.yaml")
-	if err := site.WriteInventory(gpuInv, inv, cluster.LabKubernetes); err != nil {
+	b, err := os.ReadFile(gpuInv)
+	if err != nil {
 		t.Fatal(err)
+	}
+	gpuInv3 := filepath.Join(dir, "gpusim-3.yaml")
+	if err := os.WriteFile(gpuInv3, []byte(withoutHost(string(b), "lab-4")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	site := cluster.NewSite(t, l, "")
+	inv, inv4 := filepath.Join(dir, "kubernetes-3.yaml"), filepath.Join(dir, "kubernetes-4.yaml")
+	for src, dst := range map[string]string{gpuInv3: inv, gpuInv: inv4} {
+		if err := site.WriteInventory(src, dst, cluster.LabKubernetes); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var wg sync.WaitGroup
 	for _, h := range all {
@@ -111,7 +126,7 @@ func TestLabKubernetes(t *testing.T) {
 		}
 		nodes := kubectl(t, "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.nodeInfo.kubeletVersion} {.status.nodeInfo.containerRuntimeVersion}{"\n"}{end}`)
 		want := ""
-		for _, h := range all {
+		for _, h := range all[:3] {
 			want += h + " v" + site.Version + " containerd://" + site.ContainerdVersion + "\n"
 		}
 		if nodes != strings.TrimSpace(want) {
@@ -184,6 +199,80 @@ spec:
 			t.Fatalf("exit %d %+v writes %v\n%s", r.code, r.counts, r.writeSteps(), r.out)
 		}
 		t.Logf("second init: %s", time.Since(start).Round(100*time.Millisecond))
+	})
+
+	t.Run("status lists the nodes", func(t *testing.T) {
+		code, out, errOut := run(t, "status", "-i", inv, "-o", "json", "--log-dir", t.TempDir())
+		var st struct {
+			Type  string               `json:"type"`
+			Nodes []kubeadm.NodeStatus `json:"nodes"`
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if code != ExitOK || json.Unmarshal([]byte(lines[len(lines)-1]), &st) != nil || st.Type != "kubernetes-status" || len(st.Nodes) != 3 {
+			t.Fatalf("status: exit %d\n%s\n%s", code, out, errOut)
+		}
+		for i, n := range st.Nodes {
+			if n.Name != all[i] || n.Kubelet != "v"+site.Version || n.Address != l.Hosts[i].Address {
+				t.Errorf("node %d: %+v", i, n)
+			}
+		}
+		if !slices.Contains(st.Nodes[0].Roles, "control-plane") {
+			t.Errorf("lab-1's roles: %v", st.Nodes[0].Roles)
+		}
+		_, text, _ := run(t, "status", "-i", inv, "-o", "plain", "--log-dir", t.TempDir())
+		t.Logf("gpukit status:\n%s", text[strings.Index(text, "NODE"):])
+	})
+
+	t.Run("add-node joins lab-4, touching only it and the control plane", func(t *testing.T) {
+		before := sshLogins(t, l, all...)
+		start := time.Now()
+		r := runInit(t, "add-node", "-i", inv4, "lab-4")
+		if r.code != ExitOK || r.counts.Changed != 1 || r.counts.Unchanged != 1 {
+			t.Fatalf("exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
+		}
+		t.Logf("add-node of 1 host (NVIDIA stack + Kubernetes + join): %s", time.Since(start).Round(100*time.Millisecond))
+		after := sshLogins(t, l, all...)
+		for _, h := range []string{"lab-2", "lab-3"} {
+			if after[h] != before[h] {
+				t.Errorf("add-node logged in to %s (%d -> %d)", h, before[h], after[h])
+			}
+		}
+		if after["lab-4"] == before["lab-4"] || after["lab-1"] == before["lab-1"] {
+			t.Errorf("logins before %v, after %v", before, after)
+		}
+		if got := kubectl(t, "get", "node", "lab-4", "-o", "jsonpath={.status.nodeInfo.kubeletVersion}"); got != "v"+site.Version {
+			t.Errorf("lab-4's kubelet: %q", got)
+		}
+		if r := runInit(t, "init", "-i", inv4, "--kubeconfig-out", kubeconfig); r.code != ExitOK || r.counts.Changed != 0 {
+			t.Fatalf("init of the 4 hosts after add-node: exit %d %+v writes %v", r.code, r.counts, r.writeSteps())
+		}
+	})
+
+	t.Run("reset cleans a worker and init joins it again", func(t *testing.T) {
+		start := time.Now()
+		r := runInit(t, "reset", "-i", inv4, "--hosts", "lab-3", "--yes")
+		if r.code != ExitOK || r.counts.Changed != 2 {
+			t.Fatalf("reset: exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
+		}
+		t.Logf("reset of lab-3: %s", time.Since(start).Round(100*time.Millisecond))
+		if nodes := kubectl(t, "get", "nodes", "-o", "name"); strings.Contains(nodes, "lab-3") {
+			t.Errorf("lab-3 is still a node:\n%s", nodes)
+		}
+		left := l.SSH(t, "lab-3", "ls /etc/kubernetes/kubelet.conf /etc/kubernetes/manifests/*.yaml /etc/containerd/certs.d/*/hosts.toml 2>/dev/null | wc -l; "+
+			"iptables-save | grep -c KUBE- || true; systemctl is-active containerd")
+		if left != "0\n0\nactive" {
+			t.Errorf("lab-3 after reset (files left, KUBE- rules, containerd):\n%s", left)
+		}
+		if r := runInit(t, "reset", "-i", inv4, "--hosts", "lab-3", "--yes"); r.code != ExitOK || r.counts.Changed != 0 {
+			t.Errorf("second reset: exit %d %+v writes %v", r.code, r.counts, r.writeSteps())
+		}
+		r = runInit(t, "init", "-i", inv4, "--kubeconfig-out", kubeconfig)
+		if r.code != ExitOK || r.counts.Changed != 1 {
+			t.Fatalf("init after reset: exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
+		}
+		if got := kubectl(t, "get", "node", "lab-3", "-o", "name"); got != "node/lab-3" {
+			t.Errorf("lab-3 after init: %q", got)
+		}
 	})
 }
 
