@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -301,4 +302,125 @@ func phaseTime(r initResult, phase string) time.Duration {
 		last = e.Time
 	}
 	return last.Sub(first).Round(100 * time.Millisecond)
+}
+
+// The other shapes a site runs, each from the lab site's mirrors, one after
+// the other: an HA control plane (3 control planes, no worker: the
+// control-plane taint stays off; the lab has no load balancer, so the
+// endpoint is lab-1's address: this shows the control planes joining one at
+// a time with the certificates uploaded under the run's key, not failover),
+// and the oldest Kubernetes there are modules for with Debian's own
+// containerd 1.6 (config version 2).
+func TestLabKubernetesVariants(t *testing.T) {
+	cluster.Require(t)
+	lab.Require(t)
+	t.Parallel()
+	versions := cluster.Versions(t)
+	oldest := strings.TrimPrefix(versions[len(versions)-1], "v")
+	for _, c := range []struct {
+		name, version, kube string
+		hosts               int
+		roles               map[string]string
+	}{
+		{"ha-3-control-planes", "", "controlPlaneEndpoint: 10.251.2.1\n", 3,
+			map[string]string{"lab-2": "control-plane", "lab-3": "control-plane"}},
+		{"oldest-with-distribution-containerd", oldest, "containerd: {source: distribution}\n", 2, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := lab.Start(t, lab.Options{Hosts: c.hosts, Kube: true})
+			dir := t.TempDir()
+			b, err := os.ReadFile(l.Inventory)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := string(b)
+			for h, role := range c.roles {
+				re := regexp.MustCompile(`(- name: ` + regexp.QuoteMeta(h) + `\n      address: [^\n]*\n      roles: )\[worker\]`)
+				if !re.MatchString(s) {
+					t.Fatalf("no worker %s in %s", h, l.Inventory)
+				}
+				s = re.ReplaceAllString(s, "${1}["+role+"]")
+			}
+			src := filepath.Join(dir, "lab.yaml")
+			if err := os.WriteFile(src, []byte(s), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			site := cluster.NewSite(t, l, c.version)
+			kube := strings.ReplaceAll(c.kube, "10.251.2.1", l.Hosts[0].Address) + cluster.LabKubernetes
+			inv := filepath.Join(dir, "kubernetes.yaml")
+			if err := site.WriteInventory(src, inv, mergeContainerd(kube)); err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for _, h := range l.Hosts {
+				wg.Go(func() { l.UseDebianMirror(t, h.Name) })
+			}
+			wg.Wait()
+			start := time.Now()
+			kubeconfig := filepath.Join(dir, "kubeconfig")
+			r := runInit(t, "init", "-i", inv, "--kubeconfig-out", kubeconfig)
+			if r.code != ExitOK || r.counts.Changed != c.hosts {
+				t.Fatalf("exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
+			}
+			t.Logf("init of %d hosts, Kubernetes %s: %s", c.hosts, site.Version, time.Since(start).Round(100*time.Millisecond))
+			for _, p := range []string{kubeadm.PhaseContainerd, kubeadm.PhaseInit, kubeadm.PhaseJoinControlPlanes, kubeadm.PhaseJoinWorkers} {
+				t.Logf("%s: %s", p, phaseTime(r, p))
+			}
+			out, err := exec.Command(filepath.Join(cluster.BuildVersion(t, "v"+site.Version), "kubectl"), "--kubeconfig", kubeconfig, "get", "nodes", "-o",
+				`jsonpath={range .items[*]}{.metadata.name} {.status.nodeInfo.kubeletVersion} {.status.nodeInfo.containerRuntimeVersion} {.metadata.labels.node-role\.kubernetes\.io/control-plane}|{.spec.taints[*].key}{"\n"}{end}`).CombinedOutput()
+			if err != nil {
+				t.Fatalf("kubectl: %v\n%s", err, out)
+			}
+			t.Logf("nodes:\n%s", out)
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if len(lines) != c.hosts {
+				t.Fatalf("%d nodes, want %d", len(lines), c.hosts)
+			}
+			for i, line := range lines {
+				f := strings.Fields(line)
+				if len(f) < 3 || f[0] != l.Hosts[i].Name || f[1] != "v"+site.Version {
+					t.Errorf("node %d: %q", i, line)
+				}
+				switch c.name {
+				case "ha-3-control-planes":
+					if strings.Contains(line, "node-role.kubernetes.io/control-plane") {
+						t.Errorf("%s keeps the control-plane taint although no host is a worker", f[0])
+					}
+				default:
+					if !strings.HasPrefix(f[2], "containerd://1.6.") {
+						t.Errorf("%s runs %s, want Debian's containerd 1.6", f[0], f[2])
+					}
+				}
+			}
+			if c.name == "ha-3-control-planes" {
+				for _, h := range []string{"lab-2", "lab-3"} {
+					if got := l.SSH(t, h, "ls /etc/kubernetes/manifests/ | tr '\\n' ' '; ls /etc/kubernetes/gpukit/kubeadm-join.yaml 2>&1 | grep -c 'No such file'"); got != "etcd.yaml kube-apiserver.yaml kube-controller-manager.yaml kube-scheduler.yaml 1" {
+						t.Errorf("%s: %q (want the control plane's manifests, the join configuration gone)", h, got)
+					}
+				}
+			} else if got := l.SSH(t, "lab-2", "head -n 4 /etc/containerd/config.toml | grep -c '^version = 2'"); got != "1" {
+				t.Errorf("lab-2's config.toml is not version 2:\n%s", l.SSH(t, "lab-2", "cat /etc/containerd/config.toml"))
+			}
+			if r := runInit(t, "init", "-i", inv, "--kubeconfig-out", kubeconfig); r.code != ExitOK || r.counts.Changed != 0 {
+				t.Errorf("second init: exit %d %+v writes %v", r.code, r.counts, r.writeSteps())
+			}
+		})
+	}
+}
+
+// mergeContainerd joins two containerd: lines of a spec.kubernetes YAML
+// into one mapping.
+func mergeContainerd(kube string) string {
+	var keep, fields []string
+	for _, line := range strings.Split(strings.TrimRight(kube, "\n"), "\n") {
+		if v, ok := strings.CutPrefix(line, "containerd: {"); ok {
+			fields = append(fields, strings.TrimSuffix(v, "}"))
+			continue
+		}
+		keep = append(keep, line)
+	}
+	if len(fields) > 0 {
+		keep = append(keep, "containerd: {"+strings.Join(fields, ", ")+"}")
+	}
+	return strings.Join(keep, "\n") + "\n"
 }
