@@ -31,7 +31,7 @@ func (KubePrepareParams) Validate() error { return nil }
 // family); with p.Check, the read of what is pending.
 func KubePrepare(p KubePrepareParams) (ssh.Command, error) {
 	if p.Check {
-		return command("check the kubelet's prerequisites", kubePrepareTemplate, p)
+		return command("read what the kubelet still lacks", kubePrepareTemplate, p)
 	}
 	return command("prepare for the kubelet", kubePrepareTemplate, p)
 }
@@ -170,7 +170,9 @@ func Containerd(p ContainerdParams) (ssh.Command, error) {
 // config.toml, then each hosts.toml file by path (written in path order).
 func ContainerdConfig(p BackupParams, config string, hosts map[string]string) (ssh.Command, error) {
 	c, err := command("configure containerd", containerdConfigTemplate, p)
-	c.Args = []string{config}
+	// put compares with $(cat FILE), which drops trailing newlines, and
+	// writes one back.
+	c.Args = []string{strings.TrimRight(config, "\n")}
 	paths := make([]string, 0, len(hosts))
 	for path := range hosts {
 		if !strings.HasPrefix(path, "/etc/containerd/certs.d/") || !strings.HasSuffix(path, "/hosts.toml") {
@@ -180,7 +182,7 @@ func ContainerdConfig(p BackupParams, config string, hosts map[string]string) (s
 	}
 	slices.Sort(paths)
 	for _, path := range paths {
-		c.Args = append(c.Args, path, hosts[path])
+		c.Args = append(c.Args, path, strings.TrimRight(hosts[path], "\n"))
 	}
 	return c, err
 }
@@ -300,7 +302,7 @@ func (p KubeResetParams) Validate() error { return BackupParams{BackupDir: p.Bac
 // what it would undo.
 func KubeReset(p KubeResetParams) (ssh.Command, error) {
 	if p.Check {
-		return command("check what a reset undoes", kubeResetTemplate, p)
+		return command("read what a reset would undo", kubeResetTemplate, p)
 	}
 	return command("reset the kubernetes node", kubeResetTemplate, p)
 }

@@ -28,7 +28,7 @@ func (p *preparePhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, str
 	if err != nil {
 		return false, "", err
 	}
-	res, err := h.Run(ctx, "check the kubelet's prerequisites", cmd)
+	res, err := h.Run(ctx, "read what the kubelet still lacks", cmd)
 	if err != nil {
 		return false, "", err
 	}

@@ -88,7 +88,7 @@ func (f *fakeKube) handle(_ context.Context, e *enginetest.Executor, cmd ssh.Com
 			s += "pci.gpu=0000:01:00.0 0x2330\nnvidia_smi.gpu=0, GPU-" + e.Host + ", NVIDIA H100 80GB HBM3, 81559, 580.95.05, Disabled, Enabled\n"
 		}
 		return out("%s", s)
-	case "check the kubelet's prerequisites":
+	case "read what the kubelet still lacks":
 		if h.prepared {
 			return out("")
 		}
@@ -170,7 +170,7 @@ func (f *fakeKube) handle(_ context.Context, e *enginetest.Executor, cmd ssh.Com
 			f.host(n).deleted = true
 		}
 		return out("")
-	case "check what a reset undoes":
+	case "read what a reset would undo":
 		if h.server != "" || h.apiserver || len(h.files) > 0 {
 			return out("pending: kubeadm reset\n")
 		}
@@ -233,7 +233,7 @@ func writes(fleet *enginetest.Fleet) map[string][]string {
 	out := map[string][]string{}
 	for host, e := range fleet.Executors() {
 		for _, n := range e.Names() {
-			if !strings.HasPrefix(n, "read ") && !strings.HasPrefix(n, "check ") && n != "probe facts" && n != "create a join token" {
+			if !strings.HasPrefix(n, "read ") && n != "probe facts" && n != "create a join token" {
 				out[host] = append(out[host], n)
 			}
 		}

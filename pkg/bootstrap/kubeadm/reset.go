@@ -114,7 +114,7 @@ func (p *resetNodePhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, s
 	if err != nil {
 		return false, "", err
 	}
-	res, err := h.Run(ctx, "check what a reset undoes", cmd)
+	res, err := h.Run(ctx, "read what a reset would undo", cmd)
 	if err != nil {
 		return false, "", err
 	}

@@ -3,7 +3,7 @@
 # and lives in a 0600 file only while kubeadm runs). kubeadm's output goes
 # to {{.LogFile}}; its last lines are printed when it fails.
 umask 077
-mkdir -p "$(dirname {{quote .ConfigFile}})"
+mkdir -p "$(dirname {{quote .ConfigFile}})" "$(dirname {{quote .LogFile}})"
 trap 'rm -f {{quote .ConfigFile}}' EXIT
 printf '%s\n' "$1" >{{quote .ConfigFile}}
 if ! kubeadm join --config {{quote .ConfigFile}} >{{quote .LogFile}} 2>&1; then

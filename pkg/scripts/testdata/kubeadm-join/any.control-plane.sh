@@ -5,7 +5,7 @@ export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 # and lives in a 0600 file only while kubeadm runs). kubeadm's output goes
 # to /var/log/gpukit/kubeadm-join.log; its last lines are printed when it fails.
 umask 077
-mkdir -p "$(dirname /etc/kubernetes/gpukit/kubeadm-join.yaml)"
+mkdir -p "$(dirname /etc/kubernetes/gpukit/kubeadm-join.yaml)" "$(dirname /var/log/gpukit/kubeadm-join.log)"
 trap 'rm -f /etc/kubernetes/gpukit/kubeadm-join.yaml' EXIT
 printf '%s\n' "$1" >/etc/kubernetes/gpukit/kubeadm-join.yaml
 if ! kubeadm join --config /etc/kubernetes/gpukit/kubeadm-join.yaml >/var/log/gpukit/kubeadm-join.log 2>&1; then
