@@ -44,7 +44,10 @@ type Facts struct {
 	// Swarm is the node's Docker Swarm state (inactive, active, ...); empty
 	// without docker.
 	Swarm string `json:"swarm,omitempty"`
-	Init  string `json:"init"`
+	// KubeletServer is the API a kubeadm node's kubelet talks to (from
+	// /etc/kubernetes/kubelet.conf); empty on a host that is not one.
+	KubeletServer string `json:"kubeletServer,omitempty"`
+	Init          string `json:"init"`
 	// TimeSynced is "yes", "no" or "" (unknown: no systemd-timedated).
 	TimeSynced      string `json:"timeSynced,omitempty"`
 	TimeSyncService string `json:"timeSyncService,omitempty"`
@@ -192,6 +195,8 @@ func (f *Facts) set(key, value string, ports map[int]bool) error {
 		f.Runtimes = append(f.Runtimes, value)
 	case "swarm":
 		f.Swarm = value
+	case "kubelet.server":
+		f.KubeletServer = value
 	case "init":
 		f.Init = value
 	case "timesync":

@@ -132,6 +132,15 @@ func TestParse(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "a kubeadm node's API and a swarm node's state",
+			in:   "swarm=inactive\nkubelet.server=https://10.0.0.1:6443\n",
+			check: func(t *testing.T, f *Facts) {
+				if f.KubeletServer != "https://10.0.0.1:6443" || f.Swarm != "inactive" {
+					t.Errorf("%+v", f)
+				}
+			},
+		},
 		{name: "bad number", in: "os.id=debian\ncpus=two\n", wantErr: "probe output line 2 (cpus)"},
 		{name: "short gpu row", in: "nvidia_smi.gpu=0, GPU-1\n", wantErr: "want at least 5"},
 	}

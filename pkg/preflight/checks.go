@@ -309,6 +309,12 @@ func (c *checker) ports() {
 		c.add("ports", Pass, "TCP port(s) %s in use by this host's swarm node", strings.Join(busy, ", "))
 		return
 	}
+	if len(busy) > 0 && c.orchestrator() == inventory.Kubernetes && c.f.KubeletServer != "" {
+		// Whether it is this cluster's node, the Kubernetes phases decide
+		// (one of another cluster is refused there, with the reset to run).
+		c.add("ports", Pass, "TCP port(s) %s in use by this host's Kubernetes node (API %s)", strings.Join(busy, ", "), c.f.KubeletServer)
+		return
+	}
 	if len(busy) > 0 {
 		c.add("ports", Fail, "TCP port(s) %s already in use", strings.Join(busy, ", "))
 		return

@@ -101,6 +101,15 @@ func TestCheckHost(t *testing.T) {
 		{name: "swarm manager port busy", orch: inventory.Swarm, m: manager, mutate: func(f *facts.Facts) { f.ListeningTCP = []int{2377} }, check: "ports", want: Fail, reason: "2377"},
 		{name: "swarm ports held by this host's swarm node", orch: inventory.Swarm, m: manager, mutate: func(f *facts.Facts) { f.ListeningTCP = []int{2377, 7946}; f.Swarm = "active" }, check: "ports", want: Pass, reason: "in use by this host's swarm node"},
 		{name: "swarm port busy, swarm inactive", orch: inventory.Swarm, m: manager, mutate: func(f *facts.Facts) { f.ListeningTCP = []int{2377}; f.Swarm = "inactive" }, check: "ports", want: Fail, reason: "2377"},
+		{name: "kubernetes ports held by this host's kubeadm node", m: cp, mutate: func(f *facts.Facts) {
+			f.ListeningTCP = []int{22, 6443, 2379, 10250}
+			f.KubeletServer = "https://10.0.0.1:6443"
+		}, check: "ports", want: Pass, reason: "in use by this host's Kubernetes node (API https://10.0.0.1:6443)"},
+		{name: "kubelet port busy on a host that is no kubeadm node", m: worker, mutate: func(f *facts.Facts) { f.ListeningTCP = []int{10250} }, check: "ports", want: Fail, reason: "10250"},
+		{name: "kubeadm node's ports under swarm are busy", orch: inventory.Swarm, m: manager, mutate: func(f *facts.Facts) {
+			f.ListeningTCP = []int{2377}
+			f.KubeletServer = "https://10.0.0.1:6443"
+		}, check: "ports", want: Fail, reason: "2377"},
 		{name: "worker ports free", m: worker, check: "ports", want: Pass},
 		{name: "hostname differs", m: worker, mutate: func(f *facts.Facts) { f.Hostname = "localhost" }, check: "hostname", want: Warn},
 	}

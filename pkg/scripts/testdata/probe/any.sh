@@ -72,6 +72,11 @@ done
 if command -v docker >/dev/null 2>&1; then
   kv swarm "$(docker info --format '{{.Swarm.LocalNodeState}}' 2>/dev/null || true)"
 fi
+# Nor are a kubeadm node's (6443, 2379, 2380, 10250, ...): the API its
+# kubelet talks to.
+if [ -f /etc/kubernetes/kubelet.conf ]; then
+  kv kubelet.server "$(awk '$1 == "server:" { print $2; exit }' /etc/kubernetes/kubelet.conf)"
+fi
 
 if [ -d /run/systemd/system ]; then
   kv init systemd
