@@ -75,6 +75,8 @@ if [ "$orchestrator" = kubernetes ]; then
 	kubectl="$(test/k8s/build.sh)/kubectl"
 	echo; echo "== kubectl --kubeconfig $kubeconfig get nodes -o wide"
 	"$kubectl" --kubeconfig "$kubeconfig" get nodes -o wide
+	echo; echo "== the GPU labels gpukit put on the nodes (nodeSelector: gpukit.dev/gpu.product: ...)"
+	"$kubectl" --kubeconfig "$kubeconfig" get nodes -L gpukit.dev/gpu.product,gpukit.dev/gpu.count,gpukit.dev/nvidia.driver,gpukit.dev/nvidia.cuda
 	"$kubectl" --kubeconfig "$kubeconfig" get pods -A -o wide
 fi
 if [ "$orchestrator" = swarm ]; then

@@ -139,6 +139,14 @@ func TestLabKubernetes(t *testing.T) {
 		if !strings.Contains(taints, "node-role.kubernetes.io/control-plane") {
 			t.Errorf("lab-1's taints: %q", taints)
 		}
+		// kubernetes/labels put the GPU facts on the GPU workers' nodes.
+		labels := kubectl(t, "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name} {.metadata.labels.gpukit\.dev/gpu\.product} {.metadata.labels.gpukit\.dev/gpu\.count}{"\n"}{end}`)
+		if want := "lab-1  \nlab-2 NVIDIA-H100-80GB-HBM3 1\nlab-3 NVIDIA-H100-80GB-HBM3 1"; labels != want {
+			t.Errorf("node labels:\n%s\nwant\n%s", labels, want)
+		}
+		if driver := kubectl(t, "get", "node", "lab-2", "-o", `jsonpath={.metadata.labels.gpukit\.dev/nvidia\.driver}`); driver != l.SSH(t, "lab-2", "nvidia-smi --query-gpu=driver_version --format=csv,noheader") {
+			t.Errorf("lab-2's driver label: %q", driver)
+		}
 		// kube-proxy (host network: no CNI needed) runs on every node, on the
 		// GPU workers through the NVIDIA runtime; every image came through
 		// the mirror under its registry.k8s.io name.
@@ -230,7 +238,7 @@ spec:
 		before := sshLogins(t, l, all...)
 		start := time.Now()
 		r := runInit(t, "add-node", "-i", inv4, "lab-4")
-		if r.code != ExitOK || r.counts.Changed != 1 || r.counts.Unchanged != 1 {
+		if r.code != ExitOK || r.counts.Changed != 2 { // lab-4, and the control plane that labels its node
 			t.Fatalf("exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
 		}
 		t.Logf("add-node of 1 host (NVIDIA stack + Kubernetes + join): %s", time.Since(start).Round(100*time.Millisecond))
@@ -243,7 +251,7 @@ spec:
 		if after["lab-4"] == before["lab-4"] || after["lab-1"] == before["lab-1"] {
 			t.Errorf("logins before %v, after %v", before, after)
 		}
-		if got := kubectl(t, "get", "node", "lab-4", "-o", "jsonpath={.status.nodeInfo.kubeletVersion}"); got != "v"+site.Version {
+		if got := kubectl(t, "get", "node", "lab-4", "-o", `jsonpath={.status.nodeInfo.kubeletVersion} {.metadata.labels.gpukit\.dev/gpu\.product}`); got != "v"+site.Version+" NVIDIA-H100-80GB-HBM3" {
 			t.Errorf("lab-4's kubelet: %q", got)
 		}
 		if r := runInit(t, "init", "-i", inv4, "--kubeconfig-out", kubeconfig); r.code != ExitOK || r.counts.Changed != 0 {
@@ -270,7 +278,7 @@ spec:
 			t.Errorf("second reset: exit %d %+v writes %v", r.code, r.counts, r.writeSteps())
 		}
 		r = runInit(t, "init", "-i", inv4, "--kubeconfig-out", kubeconfig)
-		if r.code != ExitOK || r.counts.Changed != 1 {
+		if r.code != ExitOK || r.counts.Changed != 2 { // lab-3, and the control plane that labels its node
 			t.Fatalf("init after reset: exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
 		}
 		if got := kubectl(t, "get", "node", "lab-3", "-o", "name"); got != "node/lab-3" {

@@ -75,6 +75,9 @@ func NewAddNode(inv *inventory.Inventory, names []string, o InitOptions) (*AddNo
 			k.JoinControlPlanes(), // kubernetes/join-control-planes  new control planes, one at a time, through the first
 			k.JoinWorkers(),       // kubernetes/join-workers         new workers, in parallel
 		)...)
+		p.Phases = append(p.Phases,
+			k.Labels(names...), // kubernetes/labels  through the first control plane: the new nodes' labels and taints
+		)
 		return &AddNode{Preflight: p}, nil
 	}
 	sw := swarm.New(inv)

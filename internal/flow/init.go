@@ -59,6 +59,7 @@ func NewInit(inv *inventory.Inventory, o InitOptions) *Init {
 			kube.JoinControlPlanes(), // kubernetes/join-control-planes  the other control planes, one at a time
 			kube.JoinWorkers(),       // kubernetes/join-workers         the workers, in parallel
 			kube.FetchKubeconfig(),   // kubernetes/kubeconfig           the admin kubeconfig, for ./<cluster>.kubeconfig
+			kube.Labels(),            // kubernetes/labels               node labels from the GPU facts and the inventory, its taints
 		)
 		return &Init{Preflight: p, Kube: kube}
 	}

@@ -27,7 +27,7 @@ func TestInitFlowKubernetes(t *testing.T) {
 	f := NewInit(kubeInv(), InitOptions{})
 	got := phaseNames(f.Phases)
 	want := []string{"nvidia/verify", "kubernetes/prepare", "kubernetes/packages", "kubernetes/containerd", "kubernetes/init",
-		"kubernetes/join-control-planes", "kubernetes/join-workers", "kubernetes/kubeconfig"}
+		"kubernetes/join-control-planes", "kubernetes/join-workers", "kubernetes/kubeconfig", "kubernetes/labels"}
 	if !reflect.DeepEqual(got[len(got)-len(want):], want) {
 		t.Errorf("phases %v", got)
 	}
@@ -50,14 +50,18 @@ func TestAddNodeFlowKubernetes(t *testing.T) {
 		t.Errorf("machines %v", got)
 	}
 	got := phaseNames(f.Phases)
-	want := []string{"nvidia/verify", "kubernetes/prepare", "kubernetes/packages", "kubernetes/containerd", "kubernetes/join-control-planes", "kubernetes/join-workers"}
+	want := []string{"nvidia/verify", "kubernetes/prepare", "kubernetes/packages", "kubernetes/containerd", "kubernetes/join-control-planes", "kubernetes/join-workers", "kubernetes/labels"}
 	if !reflect.DeepEqual(got[len(got)-len(want):], want) {
 		t.Errorf("phases %v", got)
 	}
-	for _, p := range f.Phases {
+	for _, p := range f.Phases[:len(f.Phases)-1] {
 		if s, ok := p.(engine.Scoped); !ok || !reflect.DeepEqual(s.Hosts, []string{"w2", "cp2"}) {
 			t.Errorf("%s is not scoped to the new hosts", p.Name())
 		}
+	}
+	// The labels phase runs on the first control plane, for the new nodes.
+	if _, ok := f.Phases[len(f.Phases)-1].(engine.Scoped); ok {
+		t.Error("kubernetes/labels is scoped to the new hosts: it runs on the first control plane")
 	}
 	if _, err := NewAddNode(kubeInv(), []string{"cp1"}, InitOptions{}); err == nil || !strings.Contains(err.Error(), "cp1 is the first control plane") {
 		t.Errorf("add-node of the first control plane: %v", err)

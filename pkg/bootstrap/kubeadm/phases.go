@@ -9,8 +9,11 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/kube"
 	"github.com/gpukit/gpukit/pkg/scripts"
 )
 
@@ -485,31 +488,57 @@ func (p *kubeconfigPhase) Targets(hosts []*engine.Host) []*engine.Host {
 // ShouldRun reads the kubeconfig: a read, which changes nothing on the host
 // (the command writes it locally after the run).
 func (p *kubeconfigPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
-	s, err := p.l.state(ctx, h)
+	kc, err := p.l.adminKubeconfig(ctx, h)
 	if err != nil {
 		return false, "", err
+	}
+	if kc == nil {
+		return false, "the admin kubeconfig is fetched once the cluster exists", nil
+	}
+	return false, "admin kubeconfig fetched (API " + p.l.server() + ")", nil
+}
+
+// adminKubeconfig reads the admin kubeconfig from h, the first control
+// plane, once a run; nil in a dry-run before the cluster exists.
+func (l *Layer) adminKubeconfig(ctx context.Context, h *engine.Host) ([]byte, error) {
+	if kc := l.Kubeconfig(); kc != nil {
+		return kc, nil
+	}
+	s, err := l.state(ctx, h)
+	if err != nil {
+		return nil, err
 	}
 	if !s.APIServer {
 		if h.DryRun() {
-			return false, "the admin kubeconfig is fetched once the cluster exists", nil
+			return nil, nil
 		}
-		return false, "", fmt.Errorf("%s runs no control plane: %s did not create the cluster", h.Name(), PhaseInit)
+		return nil, fmt.Errorf("%s runs no control plane: %s did not create the cluster", h.Name(), PhaseInit)
 	}
 	cmd, err := scripts.KubeAdminConf()
 	if err != nil {
-		return false, "", err
+		return nil, err
 	}
 	res, err := h.Run(ctx, "read the admin kubeconfig", cmd, engine.SecretOutput())
 	if err != nil {
-		return false, "", err
+		return nil, err
 	}
-	if !bytes.Contains(res.Stdout, []byte("server: "+p.l.server())) {
-		return false, "", fmt.Errorf("the admin kubeconfig of %s does not name the API %s", h.Name(), p.l.server())
+	if !bytes.Contains(res.Stdout, []byte("server: "+l.server())) {
+		return nil, fmt.Errorf("the admin kubeconfig of %s does not name the API %s", h.Name(), l.server())
 	}
-	p.l.mu.Lock()
-	p.l.kubeconfig = res.Stdout
-	p.l.mu.Unlock()
-	return false, "admin kubeconfig fetched (API " + p.l.server() + ")", nil
+	l.mu.Lock()
+	l.kubeconfig = res.Stdout
+	l.mu.Unlock()
+	return res.Stdout, nil
+}
+
+// client is a clientset for the cluster's API, reached through h's
+// connection; nil in a dry-run before the cluster exists.
+func (l *Layer) client(ctx context.Context, h *engine.Host) (kubernetes.Interface, error) {
+	kc, err := l.adminKubeconfig(ctx, h)
+	if err != nil || kc == nil {
+		return nil, err
+	}
+	return kube.NewClient(kc, kube.DialFunc(h.Dialer()))
 }
 
 func (p *kubeconfigPhase) Run(context.Context, *engine.Host) error { return nil }

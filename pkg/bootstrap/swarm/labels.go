@@ -8,7 +8,7 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/inventory"
-	"github.com/gpukit/gpukit/pkg/nvidia/compat"
+	"github.com/gpukit/gpukit/pkg/nvidia"
 )
 
 // LabelPrefix starts every node label gpukit derives from the host's facts.
@@ -31,26 +31,17 @@ const (
 // nvidia-smi shows it) and from the inventory.
 func NodeLabels(m inventory.Machine, f *facts.Facts) map[string]string {
 	out := map[string]string{}
-	if f != nil && len(f.GPUs) > 0 {
-		g := f.GPUs[0]
-		var products []string
-		for _, x := range f.GPUs {
-			if !slices.Contains(products, x.Name) {
-				products = append(products, x.Name)
-			}
-		}
-		out[LabelGPUProduct] = strings.Join(products, ",")
-		out[LabelGPUCount] = strconv.Itoa(len(f.GPUs))
+	if g, ok := nvidia.Summarize(f); ok {
+		out[LabelGPUProduct] = strings.Join(g.Products, ",")
+		out[LabelGPUCount] = strconv.Itoa(g.Count)
 		if g.MemMiB > 0 {
 			out[LabelGPUMemory] = strconv.FormatInt(g.MemMiB, 10)
 		}
 		if g.Driver != "" {
 			out[LabelDriver] = g.Driver
-			if d, err := compat.ParseDriver(g.Driver); err == nil {
-				if c, ok := compat.MaxCUDA(d); ok {
-					out[LabelCUDA] = c.String()
-				}
-			}
+		}
+		if g.CUDA != "" {
+			out[LabelCUDA] = g.CUDA
 		}
 	}
 	maps.Copy(out, m.Labels)

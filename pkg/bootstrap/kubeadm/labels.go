@@ -1,0 +1,241 @@
+package kubeadm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/facts"
+	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/kube"
+	"github.com/gpukit/gpukit/pkg/nvidia"
+)
+
+// PhaseLabels labels and taints the nodes through the API.
+const PhaseLabels = "kubernetes/labels"
+
+// LabelPrefix starts every node label gpukit derives from a host's facts;
+// those the facts no longer give are removed. The inventory's own labels
+// are set as written and never removed (they are the user's). GPU feature
+// discovery, where it runs, adds NVIDIA's nvidia.com/gpu.* labels beside
+// these: gpukit's come from the host layer it installed, before any pod runs.
+const LabelPrefix = "gpukit.dev/"
+
+// Node labels from the facts, for nodeSelector and affinity
+// (gpukit.dev/gpu.product: NVIDIA-H100-80GB-HBM3).
+const (
+	LabelGPUProduct = LabelPrefix + "gpu.product"
+	LabelGPUCount   = LabelPrefix + "gpu.count"
+	LabelGPUMemory  = LabelPrefix + "gpu.memory-mib"
+	LabelDriver     = LabelPrefix + "nvidia.driver"
+	LabelCUDA       = LabelPrefix + "nvidia.cuda"
+)
+
+// NodeLabels are the labels a host's node carries: from its GPUs and from
+// the inventory. Values are made label-safe as GPU feature discovery makes
+// them (NVIDIA H100 80GB HBM3 -> NVIDIA-H100-80GB-HBM3).
+func NodeLabels(m inventory.Machine, f *facts.Facts) map[string]string {
+	out := map[string]string{}
+	if g, ok := nvidia.Summarize(f); ok {
+		products := make([]string, len(g.Products))
+		for i, p := range g.Products {
+			products[i] = labelValue(p)
+		}
+		out[LabelGPUProduct] = labelValue(strings.Join(products, "_"))
+		out[LabelGPUCount] = strconv.Itoa(g.Count)
+		if g.MemMiB > 0 {
+			out[LabelGPUMemory] = strconv.FormatInt(g.MemMiB, 10)
+		}
+		if v := labelValue(g.Driver); v != "" {
+			out[LabelDriver] = v
+		}
+		if v := labelValue(g.CUDA); v != "" {
+			out[LabelCUDA] = v
+		}
+	}
+	maps.Copy(out, m.Labels)
+	return out
+}
+
+// labelValue is s as a label value: at most 63 of [A-Za-z0-9._-], starting
+// and ending with a letter or digit; others become '-'.
+func labelValue(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	if len(b) > 63 {
+		b = b[:63]
+	}
+	return strings.Trim(string(b), "-_.")
+}
+
+// NodeWant is what gpukit wants of m's node: its labels, the inventory's
+// taints, and kubeadm's control-plane taint on control planes while the
+// cluster has workers (a cluster of control planes only runs its pods
+// there, so the taint comes off).
+func NodeWant(inv *inventory.Inventory, m inventory.Machine, f *facts.Facts) kube.NodeWant {
+	w := kube.NodeWant{Labels: NodeLabels(m, f), OwnPrefix: LabelPrefix}
+	for _, t := range NodeOf(inv, m).Taints {
+		w.Taints = append(w.Taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
+	}
+	if m.HasRole(inventory.RoleControlPlane) && !hasWorker(inv) {
+		w.Remove = append(w.Remove, corev1.Taint{Key: ControlPlaneTaint.Key, Effect: corev1.TaintEffect(ControlPlaneTaint.Effect)})
+	}
+	return w
+}
+
+// Labels labels and taints the nodes of only (all hosts when empty)
+// through the API, from the first control plane.
+func (l *Layer) Labels(only ...string) engine.Phase { return &labelsPhase{l: l, only: only} }
+
+type labelsPhase struct {
+	l    *Layer
+	only []string
+	// set by Prepare, then by ShouldRun
+	all     []*engine.Host
+	updates []nodeUpdate
+}
+
+type nodeUpdate struct {
+	node    string
+	want    kube.NodeWant
+	changes []string
+}
+
+func (*labelsPhase) Name() string { return PhaseLabels }
+func (*labelsPhase) Title() string {
+	return "Label and taint the nodes (GPU product, count, memory, driver, CUDA; the inventory's labels and taints)"
+}
+
+func (p *labelsPhase) Targets(hosts []*engine.Host) []*engine.Host {
+	return firstControlPlaneIn(p.l.inv, hosts)
+}
+
+func (p *labelsPhase) Prepare(_ context.Context, all, _ []*engine.Host) error {
+	p.all = all
+	return nil
+}
+
+func (p *labelsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
+	cs, err := p.l.client(ctx, h)
+	if err != nil || cs == nil {
+		return false, "the nodes are labelled once the cluster exists", err
+	}
+	var targets []*engine.Host
+	for _, t := range p.all {
+		if len(p.only) == 0 || slices.Contains(p.only, t.Name()) {
+			targets = append(targets, t)
+		}
+	}
+	byName, err := p.nodes(ctx, h, cs, targets)
+	if err != nil {
+		return false, "", err
+	}
+	p.updates = nil
+	labelled := 0
+	for _, t := range targets {
+		n, ok := byName[NodeOf(p.l.inv, t.Machine).Name]
+		if !ok {
+			h.Logf("%s: %s is not a node of the cluster yet: labelled once it joined", PhaseLabels, t.Name())
+			continue
+		}
+		labelled++
+		want := NodeWant(p.l.inv, t.Machine, t.Facts)
+		if changes := kube.Reconcile(n.DeepCopy(), want); len(changes) > 0 {
+			p.updates = append(p.updates, nodeUpdate{node: n.Name, want: want, changes: changes})
+		}
+	}
+	if len(p.updates) == 0 {
+		return false, fmt.Sprintf("the labels and taints of %d node(s) are as wanted", labelled), nil
+	}
+	return true, "", nil
+}
+
+// registerTimeout bounds the wait for a joined host's node: kubeadm join
+// returns once the kubelet has its credentials, and the kubelet registers
+// the node a moment later.
+const registerTimeout = 2 * time.Minute
+
+// nodes lists the cluster's nodes once every target's is there (in a
+// dry-run, at once: hosts that join in the run are not there yet).
+func (p *labelsPhase) nodes(ctx context.Context, h *engine.Host, cs kubernetes.Interface, targets []*engine.Host) (map[string]*corev1.Node, error) {
+	deadline := time.Now().Add(registerTimeout)
+	for {
+		list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("list the nodes: %w", err)
+		}
+		byName := map[string]*corev1.Node{}
+		for i := range list.Items {
+			byName[list.Items[i].Name] = &list.Items[i]
+		}
+		var missing []string
+		for _, t := range targets {
+			if name := NodeOf(p.l.inv, t.Machine).Name; byName[name] == nil {
+				missing = append(missing, name)
+			}
+		}
+		switch {
+		case len(missing) == 0 || h.DryRun():
+			return byName, nil
+		case time.Now().After(deadline):
+			return nil, fmt.Errorf("node(s) %s did not register within %s of joining (their kubelet's log says why: journalctl -u kubelet)", strings.Join(missing, ", "), registerTimeout)
+		}
+		h.Logf("%s: waiting for node(s) %s to register", PhaseLabels, strings.Join(missing, ", "))
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// updateParallel bounds the node updates in flight (the client's rate
+// limit bounds them too).
+const updateParallel = 16
+
+func (p *labelsPhase) Run(ctx context.Context, h *engine.Host) error {
+	var what []string
+	for _, u := range p.updates {
+		what = append(what, u.node+": "+strings.Join(u.changes, ", "))
+	}
+	return h.WriteAPI(ctx, fmt.Sprintf("update %d node(s): labels, taints", len(p.updates)), strings.Join(what, "; "), func(ctx context.Context) error {
+		cs, err := p.l.client(ctx, h)
+		if err != nil {
+			return err
+		}
+		var (
+			mu   sync.Mutex
+			errs []error
+			wg   sync.WaitGroup
+			sem  = make(chan struct{}, updateParallel)
+		)
+		for _, u := range p.updates {
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				if err := kube.UpdateNode(ctx, cs, u.node, u.want); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("node %s: %w", u.node, err))
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	})
+}
