@@ -60,6 +60,8 @@ func NewInit(inv *inventory.Inventory, o InitOptions) *Init {
 			kube.JoinWorkers(),       // kubernetes/join-workers         the workers, in parallel
 			kube.FetchKubeconfig(),   // kubernetes/kubeconfig           the admin kubeconfig, for ./<cluster>.kubeconfig
 			kube.Labels(),            // kubernetes/labels               node labels from the GPU facts and the inventory, its taints
+			kube.CNI(),               // kubernetes/cni                  the pod network (flannel, calico or cilium), a Helm release
+			kube.GPU(),               // kubernetes/gpu                  NVIDIA device plugin, GPU and node feature discovery, RuntimeClass nvidia
 		)
 		return &Init{Preflight: p, Kube: kube}
 	}

@@ -27,7 +27,7 @@ func TestInitFlowKubernetes(t *testing.T) {
 	f := NewInit(kubeInv(), InitOptions{})
 	got := phaseNames(f.Phases)
 	want := []string{"nvidia/verify", "kubernetes/prepare", "kubernetes/packages", "kubernetes/containerd", "kubernetes/init",
-		"kubernetes/join-control-planes", "kubernetes/join-workers", "kubernetes/kubeconfig", "kubernetes/labels"}
+		"kubernetes/join-control-planes", "kubernetes/join-workers", "kubernetes/kubeconfig", "kubernetes/labels", "kubernetes/cni", "kubernetes/gpu"}
 	if !reflect.DeepEqual(got[len(got)-len(want):], want) {
 		t.Errorf("phases %v", got)
 	}

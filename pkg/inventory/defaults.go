@@ -58,6 +58,14 @@ const (
 	CNIFlannel = "flannel"
 	CNICalico  = "calico"
 	CNICilium  = "cilium"
+	// CNINone installs no CNI: the site brings its own after init (nodes
+	// stay NotReady until it runs).
+	CNINone = "none"
+
+	// DevicePluginNVIDIA is NVIDIA's device plugin with GPU feature
+	// discovery and node feature discovery (one Helm release).
+	DevicePluginNVIDIA = "nvidia"
+	DevicePluginNone   = "none"
 
 	StorageLocalPath = "local-path"
 	StorageNFS       = "nfs"
@@ -116,6 +124,7 @@ func Defaults() []Default {
 		{"spec.network.podCIDR", DefaultPodCIDR + " (kubernetes only)"},
 		{"spec.network.serviceCIDR", DefaultServiceCIDR + " (kubernetes only)"},
 		{"spec.network.cni", DefaultCNI + " (kubernetes only)"},
+		{"spec.kubernetes.devicePlugin", DevicePluginNVIDIA + " (kubernetes only)"},
 		{"spec.kubernetes.containerd.source", ContainerdFromDocker + " (kubernetes only)"},
 		{"spec.kubernetes.containerd.nvidiaRuntime", NVIDIARuntimeDefault + " (kubernetes only)"},
 		{"spec.addons.ingress.enabled", "true"},
@@ -160,6 +169,7 @@ func applyDefaults(c *Cluster, machines []Machine, sources []source) {
 		setDefault(&s.Network.ServiceCIDR, DefaultServiceCIDR)
 		setDefault(&s.Network.CNI, DefaultCNI)
 		setDefault(&s.Kubernetes.Containerd.Source, ContainerdFromDocker)
+		setDefault(&s.Kubernetes.DevicePlugin, DevicePluginNVIDIA)
 		setDefault(&s.Kubernetes.Containerd.NVIDIARuntime, NVIDIARuntimeDefault)
 	}
 	// Docker's version stays empty when not written: Docker's repository

@@ -94,6 +94,9 @@ type KubernetesSpec struct {
 	KubeProxy KubeProxySpec `yaml:"kubeProxy,omitempty" json:"kubeProxy,omitempty"`
 	// Containerd settings.
 	Containerd ContainerdSpec `yaml:"containerd,omitempty" json:"containerd,omitempty"`
+	// DevicePlugin: nvidia (NVIDIA's device plugin, GPU feature discovery and node feature
+	// discovery, one Helm release: nodes advertise nvidia.com/gpu) or none. Default nvidia.
+	DevicePlugin string `yaml:"devicePlugin,omitempty" json:"devicePlugin,omitempty" jsonschema:"enum=nvidia,enum=none"`
 }
 
 // KubeletSpec are the kubelet settings gpukit passes on.
@@ -257,8 +260,9 @@ type Network struct {
 	PodCIDR string `yaml:"podCIDR,omitempty" json:"podCIDR,omitempty"`
 	// ServiceCIDR is the service network (or an IPv4,IPv6 pair). Default 10.96.0.0/12.
 	ServiceCIDR string `yaml:"serviceCIDR,omitempty" json:"serviceCIDR,omitempty"`
-	// CNI plugin: flannel, calico or cilium. Default flannel.
-	CNI string `yaml:"cni,omitempty" json:"cni,omitempty" jsonschema:"enum=flannel,enum=calico,enum=cilium"`
+	// CNI plugin: flannel, calico, cilium (each a Helm release) or none (the site installs its
+	// own after init). Default flannel.
+	CNI string `yaml:"cni,omitempty" json:"cni,omitempty" jsonschema:"enum=flannel,enum=calico,enum=cilium,enum=none"`
 }
 
 // Addons are the platform services deployed on top of the cluster.
@@ -318,7 +322,9 @@ type Mirrors struct {
 	Kubernetes string `yaml:"kubernetes,omitempty" json:"kubernetes,omitempty"`
 	// Docker replaces download.docker.com.
 	Docker string `yaml:"docker,omitempty" json:"docker,omitempty"`
-	// Charts replaces the Helm chart repositories.
+	// Charts replaces the Helm chart repositories: one Helm repository (index.yaml) holding every
+	// chart gpukit installs, or a directory on the machine running gpukit (/path or file:///path)
+	// of chart archives named NAME-VERSION.tgz, as `helm pull` saves them.
 	Charts string `yaml:"charts,omitempty" json:"charts,omitempty"`
 	// Registry holds copies of the public registries' images, each under a path named after its
 	// registry (MIRROR/registry.k8s.io/pause:3.10.1, MIRROR/docker.io/flannel/flannel:v0.27.4):

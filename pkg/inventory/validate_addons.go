@@ -117,6 +117,16 @@ func (c *checker) checkMirrors(m *Mirrors) {
 		if f.v == "" {
 			continue
 		}
+		if dir, ok := chartsDir(f.v); ok && f.name == "charts" {
+			// gpukit loads charts itself: a directory on this machine
+			// (chart archives as `helm pull` saves them) serves too.
+			if err := badChar(dir, charsPath); err != nil {
+				c.errorf(p+".charts", "invalid charts directory: %v", err)
+			} else if gopath.Clean(dir) != dir || !strings.HasPrefix(dir, "/") {
+				c.errorf(p+".charts", "charts directory %s is not a clean absolute path", q(dir))
+			}
+			continue
+		}
 		if err := checkMirrorURL(f.v); err != nil {
 			c.errorf(p+"."+f.name, "invalid mirror: %v", err)
 		}
@@ -128,6 +138,14 @@ func (c *checker) checkMirrors(m *Mirrors) {
 			c.errorf(p+".registry", "invalid registry mirror: %v", err)
 		}
 	}
+}
+
+// chartsDir reads a local charts directory: /path or file:///path.
+func chartsDir(s string) (string, bool) {
+	if d, ok := strings.CutPrefix(s, "file://"); ok {
+		return d, true
+	}
+	return s, strings.HasPrefix(s, "/")
 }
 
 // checkMirrorURL accepts an http(s) base URL without credentials, query or

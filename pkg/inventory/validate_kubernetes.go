@@ -76,6 +76,11 @@ func (c *checker) checkKubernetes(cl *Cluster, ms []Machine) {
 	default:
 		c.errorf(p+".containerd.nvidiaRuntime", "unknown NVIDIA runtime mode %s; expected %s or %s", q(r), NVIDIARuntimeDefault, NVIDIARuntimeClass)
 	}
+	switch d := k.DevicePlugin; d {
+	case "", DevicePluginNVIDIA, DevicePluginNone:
+	default:
+		c.errorf(p+".devicePlugin", "unknown device plugin %s; expected %s or %s", q(d), DevicePluginNVIDIA, DevicePluginNone)
+	}
 	if n := k.KubeProxy.ConntrackMaxPerCore; n != nil && (*n < 0 || *n > 1<<20) {
 		c.errorf(p+".kubeProxy.conntrackMaxPerCore", "conntrackMaxPerCore is %d; expected 0 (leave the host's limit alone) to 1048576", *n)
 	}

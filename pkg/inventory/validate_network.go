@@ -91,9 +91,9 @@ func (c *checker) checkNetwork(cl *Cluster, ms []Machine) {
 
 func (c *checker) checkCNI(path, cni string) {
 	switch cni {
-	case CNIFlannel, CNICalico, CNICilium:
+	case CNIFlannel, CNICalico, CNICilium, CNINone:
 	default:
-		c.errorf(path, "unknown CNI %s; expected flannel, calico or cilium", q(cni))
+		c.errorf(path, "unknown CNI %s; expected flannel, calico, cilium or none", q(cni))
 	}
 }
 

@@ -40,6 +40,7 @@ const (
 	LabelGPUMemory  = LabelPrefix + "gpu.memory-mib"
 	LabelDriver     = LabelPrefix + "nvidia.driver"
 	LabelCUDA       = LabelPrefix + "nvidia.cuda"
+	LabelGPUPresent = "nvidia.com/gpu.present"
 )
 
 // NodeLabels are the labels a host's node carries: from its GPUs and from
@@ -54,6 +55,9 @@ func NodeLabels(m inventory.Machine, f *facts.Facts) map[string]string {
 		}
 		out[LabelGPUProduct] = labelValue(strings.Join(products, "_"))
 		out[LabelGPUCount] = strconv.Itoa(g.Count)
+		// What NVIDIA's device plugin and GPU feature discovery select
+		// their nodes by, before node feature discovery has looked.
+		out[LabelGPUPresent] = "true"
 		if g.MemMiB > 0 {
 			out[LabelGPUMemory] = strconv.FormatInt(g.MemMiB, 10)
 		}

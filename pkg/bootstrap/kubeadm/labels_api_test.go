@@ -60,6 +60,26 @@ func apiHandler(c *cluster.Cluster, server string) enginetest.Handler {
 	}
 }
 
+// apiServer is the control plane's API as its kubeconfig names it: the URL
+// and host:port (the inventory's controlPlaneEndpoint).
+func apiServer(t *testing.T, c *cluster.Cluster) (server, host string) {
+	t.Helper()
+	kc, err := os.ReadFile(c.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(kc), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "server: "); ok {
+			server = v
+		}
+	}
+	u, err := url.Parse(server)
+	if err != nil || u.Host == "" {
+		t.Fatalf("server %q in %s: %v", server, c.Kubeconfig, err)
+	}
+	return server, u.Host
+}
+
 func labelsRun(t *testing.T, inv *inventory.Inventory, c *cluster.Cluster, server string, dryRun bool) (*engine.Summary, *enginetest.Recorder) {
 	t.Helper()
 	l := kubeadm.New(inv)
@@ -85,25 +105,12 @@ func TestLabelsOnARealAPIServer(t *testing.T) {
 	for _, n := range []cluster.GPUNode{{Name: "cp-1"}, {Name: "gpu-1", GPUs: 8}, {Name: "gpu-2", GPUs: 4, Product: "NVIDIA-L40S", MemoryMiB: 46068}} {
 		c.AddNode(t, n)
 	}
-	kc, err := os.ReadFile(c.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var server string
-	for _, line := range strings.Split(string(kc), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "server: "); ok {
-			server = v
-		}
-	}
-	u, err := url.Parse(server)
-	if err != nil || u.Host == "" {
-		t.Fatalf("server %q in %s: %v", server, c.Kubeconfig, err)
-	}
+	server, host := apiServer(t, c)
 	hosts := `
     - {name: cp-1, address: 10.0.0.1, roles: [control-plane]}
     - {name: gpu-1, address: 10.0.0.11, roles: [worker], labels: {team: vision}, taints: ["dedicated=ml:NoSchedule"]}
     - {name: gpu-2, address: 10.0.0.12, roles: [worker]}`
-	spec := "  kubernetes: {controlPlaneEndpoint: \"" + u.Host + "\"}\n"
+	spec := "  kubernetes: {controlPlaneEndpoint: \"" + host + "\"}\n"
 	inv := kubeInventory(t, spec, hosts)
 
 	sum, rec := labelsRun(t, inv, c, server, true)

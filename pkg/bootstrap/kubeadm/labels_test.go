@@ -23,13 +23,13 @@ func TestNodeLabels(t *testing.T) {
 			m:    inventory.Machine{Name: "g", Labels: map[string]string{"team": "vision"}},
 			f:    &facts.Facts{GPUs: []facts.GPU{h100, h100}},
 			want: map[string]string{LabelGPUProduct: "NVIDIA-H100-80GB-HBM3", LabelGPUCount: "2", LabelGPUMemory: "81559",
-				LabelDriver: "590.48.01", LabelCUDA: "13.1", "team": "vision"},
+				LabelDriver: "590.48.01", LabelCUDA: "13.1", LabelGPUPresent: "true", "team": "vision"},
 		},
 		{
 			name: "mixed products joined, an unknown driver without CUDA, the inventory's label wins",
 			m:    inventory.Machine{Name: "g", Labels: map[string]string{LabelGPUCount: "one"}},
 			f:    &facts.Facts{GPUs: []facts.GPU{{Name: "Tesla T4", Driver: "bogus"}, {Name: "NVIDIA A100-SXM4-40GB (MIG)", Driver: "bogus"}}},
-			want: map[string]string{LabelGPUProduct: "Tesla-T4_NVIDIA-A100-SXM4-40GB--MIG", LabelGPUCount: "one", LabelDriver: "bogus"},
+			want: map[string]string{LabelGPUProduct: "Tesla-T4_NVIDIA-A100-SXM4-40GB--MIG", LabelGPUCount: "one", LabelDriver: "bogus", LabelGPUPresent: "true"},
 		},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,247 @@
+package charts
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"reflect"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Release is an add-on as gpukit wants it installed.
+type Release struct {
+	Name, Namespace string
+	Chart           Chart
+	Values          map[string]any
+	// NamespaceLabels are put on the namespace, created when missing
+	// (pod-security levels for node agents).
+	NamespaceLabels map[string]string
+	// Wait for its workloads to be ready, up to Timeout.
+	Wait    bool
+	Timeout time.Duration
+}
+
+// Client installs releases into one cluster.
+type Client struct {
+	cfg  *rest.Config
+	raw  []byte
+	cs   kubernetes.Interface
+	logf func(format string, args ...any)
+}
+
+// NewClient returns a client for the cluster of an admin kubeconfig whose
+// connections dial opens (nil: this machine's). logf receives Helm's debug
+// lines (a host's log).
+func NewClient(kubeconfig []byte, dial func(ctx context.Context, network, addr string) (net.Conn, error), logf func(string, ...any)) (*Client, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("the admin kubeconfig: %w", err)
+	}
+	if dial != nil {
+		cfg.Dial = dial
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{cfg: cfg, raw: kubeconfig, cs: cs, logf: logf}, nil
+}
+
+// Pending says why r must be installed or upgraded: "" when the release is
+// deployed from r's chart version with r's values.
+func (c *Client) Pending(ctx context.Context, r Release) (string, error) {
+	cfg, err := c.action(r.Namespace)
+	if err != nil {
+		return "", err
+	}
+	rel, err := action.NewGet(cfg).Run(r.Name)
+	switch {
+	case errors.Is(err, driver.ErrReleaseNotFound):
+		return "release " + r.Namespace + "/" + r.Name + " is not installed", nil
+	case err != nil:
+		return "", fmt.Errorf("release %s/%s: %w", r.Namespace, r.Name, err)
+	case rel.Info == nil || rel.Info.Status != release.StatusDeployed:
+		status := "unknown"
+		if rel.Info != nil {
+			status = rel.Info.Status.String()
+		}
+		return "release " + r.Name + " is " + status, nil
+	case rel.Chart == nil || rel.Chart.Metadata == nil || rel.Chart.Metadata.Version != r.Chart.Version:
+		got := "?"
+		if rel.Chart != nil && rel.Chart.Metadata != nil {
+			got = rel.Chart.Metadata.Version
+		}
+		return fmt.Sprintf("release %s runs chart %s %s, not %s", r.Name, r.Chart.Name, got, r.Chart.Version), nil
+	}
+	want, err := normal(r.Values)
+	if err != nil {
+		return "", err
+	}
+	have, err := normal(rel.Config)
+	if err != nil {
+		return "", err
+	}
+	if !reflect.DeepEqual(want, have) {
+		return "release " + r.Name + "'s values are not as wanted", nil
+	}
+	if why, err := c.namespacePending(ctx, r); why != "" || err != nil {
+		return why, err
+	}
+	return "", nil
+}
+
+// normal is v as Helm stores it (through JSON), so that equal values compare
+// equal whatever Go types built them.
+func normal(v map[string]any) (map[string]any, error) {
+	if len(v) == 0 {
+		return map[string]any{}, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	return out, json.Unmarshal(b, &out)
+}
+
+func (c *Client) namespacePending(ctx context.Context, r Release) (string, error) {
+	ns, err := c.cs.CoreV1().Namespaces().Get(ctx, r.Namespace, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "namespace " + r.Namespace + " is missing", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	for k, v := range r.NamespaceLabels {
+		if ns.Labels[k] != v {
+			return "namespace " + r.Namespace + " lacks label " + k + "=" + v, nil
+		}
+	}
+	return "", nil
+}
+
+// Apply installs r from ch, or upgrades the release to it.
+func (c *Client) Apply(ctx context.Context, r Release, ch *chart.Chart) error {
+	if err := c.ensureNamespace(ctx, r); err != nil {
+		return err
+	}
+	cfg, err := c.action(r.Namespace)
+	if err != nil {
+		return err
+	}
+	values, err := normal(r.Values)
+	if err != nil {
+		return err
+	}
+	_, err = action.NewHistory(cfg).Run(r.Name)
+	switch {
+	case errors.Is(err, driver.ErrReleaseNotFound):
+		in := action.NewInstall(cfg)
+		in.ReleaseName, in.Namespace = r.Name, r.Namespace
+		in.Wait, in.Timeout = r.Wait, r.Timeout
+		_, err = in.RunWithContext(ctx, ch, values)
+	case err == nil:
+		up := action.NewUpgrade(cfg)
+		up.Namespace = r.Namespace
+		up.Wait, up.Timeout = r.Wait, r.Timeout
+		up.MaxHistory = 10
+		_, err = up.RunWithContext(ctx, r.Name, ch, values)
+	}
+	if err != nil {
+		return fmt.Errorf("release %s/%s (chart %s): %w", r.Namespace, r.Name, r.Chart, err)
+	}
+	return nil
+}
+
+func (c *Client) ensureNamespace(ctx context.Context, r Release) error {
+	nss := c.cs.CoreV1().Namespaces()
+	ns, err := nss.Get(ctx, r.Namespace, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = nss.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace, Labels: r.NamespaceLabels}}, metav1.CreateOptions{FieldManager: "gpukit"})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	changed := false
+	for k, v := range r.NamespaceLabels {
+		if ns.Labels[k] != v {
+			if ns.Labels == nil {
+				ns.Labels = map[string]string{}
+			}
+			ns.Labels[k], changed = v, true
+		}
+	}
+	if changed {
+		_, err = nss.Update(ctx, ns, metav1.UpdateOptions{FieldManager: "gpukit"})
+	}
+	return err
+}
+
+// action is Helm's configuration for one namespace, releases stored as
+// Secrets there (Helm's default).
+func (c *Client) action(namespace string) (*action.Configuration, error) {
+	raw, err := clientcmd.Load(c.raw)
+	if err != nil {
+		return nil, err
+	}
+	g := &restGetter{cfg: c.cfg, loader: clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{Context: clientcmdapi.Context{Namespace: namespace}})}
+	cfg := new(action.Configuration)
+	logf := c.logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	if err := cfg.Init(g, namespace, "secret", logf); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// restGetter gives Helm the client settings gpukit made (the dialer
+// through the control plane included) instead of a kubeconfig file.
+type restGetter struct {
+	cfg    *rest.Config
+	loader clientcmd.ClientConfig
+}
+
+var _ genericclioptions.RESTClientGetter = (*restGetter)(nil)
+
+func (g *restGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.cfg), nil }
+
+func (g *restGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(rest.CopyConfig(g.cfg))
+	if err != nil {
+		return nil, err
+	}
+	return memory.NewMemCacheClient(dc), nil
+}
+
+func (g *restGetter) ToRESTMapper() (meta.RESTMapper, error) {
+	dc, err := g.ToDiscoveryClient()
+	if err != nil {
+		return nil, err
+	}
+	return restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(dc), dc, nil), nil
+}
+
+func (g *restGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig { return g.loader }
