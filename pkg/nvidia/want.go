@@ -163,7 +163,7 @@ func Decide(inv *inventory.Inventory, m inventory.Machine, f *facts.Facts) (Want
 	}
 	w.ContainerToolkit = scripts.ContainerToolkitParams{
 		Family: fam, RepoURL: toolkitBase, Version: spec.Versions.ContainerToolkit, DebArch: debArch,
-		Runtimes: runtimes(spec.Versions.Runtime), SetAsDefault: spec.Orchestrator == inventory.Swarm,
+		Runtimes: runtimes(spec.Orchestrator, spec.Versions.Runtime), SetAsDefault: spec.Orchestrator == inventory.Swarm,
 	}
 	return w, nil
 }
@@ -220,7 +220,14 @@ func archOf(m string) (repo, deb string, err error) {
 }
 
 // runtimes are the container runtimes the toolkit configures, when present.
-func runtimes(runtime string) []scripts.RuntimeConfig {
+// None under Kubernetes: kubernetes/containerd renders containerd's whole
+// configuration, the NVIDIA runtime included, for the installed major;
+// nvidia-ctk's drop-in beside it kept containerd from starting on a host
+// whose original configuration a reset had put back.
+func runtimes(orchestrator inventory.Orchestrator, runtime string) []scripts.RuntimeConfig {
+	if orchestrator == inventory.Kubernetes {
+		return nil
+	}
 	if runtime == inventory.RuntimeDocker {
 		return []scripts.RuntimeConfig{{Name: "docker", Binary: "dockerd", Service: "docker", ConfigFiles: []string{"/etc/docker/daemon.json"}}}
 	}

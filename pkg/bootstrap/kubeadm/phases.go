@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -278,6 +280,14 @@ func (p *initPhase) Targets(hosts []*engine.Host) []*engine.Host {
 // server is the API's URL as the nodes' kubeconfigs name it.
 func (l *Layer) server() string { return "https://" + l.cluster.Endpoint }
 
+// ours says a kubelet talking to server is a node of this cluster: its
+// endpoint, or on a control plane that joined, its own API server (kubeadm
+// points a joining control plane's kubelet at its local API endpoint).
+func (l *Layer) ours(h *engine.Host, server string) bool {
+	return server == l.server() || h.Machine.HasRole(inventory.RoleControlPlane) &&
+		server == "https://"+net.JoinHostPort(NodeOf(l.inv, h.Machine).Address, strconv.Itoa(APIServerPort))
+}
+
 func (p *initPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
 	s, err := p.l.state(ctx, h)
 	if err != nil {
@@ -286,7 +296,7 @@ func (p *initPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string
 	switch {
 	case s.KubeletServer == "":
 		return true, "", nil
-	case s.KubeletServer != p.l.server():
+	case !p.l.ours(h, s.KubeletServer):
 		return false, "", fmt.Errorf("%s belongs to another cluster (its kubelet's API is %s, this cluster's %s); reset it first (gpukit reset --hosts %s)", h.Name(), s.KubeletServer, p.l.server(), h.Name())
 	case !s.APIServer:
 		return false, "", fmt.Errorf("%s is a worker of the cluster, not its control plane; reset it first (gpukit reset --hosts %s)", h.Name(), h.Name())
@@ -450,7 +460,7 @@ func (p *joinPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string
 	switch {
 	case s.KubeletServer == "":
 		return true, "", nil
-	case s.KubeletServer != p.l.server():
+	case !p.l.ours(h, s.KubeletServer):
 		return false, "", fmt.Errorf("%s belongs to another cluster (its kubelet's API is %s, this cluster's %s); reset it first (gpukit reset --hosts %s)", h.Name(), s.KubeletServer, p.l.server(), h.Name())
 	case p.controlPlanes && !s.APIServer:
 		return false, "", fmt.Errorf("%s joined as a worker; the inventory makes it a control plane: reset it first (gpukit reset --hosts %s)", h.Name(), h.Name())

@@ -152,6 +152,11 @@ func (f *fakeKube) handle(_ context.Context, e *enginetest.Executor, cmd ssh.Com
 		}
 		h.server, h.config = "https://"+endpointOf(cmd.Args[0]), cmd.Args[0]
 		h.apiserver = strings.Contains(cmd.Args[0], "certificateKey")
+		if h.apiserver {
+			// kubeadm 1.37 points a joined control plane's kubelet at its
+			// own API server.
+			h.server = "https://" + valueOf(cmd.Args[0], "advertiseAddress: ") + ":6443"
+		}
 		return out("gpukit: joined\n")
 	case "read the cluster's nodes":
 		if !h.apiserver {
@@ -182,6 +187,16 @@ func (f *fakeKube) handle(_ context.Context, e *enginetest.Executor, cmd ssh.Com
 		return out("apiVersion: v1\nclusters:\n- cluster:\n    server: %s\n  name: c\nusers:\n- name: admin\n  user: {client-key-data: c2VjcmV0}\n", h.server)
 	}
 	return ssh.Result{ExitCode: 127}, &ssh.ExitError{Command: cmd.Name, Code: 127, StderrTail: "fake kube: unexpected command"}
+}
+
+// valueOf finds key's value in a kubeadm configuration.
+func valueOf(config, key string) string {
+	for _, line := range strings.Split(config, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), key); ok {
+			return v
+		}
+	}
+	return "?"
 }
 
 // endpointOf finds the API endpoint in a kubeadm configuration.
