@@ -12,8 +12,10 @@
 # containerd.io built from Go modules as stand-ins of pkgs.k8s.io's and
 # Docker's packages, kubeadm's images in the lab registry as registry.k8s.io's
 # mirror; the first build takes about 20 minutes, then it is cached): init
-# goes on to a kubeadm cluster (1 control plane, 2 GPU workers) and writes
-# its admin kubeconfig, which kubectl then uses from this machine.
+# goes on to a kubeadm cluster (1 control plane, 2 GPU workers), labels the
+# GPU nodes, installs flannel from the chart archives of ../shared/fixtures
+# (its images built from flannel's Go module) and writes its admin
+# kubeconfig, which kubectl then uses from this machine: every node Ready.
 # With ORCHESTRATOR=swarm the inventory says orchestrator: swarm (the first
 # host the manager): init goes on to Docker (Debian's docker.io), the NVIDIA
 # runtime as docker's default with the GPUs advertised, the swarm and node

@@ -163,8 +163,8 @@ func TestLabKubernetes(t *testing.T) {
 			t.Errorf("kube-proxy pods:\n%s", proxies)
 		}
 		for _, img := range strings.Fields(kubectl(t, "get", "pods", "-A", "-o", "jsonpath={range .items[*]}{range .spec.containers[*]}{.image} {end}{end}")) {
-			if !strings.HasPrefix(img, "registry.k8s.io/") {
-				t.Errorf("pod image %s is not registry.k8s.io's", img)
+			if !strings.HasPrefix(img, "registry.k8s.io/") && !strings.HasPrefix(img, "ghcr.io/flannel-io/") {
+				t.Errorf("pod image %s is neither registry.k8s.io's nor flannel's", img)
 			}
 		}
 		for h, runtime := range map[string]string{"lab-1": "runc", "lab-2": "nvidia", "lab-3": "nvidia"} {
@@ -200,7 +200,37 @@ spec:
 		for _, token := range strings.Fields(tokens) {
 			assertNowhere(t, token, r.out, r.logDir)
 		}
-		t.Logf("nodes (no CNI yet):\n%s", kubectl(t, "get", "nodes", "-o", "wide"))
+		t.Logf("nodes:\n%s", kubectl(t, "get", "nodes", "-o", "wide"))
+	})
+
+	t.Run("the pod network runs across the nodes", func(t *testing.T) {
+		if site.Charts == "" {
+			t.Skip("no chart archives (../shared/fixtures/charts): the site installs no CNI")
+		}
+		// kubernetes/cni waited for every node to be Ready; CoreDNS, the
+		// first pods on the pod network, roll out behind it.
+		if got := kubectl(t, "get", "nodes", "-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{end}`); got != "TrueTrueTrue" {
+			t.Fatalf("nodes Ready: %q\n%s", got, kubectl(t, "get", "nodes", "-o", "wide"))
+		}
+		if out, err := exec.Command(filepath.Join(cluster.Binaries(t), "kubectl"), "--kubeconfig", kubeconfig, "-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=180s").CombinedOutput(); err != nil {
+			t.Fatalf("CoreDNS: %v\n%s\n%s", err, out, kubectl(t, "get", "pods", "-A", "-o", "wide"))
+		}
+		flannel := kubectl(t, "-n", "kube-flannel", "get", "pods", "-o", `jsonpath={range .items[*]}{.spec.nodeName}={.status.phase} {end}`)
+		if strings.Count(flannel, "=Running") != 3 {
+			t.Errorf("flannel pods: %q", flannel)
+		}
+		// Every node asks each CoreDNS pod (its pod IP: across the nodes
+		// through flannel's vxlan) and kube-dns' ClusterIP for the API's
+		// service address.
+		servers := "10.96.0.10 " + kubectl(t, "-n", "kube-system", "get", "pods", "-l", "k8s-app=kube-dns", "-o", "jsonpath={.items[*].status.podIP}")
+		for _, h := range all[:3] {
+			for _, server := range strings.Fields(servers) {
+				if answer := l.SSH(t, h, "python3 - "+server+" <<'EOF'\n"+cluster.DNSQuery+"EOF"); answer != "10.96.0.1" {
+					t.Errorf("DNS server %s answered %q on %s, want 10.96.0.1", server, answer, h)
+				}
+			}
+		}
+		t.Logf("pods:\n%s", kubectl(t, "get", "pods", "-A", "-o", "wide"))
 	})
 
 	t.Run("a second init changes nothing", func(t *testing.T) {

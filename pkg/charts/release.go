@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"reflect"
 	"time"
 
@@ -48,18 +47,10 @@ type Client struct {
 	logf func(format string, args ...any)
 }
 
-// NewClient returns a client for the cluster of an admin kubeconfig whose
-// connections dial opens (nil: this machine's). logf receives Helm's debug
-// lines (a host's log).
-func NewClient(kubeconfig []byte, dial func(ctx context.Context, network, addr string) (net.Conn, error), logf func(string, ...any)) (*Client, error) {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("the admin kubeconfig: %w", err)
-	}
-	if dial != nil {
-		cfg.Dial = dial
-	}
-	cfg.QPS, cfg.Burst = 50, 100
+// NewClient returns a client for the cluster of an admin kubeconfig, cfg
+// its client configuration (pkg/kube.RESTConfig: the tunnel through a
+// control plane). logf receives Helm's debug lines (a host's log).
+func NewClient(cfg *rest.Config, kubeconfig []byte, logf func(string, ...any)) (*Client, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err

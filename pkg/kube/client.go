@@ -13,6 +13,7 @@ import (
 
 	gossh "golang.org/x/crypto/ssh"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -25,20 +26,30 @@ type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 // bastion, on a network this machine has no route to); where the host's
 // sshd forbids TCP forwarding, this machine dials the API itself.
 func NewClient(kubeconfig []byte, tunnel DialFunc) (kubernetes.Interface, error) {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	cfg, err := RESTConfig(kubeconfig, tunnel)
 	if err != nil {
-		return nil, fmt.Errorf("the admin kubeconfig: %w", err)
+		return nil, err
 	}
 	cfg.Timeout = 30 * time.Second
-	// A thousand nodes are labelled in one run: client-go's default of 5
-	// requests a second would take minutes.
-	cfg.QPS, cfg.Burst = 50, 100
-	cfg.Dial = dialer(tunnel)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("a client for %s: %w", cfg.Host, err)
 	}
 	return cs, nil
+}
+
+// RESTConfig is the client configuration NewClient uses, for other clients
+// of the same API (Helm's).
+func RESTConfig(kubeconfig []byte, tunnel DialFunc) (*rest.Config, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("the admin kubeconfig: %w", err)
+	}
+	// A thousand nodes are labelled in one run: client-go's default of 5
+	// requests a second would take minutes.
+	cfg.QPS, cfg.Burst = 50, 100
+	cfg.Dial = dialer(tunnel)
+	return cfg, nil
 }
 
 func dialer(tunnel DialFunc) DialFunc {

@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpukit/gpukit/test/fixtures"
 	"github.com/gpukit/gpukit/test/lab"
 )
 
@@ -26,6 +27,10 @@ type Site struct {
 	Registry string
 	// ContainerdVersion is containerd.io's upstream version (2.4.2).
 	ContainerdVersion string
+	// Charts is spec.mirrors.charts: the real chart archives of
+	// ../shared/fixtures/charts, a local directory as at an air-gapped site;
+	// "" when they are absent (the site installs no CNI then).
+	Charts string
 }
 
 // mirrorPath is where the lab registry keeps the public registries' images.
@@ -46,12 +51,22 @@ func NewSite(t testing.TB, l *lab.Lab, version string) Site {
 	images := Images(t, kube, rt)
 	PushImages(t, images, func(img Image) string { return mirrorPath + "/registry.k8s.io/" + img.Upstream }, l.PushImage)
 	t.Logf("%d images pushed to the lab registry as registry.k8s.io's mirror in %s", len(images), time.Since(began).Round(time.Millisecond))
+	charts, from := fixtures.Find("charts")
+	if charts != "" {
+		began = time.Now()
+		fl := FlannelImages(t, charts)
+		PushImages(t, fl, func(img Image) string { return mirrorPath + "/" + img.Upstream }, l.PushImage)
+		t.Logf("flannel's %d images pushed to the lab registry as ghcr.io's mirror in %s", len(fl), time.Since(began).Round(time.Millisecond))
+	} else {
+		t.Logf("no chart archives (../shared/fixtures/charts) above %s: the site installs no CNI", from)
+	}
 	pkgs := PublishPackages(t, l.LabDir(), l.Bridge, kube, rt)
 	ctrd := runtimeVersions(t, rt)["containerd"]
 	return Site{
 		Version: version, Packages: pkgs,
 		Registry:          "http://" + reg + "/" + mirrorPath,
 		ContainerdVersion: strings.TrimPrefix(ctrd, "v"),
+		Charts:            charts,
 	}
 }
 
@@ -89,9 +104,14 @@ func (s Site) WriteInventory(src, dst, kube string) error {
 	setScalar(m, "kubernetes", s.Packages.URL)
 	setScalar(m, "docker", s.Packages.URL)
 	setScalar(m, "registry", s.Registry)
-	// No CNI image is in the lab registry yet (flannel's is not built from
-	// modules): the site's inventory says none, and the nodes stay NotReady.
-	setScalar(mapping(spec, "network"), "cni", "none")
+	// flannel (gpukit's default) from the chart archives, its images from
+	// the registry; without the archives no CNI, and the nodes stay NotReady.
+	cni := "none"
+	if s.Charts != "" {
+		cni = "flannel"
+		setScalar(m, "charts", s.Charts)
+	}
+	setScalar(mapping(spec, "network"), "cni", cni)
 	v := mapping(spec, "versions")
 	setScalar(v, "kubernetes", s.Version)
 	setScalar(v, "containerRuntime", s.ContainerdVersion)

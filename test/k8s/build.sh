@@ -7,6 +7,8 @@
 #                       Kubernetes (this module, KUBE_VERSION below)
 #   build.sh vX.Y.Z     the lab packages of another version (module kube-X.Y)
 #   build.sh runtime    the lab hosts' runtime (module runtime)
+#   build.sh flannel    the lab's pod network (module flannel: flanneld, install-conf;
+#                       its nested module cni: the flannel CNI plugin)
 #   build.sh versions   the Kubernetes versions there are modules for, newest first
 #   build.sh all        every set, one after the other (make test builds them before
 #                       the tests start: cold builds beside lab tests starve them)
@@ -18,6 +20,8 @@
 # The runtime set: containerd, containerd-shim-runc-v2, ctr, runc (cgo,
 # libseccomp), crictl, coredns, containerd.service (upstream's unit); versions
 # (name version per line).
+# The flannel set: flanneld (cgo, static), install-conf, cp (the chart's init
+# container copies the CNI plugin with it), flannel (the CNI plugin); versions.
 #
 # A cold Kubernetes set takes about 6 minutes and 2-3 GB of memory per link
 # step on 2 cores; a second build never runs at once (flock). The cache lives
@@ -30,7 +34,7 @@ export PATH=/usr/local/go/bin:$PATH
 KUBE_VERSION=v1.37.2
 cache=${GPUKIT_K8S_CACHE:-/var/tmp/gpukit-k8s/bin}
 die() { printf 'build.sh: %s\n' "$*" >&2; exit 1; }
-modversion() { awk -v m="$2" '$1 == m { print $2; exit }' "$1/go.mod"; }
+modversion() { awk -v m="$2" '$1 == m { print $2; exit } $1 == "require" && $2 == m { print $3; exit }' "$1/go.mod"; }
 
 versions() {
 	local d
@@ -42,24 +46,25 @@ set=${1:-$KUBE_VERSION}
 case $set in
 versions) versions; exit 0 ;;
 all)
-	for s in runtime $(versions); do "$here/build.sh" "$s"; done
+	for s in runtime flannel $(versions); do "$here/build.sh" "$s"; done
 	exit 0
 	;;
 runtime) mod=$here/runtime ;;
+flannel) mod=$here/flannel ;;
 "$KUBE_VERSION") mod=$here ;;
 v1.*)
 	minor=${set#v}
 	mod=$here/kube-${minor%.*}
 	[ -f "$mod/go.mod" ] || die "no module for Kubernetes $set (there are: $(versions | tr '\n' ' '))"
 	;;
-*) die "usage: build.sh [vX.Y.Z|runtime|versions]" ;;
+*) die "usage: build.sh [vX.Y.Z|runtime|flannel|versions|all]" ;;
 esac
-if [ "$set" != runtime ]; then
+if [ "$set" != runtime ] && [ "$set" != flannel ]; then
 	got=$(modversion "$mod" k8s.io/kubernetes)
 	[ "$got" = "$set" ] || die "$mod/go.mod has k8s.io/kubernetes $got, not $set: change both"
 fi
 cd "$mod"
-key=$({ echo "$set"; cat go.mod go.sum "$here/build.sh"; find . -path ./runtime -prune -o -path './kube-*' -prune -o -type f -name '*.go' -print | sort | xargs cat; go version; } | sha256sum | cut -c1-16)
+key=$({ echo "$set"; cat go.mod go.sum "$here/build.sh"; find . -path ./runtime -prune -o -path ./flannel -prune -o -path './kube-*' -prune -o -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) -print | sort | xargs cat; go version; } | sha256sum | cut -c1-16)
 out=$cache/$set-$key
 if [ -f "$out/.complete" ]; then
 	echo "$out"
@@ -124,7 +129,25 @@ build_runtime() {
 	chmod 644 "$tmp/containerd.service"
 }
 
-if [ "$set" = runtime ]; then build_runtime; else build_kube; fi
+build_flannel() {
+	local v p
+	v=$(modversion . github.com/flannel-io/flannel)
+	p=$(cd cni && modversion . github.com/containernetworking/plugins)
+	echo "build.sh: building flannel $v (flanneld, install-conf, the CNI plugin) into $out (cold: about 3 minutes)" >&2
+	# cgo for the udp backend, as flannel's Makefile builds it; static, so the
+	# image needs no libc; netgo and osusergo keep glibc's NSS out.
+	CGO_ENABLED=1 go build -trimpath -tags "netgo osusergo" -ldflags "-s -w -X github.com/flannel-io/flannel/pkg/version.Version=$v -extldflags -static" -o "$tmp/flanneld" github.com/flannel-io/flannel >&2
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/install-conf" github.com/flannel-io/flannel/cmd/install_conf >&2
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/cp" ./cmd/cp >&2
+	(cd cni && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/flannel" github.com/containernetworking/plugins/plugins/meta/flannel) >&2
+	printf 'flannel %s\ncni-plugins %s\n' "$v" "$p" >"$tmp/versions"
+}
+
+case $set in
+runtime) build_runtime ;;
+flannel) build_flannel ;;
+*) build_kube ;;
+esac
 echo "built in $((SECONDS - began)) s" >"$tmp/.complete"
 rm -rf "$out"
 mv "$tmp" "$out"
@@ -132,7 +155,7 @@ mv "$tmp" "$out"
 # module builds any more (an older Kubernetes) go after a week unused
 # shellcheck disable=SC2012 # our own directory names: no odd characters
 ls -1dt "$cache/$set"-* 2>/dev/null | tail -n +3 | xargs -r rm -rf
-keep=" runtime $(versions | tr '\n' ' ')"
+keep=" runtime flannel $(versions | tr '\n' ' ')"
 for d in "$cache"/v*-*; do
 	v=${d##*/}
 	if [ -d "$d" ] && [[ $keep != *" ${v%%-*} "* ]] && [ -n "$(find "$d" -maxdepth 0 -mtime +7)" ]; then rm -rf "$d"; fi

@@ -14,6 +14,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/charts"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/kube"
 )
 
 // Phase names of the add-ons installed through the API.
@@ -132,7 +133,11 @@ func (p *addonPhase) helm(ctx context.Context, h *engine.Host) (*charts.Client, 
 	if err != nil || kc == nil {
 		return nil, err
 	}
-	return charts.NewClient(kc, h.Dialer(), func(format string, args ...any) { h.Logf("helm: "+format, args...) })
+	cfg, err := kube.RESTConfig(kc, kube.DialFunc(h.Dialer()))
+	if err != nil {
+		return nil, err
+	}
+	return charts.NewClient(cfg, kc, func(format string, args ...any) { h.Logf("helm: "+format, args...) })
 }
 
 func (p *addonPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {

@@ -1,7 +1,6 @@
 package kubeadm_test
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -12,22 +11,13 @@ import (
 	"github.com/gpukit/gpukit/pkg/engine/enginetest"
 	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/pkg/inventory"
-	"github.com/gpukit/gpukit/pkg/preflight"
 	"github.com/gpukit/gpukit/test/cluster"
 	"github.com/gpukit/gpukit/test/fixtures"
 )
 
 func addonsRun(t *testing.T, inv *inventory.Inventory, c *cluster.Cluster, server string, dryRun bool) (*engine.Summary, *enginetest.Recorder) {
 	t.Helper()
-	l := kubeadm.New(inv)
-	fleet := &enginetest.Fleet{Handler: apiHandler(c, server)}
-	rec := &enginetest.Recorder{}
-	r := &engine.Runner{Name: "test", Phases: []engine.Phase{preflight.New(inv).Facts(), l.FetchKubeconfig(), l.Labels(), l.CNI(), l.GPU()}, Sink: rec, DryRun: dryRun}
-	sum, err := r.Run(context.Background(), inv.Machines, fleet.Dial)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sum, rec
+	return apiRun(t, inv, c, server, dryRun, func(l *kubeadm.Layer) []engine.Phase { return []engine.Phase{l.Labels(), l.CNI(), l.GPU()} })
 }
 
 // kubernetes/cni and kubernetes/gpu against a real API server with kwok

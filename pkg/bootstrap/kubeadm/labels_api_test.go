@@ -80,17 +80,25 @@ func apiServer(t *testing.T, c *cluster.Cluster) (server, host string) {
 	return server, u.Host
 }
 
-func labelsRun(t *testing.T, inv *inventory.Inventory, c *cluster.Cluster, server string, dryRun bool) (*engine.Summary, *enginetest.Recorder) {
+// apiRun runs the facts, the kubeconfig phase and the phases of layer on
+// inv's hosts (recording executors) against the real control plane c.
+func apiRun(t *testing.T, inv *inventory.Inventory, c *cluster.Cluster, server string, dryRun bool, layer func(*kubeadm.Layer) []engine.Phase) (*engine.Summary, *enginetest.Recorder) {
 	t.Helper()
 	l := kubeadm.New(inv)
 	fleet := &enginetest.Fleet{Handler: apiHandler(c, server)}
 	rec := &enginetest.Recorder{}
-	r := &engine.Runner{Name: "test", Phases: []engine.Phase{preflight.New(inv).Facts(), l.FetchKubeconfig(), l.Labels()}, Sink: rec, DryRun: dryRun}
+	phases := append([]engine.Phase{preflight.New(inv).Facts(), l.FetchKubeconfig()}, layer(l)...)
+	r := &engine.Runner{Name: "test", Phases: phases, Sink: rec, DryRun: dryRun}
 	sum, err := r.Run(context.Background(), inv.Machines, fleet.Dial)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return sum, rec
+}
+
+func labelsRun(t *testing.T, inv *inventory.Inventory, c *cluster.Cluster, server string, dryRun bool) (*engine.Summary, *enginetest.Recorder) {
+	t.Helper()
+	return apiRun(t, inv, c, server, dryRun, func(l *kubeadm.Layer) []engine.Phase { return []engine.Phase{l.Labels()} })
 }
 
 // kubernetes/labels against a real API server with kwok nodes: the GPU

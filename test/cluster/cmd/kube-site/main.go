@@ -2,7 +2,8 @@
 // Kubernetes sources, for the demo: it builds Kubernetes and the runtime
 // from Go modules (test/k8s, cached), publishes the pkgs.k8s.io and Docker
 // repository stand-ins in the lab repository, pushes kubeadm's images to the
-// lab registry as registry.k8s.io's mirror, and writes the inventory with
+// lab registry as registry.k8s.io's mirror (and flannel's, built from its
+// module, as ghcr.io's), and writes the inventory with
 // those mirrors and the settings lab hosts need. Test tooling only, never
 // shipped.
 //
@@ -35,7 +36,11 @@ func main() {
 	if err := site.WriteInventory(*in, *out, cluster.LabKubernetes); err != nil {
 		t.Fatalf("%v", err)
 	}
-	fmt.Printf("Kubernetes %s site: packages %s, registry mirror %s\n", site.Version, site.Packages.URL, site.Registry)
+	cni := "no CNI (no chart archives in ../shared/fixtures/charts)"
+	if site.Charts != "" {
+		cni = "flannel from the charts in " + site.Charts
+	}
+	fmt.Printf("Kubernetes %s site: packages %s, registry mirror %s, %s\n", site.Version, site.Packages.URL, site.Registry, cni)
 }
 
 // cli is the testing.TB the test helpers take, for a command: logs go to
