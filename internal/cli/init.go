@@ -21,6 +21,7 @@ type initOptions struct {
 	maxParallelReboots int
 	rebootTimeout      time.Duration
 	kubeconfigOut      string
+	mergeKubeconfig    bool
 }
 
 func (o *initOptions) addFlags(f *pflag.FlagSet) {
@@ -31,6 +32,7 @@ func (o *initOptions) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.maxParallelReboots, "max-parallel-reboots", 16, "hosts rebooting at once, at most")
 	f.DurationVar(&o.rebootTimeout, "reboot-timeout", 0, "how long a host may take to come back from a reboot (default spec.nvidia.rebootTimeout)")
 	f.StringVar(&o.kubeconfigOut, "kubeconfig-out", "", "where the cluster's admin kubeconfig is written, mode 0600 (kubernetes; default ./<cluster name>.kubeconfig)")
+	f.BoolVar(&o.mergeKubeconfig, "merge-kubeconfig", false, "also merge the admin kubeconfig into $KUBECONFIG (its first file) or ~/.kube/config as context <cluster>-admin@<cluster>, made current (kubernetes)")
 	o.overrides.NvidiaDriver.Flag, o.overrides.CUDA.Flag, o.overrides.ContainerToolkit.Flag = "--driver", "--cuda", "--toolkit"
 }
 
@@ -54,7 +56,11 @@ pinned and held; containerd (Docker's containerd.io, or the distribution's)
 configured for the installed major with the NVIDIA runtime on GPU hosts and
 spec.mirrors.registry as every public registry's mirror; kubeadm init on the first
 control plane, the other control planes one at a time, the workers in parallel; the
-admin kubeconfig written to ./<cluster>.kubeconfig (mode 0600).
+admin kubeconfig written to ./<cluster>.kubeconfig (mode 0600; --merge-kubeconfig
+also merges it into yours); then through the API: node labels from the GPU facts
+and the inventory, its taints; the pod network (spec.network.cni: flannel, calico,
+cilium or none) and NVIDIA's device plugin with GPU and node feature discovery,
+each a Helm release from its repository or spec.mirrors.charts.
 
 Every step checks the host first: a second run on a converged cluster changes
 nothing and says so (hosts changed / unchanged / failed). A host that fails is
@@ -127,8 +133,36 @@ func (o *initOptions) run(cmd *cobra.Command, s Streams) error {
 			if werr := writeKubeconfig(l.out, path, kc); werr != nil && err == nil {
 				err = werr
 			}
+			if o.mergeKubeconfig {
+				if werr := o.merge(l, kc); werr != nil && err == nil {
+					err = werr
+				}
+			}
 		}
 	}
+	return err
+}
+
+// merge puts the admin kubeconfig into the user's kubeconfig and says so.
+func (o *initOptions) merge(l *loaded, kc []byte) error {
+	path, err := userKubeconfig()
+	if err != nil {
+		return err
+	}
+	name := l.inv.Cluster.Metadata.Name
+	changed, err := mergeKubeconfig(path, name, kc)
+	if err != nil {
+		return fmt.Errorf("--merge-kubeconfig: %w", err)
+	}
+	if l.out.Format == ui.FormatJSON {
+		return json.NewEncoder(l.out.W).Encode(struct {
+			Type    string `json:"type"`
+			Path    string `json:"path"`
+			Context string `json:"context"`
+			Changed bool   `json:"changed"`
+		}{"kubeconfig-merged", path, name + "-admin@" + name, changed})
+	}
+	_, err = fmt.Fprintf(l.out.W, "Merged into %s as context %s-admin@%s (current): kubectl get nodes\n", path, name, name)
 	return err
 }
 

@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+const adminConf = `apiVersion: v1
+kind: Config
+clusters:
+- cluster: {server: "https://10.0.0.1:6443", certificate-authority-data: Q0E=}
+  name: kubernetes
+users:
+- name: kubernetes-admin
+  user: {client-certificate-data: Q0VSVA==, client-key-data: S0VZ}
+contexts:
+- context: {cluster: kubernetes, user: kubernetes-admin}
+  name: kubernetes-admin@kubernetes
+current-context: kubernetes-admin@kubernetes
+`
+
+// --merge-kubeconfig: the cluster under its own names, made current; the
+// file's other entries kept; a second merge of the same changes nothing; a
+// new admin kubeconfig of the same cluster replaces its entries.
+func TestMergeKubeconfig(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "kube", "config")
+	other := `apiVersion: v1
+kind: Config
+clusters:
+- {cluster: {server: "https://192.0.2.9:6443"}, name: prod}
+users:
+- {name: ops, user: {token: T}}
+contexts:
+- {context: {cluster: prod, user: ops}, name: ops@prod}
+current-context: ops@prod
+`
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(other), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := mergeKubeconfig(path, "gpu-lab", []byte(adminConf))
+	if err != nil || !changed {
+		t.Fatalf("merge: %v %v", changed, err)
+	}
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.CurrentContext != "gpu-lab-admin@gpu-lab" || cfg.Contexts["gpu-lab-admin@gpu-lab"].Cluster != "gpu-lab" ||
+		cfg.Clusters["gpu-lab"].Server != "https://10.0.0.1:6443" || string(cfg.AuthInfos["gpu-lab-admin"].ClientKeyData) != "KEY" {
+		t.Errorf("merged: %+v", cfg)
+	}
+	if cfg.Clusters["prod"] == nil || cfg.Contexts["ops@prod"] == nil || cfg.AuthInfos["ops"] == nil {
+		t.Errorf("the file's own entries are gone: %+v", cfg)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v", st.Mode())
+	}
+	if changed, err := mergeKubeconfig(path, "gpu-lab", []byte(adminConf)); err != nil || changed {
+		t.Errorf("second merge: changed %v, %v", changed, err)
+	}
+	renewed := strings.Replace(adminConf, "S0VZ", "TkVX", 1)
+	if changed, err := mergeKubeconfig(path, "gpu-lab", []byte(renewed)); err != nil || !changed {
+		t.Errorf("merge of renewed credentials: changed %v, %v", changed, err)
+	}
+	if cfg, _ := clientcmd.LoadFromFile(path); string(cfg.AuthInfos["gpu-lab-admin"].ClientKeyData) != "NEW" || len(cfg.Contexts) != 2 {
+		t.Errorf("after the renewal: %+v", cfg)
+	}
+	if _, err := mergeKubeconfig(path, "x", []byte("current-context: nowhere\n")); err == nil {
+		t.Error("an admin kubeconfig without its context merged")
+	}
+}
