@@ -139,22 +139,27 @@ func addIptables(t testing.TB, img *Image) {
 		t.Fatalf("kube-proxy's image needs this machine's iptables (apt-get install iptables): %v", err)
 	}
 	img.Files[multi] = multi
-	out, err := exec.Command("ldd", multi).Output()
-	if err != nil {
-		t.Fatalf("ldd %s: %v", multi, err)
-	}
-	for line := range strings.Lines(string(out)) {
-		for _, f := range strings.Fields(line) {
-			if strings.HasPrefix(f, "/") {
-				real, err := filepath.EvalSymlinks(f)
-				if err != nil {
-					t.Fatal(err)
+	ext, _ := filepath.Glob("/usr/lib/*/xtables/*.so")
+	// The extensions' own libraries too: libxt_statistic needs libm, and
+	// kube-proxy's rules use it for every Service with several endpoints
+	// (without it an HA cluster's kubernetes Service got no rules at all).
+	for _, bin := range append([]string{multi}, ext...) {
+		out, err := exec.Command("ldd", bin).Output()
+		if err != nil {
+			t.Fatalf("ldd %s: %v", bin, err)
+		}
+		for line := range strings.Lines(string(out)) {
+			for _, f := range strings.Fields(line) {
+				if strings.HasPrefix(f, "/") {
+					real, err := filepath.EvalSymlinks(f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					img.Files[f] = real
 				}
-				img.Files[f] = real
 			}
 		}
 	}
-	ext, _ := filepath.Glob("/usr/lib/*/xtables/*.so")
 	for _, e := range ext {
 		img.Files[e] = e
 	}

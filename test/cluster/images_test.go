@@ -43,4 +43,9 @@ func TestKubeadmImagesFromTheLabRegistry(t *testing.T) {
 	if out := l.SSH(t, "lab-1", "ctr -n k8s.io run --rm "+reg+"/"+proxy.Ref+" ipt iptables --version"); !strings.Contains(out, "nf_tables") {
 		t.Errorf("iptables in %s: %q", proxy.Ref, out)
 	}
+	// and its extensions load: statistic (every Service with several
+	// endpoints) needs libm
+	if out := l.SSH(t, "lab-1", "ctr -n k8s.io run --rm "+reg+"/"+proxy.Ref+" ipt2 iptables -m statistic --help 2>&1 | grep -c 'statistic match options'"); out != "1" {
+		t.Errorf("iptables -m statistic in %s: %q", proxy.Ref, out)
+	}
 }
