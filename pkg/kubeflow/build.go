@@ -1,0 +1,108 @@
+package kubeflow
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// Build builds the kustomization at dir of mem (kustomize's defaults, as
+// `kustomize build`), after QuoteLiteralSelectors, and refuses the result
+// when an object still holds one of the tree's kustomize variables, or a
+// $(...) placeholder in its metadata: applied, such an object is refused by
+// the API server or, worse, accepted under a wrong name.
+func Build(mem filesys.FileSystem, root, dir string) ([]*yaml.RNode, error) {
+	if _, err := QuoteLiteralSelectors(mem, root); err != nil {
+		return nil, err
+	}
+	return build(mem, root, dir)
+}
+
+// build is Build without QuoteLiteralSelectors: what kustomize makes of the
+// tree as it is, checked.
+func build(mem filesys.FileSystem, root, dir string) ([]*yaml.RNode, error) {
+	vars, err := declaredVars(mem, root)
+	if err != nil {
+		return nil, err
+	}
+	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, dir)
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
+	}
+	objs := make([]*yaml.RNode, 0, rm.Size())
+	var bad []string
+	for _, r := range rm.Resources() {
+		b, err := r.AsYAML()
+		if err != nil {
+			return nil, err
+		}
+		n, err := yaml.Parse(string(b))
+		if err != nil {
+			return nil, err
+		}
+		if v := unresolved(n, vars); v != "" {
+			bad = append(bad, ObjectKey(n)+" holds "+v)
+		}
+		objs = append(objs, n)
+	}
+	if len(bad) > 0 {
+		return nil, fmt.Errorf("kustomize build %s left %d object(s) with unresolved variables (not applied):\n  %s", dir, len(bad), strings.Join(bad, "\n  "))
+	}
+	return objs, nil
+}
+
+// ObjectKey names an object: apiVersion/kind namespace/name.
+func ObjectKey(n *yaml.RNode) string {
+	return n.GetApiVersion() + "/" + n.GetKind() + " " + n.GetNamespace() + "/" + n.GetName()
+}
+
+var placeholder = regexp.MustCompile(`\$\(([A-Za-z0-9_.-]+)\)`)
+
+// unresolved is the first kustomize variable left in n: any of vars
+// anywhere, or any $(...) in its name, namespace, labels or annotations.
+// Elsewhere $(NAME) is Kubernetes' own expansion (container command, args
+// and env take $(POD_NAME)), not kustomize's.
+func unresolved(n *yaml.RNode, vars map[string]bool) string {
+	meta := n.GetName() + " " + n.GetNamespace()
+	for k, v := range n.GetLabels() {
+		meta += " " + k + "=" + v
+	}
+	for k, v := range n.GetAnnotations() {
+		meta += " " + k + "=" + v
+	}
+	if m := placeholder.FindString(meta); m != "" {
+		return m
+	}
+	for _, m := range placeholder.FindAllStringSubmatch(n.MustString(), -1) {
+		if vars[m[1]] {
+			return m[0]
+		}
+	}
+	return ""
+}
+
+// declaredVars are the names of the tree's (deprecated) kustomize vars.
+func declaredVars(mem filesys.FileSystem, root string) (map[string]bool, error) {
+	out := map[string]bool{}
+	err := eachKustomization(mem, root, func(_ string, k *yaml.RNode) (bool, error) {
+		vars, err := k.Pipe(yaml.Lookup("vars"))
+		if err != nil || vars == nil {
+			return false, err
+		}
+		items, err := vars.Elements()
+		if err != nil {
+			return false, err
+		}
+		for _, v := range items {
+			if name, _ := v.Pipe(yaml.Lookup("name")); name != nil {
+				out[yaml.GetValue(name)] = true
+			}
+		}
+		return false, nil
+	})
+	return out, err
+}
