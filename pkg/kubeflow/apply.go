@@ -1,0 +1,390 @@
+package kubeflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// FieldManager owns the fields gpukit applies (server-side apply).
+const FieldManager = "gpukit"
+
+// ApplyOptions bound the waits of Apply.
+type ApplyOptions struct {
+	// Timeout bounds each wait: a CRD to be Established, a webhook's
+	// backend to be Available. Default 5 minutes.
+	Timeout time.Duration
+	// Parallel applies this many objects of a stage at once. Default 8.
+	Parallel int
+	// Logf receives progress (a host's log).
+	Logf func(format string, args ...any)
+}
+
+// ApplyResult counts what Apply did; Order lists the stages as they ran.
+type ApplyResult struct {
+	Created, Changed, Unchanged int
+	Order                       []string
+	// ChangedObjects names the objects an apply changed (not created).
+	ChangedObjects []string
+}
+
+// stage is a group of objects applied together, after the waits of the
+// stages before it.
+type stage struct {
+	name string
+	objs []*unstructured.Unstructured
+}
+
+// Apply applies objs server-side in dependency order, without a retry loop
+// around the whole: CRDs first, each waited for until Established (the
+// custom resources after them need their kinds served); namespaces; every
+// other object; last the webhook configurations, each once its backend
+// Deployment is Available - applied earlier, a webhook that nothing answers
+// blocks every object it matches. Only a single object is retried, a few
+// times, and only for errors that a retry can mend (conflicts, timeouts).
+func Apply(ctx context.Context, cfg *rest.Config, objs []*yaml.RNode, o ApplyOptions) (ApplyResult, error) {
+	if o.Timeout == 0 {
+		o.Timeout = 5 * time.Minute
+	}
+	if o.Parallel == 0 {
+		o.Parallel = 8
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	a := &applier{dyn: dyn, mapper: mapper, o: o}
+	stages, err := stagesOf(objs)
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	for _, s := range stages {
+		if len(s.objs) == 0 {
+			continue
+		}
+		if s.name == "webhook configurations" {
+			if err := a.waitWebhookBackends(ctx, s.objs); err != nil {
+				return a.res, err
+			}
+		}
+		if err := a.applyAll(ctx, s.objs); err != nil {
+			return a.res, fmt.Errorf("%s: %w", s.name, err)
+		}
+		a.res.Order = append(a.res.Order, s.name)
+		if s.name == "CRDs" {
+			if err := a.waitEstablished(ctx, s.objs); err != nil {
+				return a.res, err
+			}
+			mapper.Reset() // the new kinds are served now
+		}
+	}
+	return a.res, nil
+}
+
+func stagesOf(objs []*yaml.RNode) ([]stage, error) {
+	st := []stage{{name: "CRDs"}, {name: "namespaces"}, {name: "objects"}, {name: "webhook configurations"}}
+	for _, n := range objs {
+		var u unstructured.Unstructured
+		if err := json.Unmarshal([]byte(mustJSON(n)), &u.Object); err != nil {
+			return nil, fmt.Errorf("%s: %w", ObjectKey(n), err)
+		}
+		if _, agg := u.Object["aggregationRule"]; agg && u.GetKind() == "ClusterRole" {
+			// The aggregation controller writes an aggregated role's
+			// rules: owning them, every apply would reset them.
+			delete(u.Object, "rules")
+		}
+		i := 2
+		switch u.GetKind() {
+		case "CustomResourceDefinition":
+			i = 0
+		case "Namespace":
+			i = 1
+		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
+			i = 3
+		}
+		st[i].objs = append(st[i].objs, &u)
+	}
+	return st, nil
+}
+
+func mustJSON(n *yaml.RNode) string {
+	b, err := n.MarshalJSON()
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
+}
+
+type applier struct {
+	dyn    dynamic.Interface
+	mapper meta.RESTMapper
+	o      ApplyOptions
+	mu     sync.Mutex
+	res    ApplyResult
+}
+
+func (a *applier) applyAll(ctx context.Context, objs []*unstructured.Unstructured) error {
+	var (
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, a.o.Parallel)
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, u := range objs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := a.applyOne(ctx, u); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+		return fmt.Errorf("%d object(s) failed: %w", len(errs), errors.Join(errs...))
+	}
+	return nil
+}
+
+// applyOne applies u, retrying it alone on errors a retry can mend.
+func (a *applier) applyOne(ctx context.Context, u *unstructured.Unstructured) error {
+	var err error
+	for try := 0; try < 4; try++ {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(try) * time.Second):
+			}
+		}
+		if err = a.apply(ctx, u); err == nil || !retryable(err) {
+			return err
+		}
+	}
+	return err
+}
+
+func retryable(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) || meta.IsNoMatchError(err)
+}
+
+func (a *applier) apply(ctx context.Context, u *unstructured.Unstructured) error {
+	gvk := u.GroupVersionKind()
+	m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			if r, ok := a.mapper.(interface{ Reset() }); ok {
+				r.Reset()
+			}
+		}
+		return err
+	}
+	var ri dynamic.ResourceInterface = a.dyn.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		ns := u.GetNamespace()
+		if ns == "" {
+			ns = metav1.NamespaceDefault
+		}
+		ri = a.dyn.Resource(m.Resource).Namespace(ns)
+	}
+	before, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		before = nil
+	case err != nil:
+		return err
+	}
+	body, err := json.Marshal(u.Object)
+	if err != nil {
+		return err
+	}
+	force := true
+	after, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case before == nil:
+		a.res.Created++
+	case appliedAt(before) != appliedAt(after):
+		a.res.Changed++
+		a.res.ChangedObjects = append(a.res.ChangedObjects, u.GetKind()+" "+u.GetNamespace()+"/"+u.GetName())
+	default:
+		a.res.Unchanged++
+	}
+	return nil
+}
+
+// appliedAt is when gpukit's applied fields of u last changed: the
+// server moves it only when an apply changed them, while the resource
+// version also moves with every controller's status update.
+func appliedAt(u *unstructured.Unstructured) string {
+	for _, f := range u.GetManagedFields() {
+		if f.Manager == FieldManager && f.Operation == metav1.ManagedFieldsOperationApply && f.Time != nil {
+			return f.Time.UTC().String()
+		}
+	}
+	return ""
+}
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// waitEstablished waits until every CRD says Established.
+func (a *applier) waitEstablished(ctx context.Context, crds []*unstructured.Unstructured) error {
+	deadline := time.Now().Add(a.o.Timeout)
+	for _, c := range crds {
+		for {
+			got, err := a.dyn.Resource(crdGVR).Get(ctx, c.GetName(), metav1.GetOptions{})
+			if err == nil && conditionTrue(got, "Established") {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("CRD %s not Established within %s (%v)", c.GetName(), a.o.Timeout, err)
+			}
+			if err := sleep(ctx, 500*time.Millisecond); err != nil {
+				return err
+			}
+		}
+	}
+	a.o.Logf("%d CRD(s) established", len(crds))
+	return nil
+}
+
+var deployGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+var serviceGVR = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+
+// waitWebhookBackends waits until the Deployments behind every webhook's
+// service (those whose pods the service selects) are Available, and names
+// the webhook, its service and what it would block when one is not.
+func (a *applier) waitWebhookBackends(ctx context.Context, hooks []*unstructured.Unstructured) error {
+	deadline := time.Now().Add(a.o.Timeout)
+	for _, h := range hooks {
+		// One that is there already blocks (or not) whatever it does:
+		// applying it again introduces nothing, so it is not waited for.
+		gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: strings.ToLower(h.GetKind()) + "s"}
+		if _, err := a.dyn.Resource(gvr).Get(ctx, h.GetName(), metav1.GetOptions{}); err == nil {
+			continue
+		}
+		webhooks, _, _ := unstructured.NestedSlice(h.Object, "webhooks")
+		for _, w := range webhooks {
+			wm, _ := w.(map[string]any)
+			ns, _, _ := unstructured.NestedString(wm, "clientConfig", "service", "namespace")
+			svc, _, _ := unstructured.NestedString(wm, "clientConfig", "service", "name")
+			if svc == "" {
+				continue // a URL webhook: nothing of ours to wait for
+			}
+			for {
+				ready, why, err := a.backendAvailable(ctx, ns, svc)
+				if err != nil {
+					return err
+				}
+				if ready {
+					break
+				}
+				if time.Now().After(deadline) {
+					name, _ := wm["name"].(string)
+					return fmt.Errorf("%s %s: webhook %s's backend (service %s/%s) is not available within %s: %s; not applied, so it blocks nothing yet", h.GetKind(), h.GetName(), name, ns, svc, a.o.Timeout, why)
+				}
+				if err := sleep(ctx, time.Second); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// backendAvailable: a Deployment in ns whose pods svc selects is Available.
+func (a *applier) backendAvailable(ctx context.Context, ns, svc string) (bool, string, error) {
+	s, err := a.dyn.Resource(serviceGVR).Namespace(ns).Get(ctx, svc, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, "the service does not exist", nil
+	}
+	if err != nil {
+		return false, "", err
+	}
+	sel, _, _ := unstructured.NestedStringMap(s.Object, "spec", "selector")
+	if len(sel) == 0 {
+		return false, "the service selects no pods", nil
+	}
+	list, err := a.dyn.Resource(deployGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, "", err
+	}
+	var names []string
+	for _, d := range list.Items {
+		labels, _, _ := unstructured.NestedStringMap(d.Object, "spec", "template", "metadata", "labels")
+		if !selects(sel, labels) {
+			continue
+		}
+		if conditionTrue(&d, "Available") {
+			return true, "", nil
+		}
+		names = append(names, d.GetName())
+	}
+	if len(names) == 0 {
+		return false, "no Deployment runs the pods it selects", nil
+	}
+	return false, "Deployment(s) " + strings.Join(names, ", ") + " not Available", nil
+}
+
+func selects(sel, labels map[string]string) bool {
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func conditionTrue(u *unstructured.Unstructured, typ string) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}

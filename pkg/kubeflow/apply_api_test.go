@@ -1,0 +1,65 @@
+package kubeflow
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gpukit/gpukit/test/cluster"
+	"github.com/gpukit/gpukit/test/fixtures"
+)
+
+// Kubeflow v1.10.2's example applied to a real API server with kwok nodes,
+// in one pass, no retry loop: every object created, every CRD Established
+// before the custom resources, the webhook configurations last, after
+// their backend Deployments are Available (kwok runs their pods: no image
+// is pulled, no webhook server answers, so the control plane runs with
+// webhook admission off); a second apply changes no object.
+func TestApplyKubeflowOnARealAPIServer(t *testing.T) {
+	cluster.Require(t)
+	dir := fixtures.Dir(t, "kubeflow")
+	t.Parallel()
+	mem, err := LoadTree(filepath.Join(dir, "manifests-v1.10.2.tar.gz"), "/kf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Build(mem, "/kf/manifests", "/kf/manifests/example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cluster.Start(t, cluster.Options{})
+	for _, n := range []string{"node-1", "node-2", "node-3"} {
+		c.AddNode(t, cluster.GPUNode{Name: n})
+	}
+	kc, err := os.ReadFile(c.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	start := time.Now()
+	res, err := Apply(ctx, cfg, objs, ApplyOptions{Timeout: 4 * time.Minute, Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("apply: %v (%+v)", err, res)
+	}
+	t.Logf("first apply of %d objects: %s, %+v", len(objs), time.Since(start).Round(time.Millisecond), res)
+	if res.Created != len(objs) || !reflect.DeepEqual(res.Order, []string{"CRDs", "namespaces", "objects", "webhook configurations"}) {
+		t.Errorf("first apply: %+v", res)
+	}
+	start = time.Now()
+	res, err = Apply(ctx, cfg, objs, ApplyOptions{Timeout: time.Minute})
+	if err != nil || res.Unchanged != len(objs) || res.Created+res.Changed != 0 {
+		t.Errorf("second apply: %+v %v", res, err)
+	}
+	t.Logf("second apply: %s", time.Since(start).Round(time.Millisecond))
+}
