@@ -14,7 +14,6 @@ import (
 	"github.com/gpukit/gpukit/pkg/charts"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
-	"github.com/gpukit/gpukit/pkg/kube"
 )
 
 // Phase names of the add-ons installed through the API.
@@ -128,21 +127,9 @@ func (p *addonPhase) Targets(hosts []*engine.Host) []*engine.Host {
 	return firstControlPlaneIn(p.l.inv, hosts)
 }
 
-func (p *addonPhase) helm(ctx context.Context, h *engine.Host) (*charts.Client, error) {
-	kc, err := p.l.adminKubeconfig(ctx, h)
-	if err != nil || kc == nil {
-		return nil, err
-	}
-	cfg, err := kube.RESTConfig(kc, kube.DialFunc(h.Dialer()))
-	if err != nil {
-		return nil, err
-	}
-	return charts.NewClient(cfg, kc, func(format string, args ...any) { h.Logf("helm: "+format, args...) })
-}
-
 func (p *addonPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
 	r, _ := p.release(p.l.inv)
-	c, err := p.helm(ctx, h)
+	c, err := p.l.helm(ctx, h)
 	if err != nil {
 		return false, "", err
 	}
@@ -182,7 +169,7 @@ func (p *addonPhase) Run(ctx context.Context, h *engine.Host) error {
 	}
 	what := fmt.Sprintf("helm install or upgrade %s/%s from chart %s (%s)", r.Namespace, r.Name, r.Chart, p.why)
 	err = h.WriteAPI(ctx, "install "+r.Chart.Name+" "+r.Chart.Version, what, func(ctx context.Context) error {
-		c, err := p.helm(ctx, h)
+		c, err := p.l.helm(ctx, h)
 		if err != nil {
 			return err
 		}

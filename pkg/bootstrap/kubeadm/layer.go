@@ -7,6 +7,9 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpukit/gpukit/pkg/charts"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/inventory"
@@ -51,6 +54,9 @@ type Layer struct {
 	hosts      map[string]*hostInfo
 	kubeconfig []byte
 	nodes      []NodeStatus // status: what the control plane listed
+	// the API's clients, made from kubeconfig once (client, helm)
+	api    kubernetes.Interface
+	charts *charts.Client
 }
 
 // hostInfo is one host's share; only the goroutine working on the host

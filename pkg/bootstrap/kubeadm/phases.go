@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gpukit/gpukit/pkg/charts"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/kube"
@@ -542,13 +543,43 @@ func (l *Layer) adminKubeconfig(ctx context.Context, h *engine.Host) ([]byte, er
 }
 
 // client is a clientset for the cluster's API, reached through h's
-// connection; nil in a dry-run before the cluster exists.
+// connection (h is always the first control plane), made once a run so
+// that the phases share its connections; nil in a dry-run before the
+// cluster exists.
 func (l *Layer) client(ctx context.Context, h *engine.Host) (kubernetes.Interface, error) {
 	kc, err := l.adminKubeconfig(ctx, h)
 	if err != nil || kc == nil {
 		return nil, err
 	}
-	return kube.NewClient(kc, kube.DialFunc(h.Dialer()))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.api == nil {
+		if l.api, err = kube.NewClient(kc, kube.DialFunc(h.Dialer())); err != nil {
+			return nil, err
+		}
+	}
+	return l.api, nil
+}
+
+// helm is the Helm client of the cluster, made once a run as client is;
+// Helm's debug lines go to h's log.
+func (l *Layer) helm(ctx context.Context, h *engine.Host) (*charts.Client, error) {
+	kc, err := l.adminKubeconfig(ctx, h)
+	if err != nil || kc == nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.charts == nil {
+		cfg, err := kube.RESTConfig(kc, kube.DialFunc(h.Dialer()))
+		if err != nil {
+			return nil, err
+		}
+		if l.charts, err = charts.NewClient(cfg, kc, func(format string, args ...any) { h.Logf("helm: "+format, args...) }); err != nil {
+			return nil, err
+		}
+	}
+	return l.charts, nil
 }
 
 func (p *kubeconfigPhase) Run(context.Context, *engine.Host) error { return nil }
