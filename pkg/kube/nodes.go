@@ -139,19 +139,25 @@ func TaintString(t corev1.Taint) string {
 	return t.Key + "=" + t.Value + ":" + string(t.Effect)
 }
 
-// UpdateNode applies want to the node called name, reading it again and
-// retrying when another writer changed it in between (the node lifecycle
-// controller updates taints all the time).
-func UpdateNode(ctx context.Context, cs kubernetes.Interface, name string, want NodeWant) error {
+// UpdateNode applies want to listed (a node as a List returned it, not
+// changed), reading the node again only when another writer changed it in
+// between (the node lifecycle controller updates taints all the time): a
+// run that labels a thousand nodes makes one request for each.
+func UpdateNode(ctx context.Context, cs kubernetes.Interface, listed *corev1.Node, want NodeWant) error {
+	n := listed.DeepCopy()
+	first := true
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
+		if !first {
+			var err error
+			if n, err = cs.CoreV1().Nodes().Get(ctx, listed.Name, metav1.GetOptions{}); err != nil {
+				return err
+			}
 		}
+		first = false
 		if len(Reconcile(n, want)) == 0 {
 			return nil
 		}
-		_, err = cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{FieldManager: "gpukit"})
+		_, err := cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{FieldManager: "gpukit"})
 		return err
 	})
 }

@@ -115,7 +115,7 @@ type labelsPhase struct {
 }
 
 type nodeUpdate struct {
-	node    string
+	node    *corev1.Node // as listed
 	want    kube.NodeWant
 	changes []string
 }
@@ -160,7 +160,7 @@ func (p *labelsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, stri
 		labelled++
 		want := NodeWant(p.l.inv, t.Machine, t.Facts)
 		if changes := kube.Reconcile(n.DeepCopy(), want); len(changes) > 0 {
-			p.updates = append(p.updates, nodeUpdate{node: n.Name, want: want, changes: changes})
+			p.updates = append(p.updates, nodeUpdate{node: n, want: want, changes: changes})
 		}
 	}
 	if len(p.updates) == 0 {
@@ -215,7 +215,7 @@ const updateParallel = 16
 func (p *labelsPhase) Run(ctx context.Context, h *engine.Host) error {
 	var what []string
 	for _, u := range p.updates {
-		what = append(what, u.node+": "+strings.Join(u.changes, ", "))
+		what = append(what, u.node.Name+": "+strings.Join(u.changes, ", "))
 	}
 	return h.WriteAPI(ctx, fmt.Sprintf("update %d node(s): labels, taints", len(p.updates)), strings.Join(what, "; "), func(ctx context.Context) error {
 		cs, err := p.l.client(ctx, h)
@@ -234,7 +234,7 @@ func (p *labelsPhase) Run(ctx context.Context, h *engine.Host) error {
 				defer func() { <-sem }()
 				if err := kube.UpdateNode(ctx, cs, u.node, u.want); err != nil {
 					mu.Lock()
-					errs = append(errs, fmt.Errorf("node %s: %w", u.node, err))
+					errs = append(errs, fmt.Errorf("node %s: %w", u.node.Name, err))
 					mu.Unlock()
 				}
 			})
