@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/kube"
 )
 
 // ControlPlaneTaint keeps workloads off control planes; gpukit leaves it
@@ -86,10 +87,6 @@ func hasWorker(inv *inventory.Inventory) bool {
 
 // parseTaint reads kubectl's key[=value]:Effect (validated by the inventory).
 func parseTaint(s string) Taint {
-	kv, effect := s, ""
-	if i := strings.LastIndexByte(s, ':'); i >= 0 {
-		kv, effect = s[:i], s[i+1:]
-	}
-	key, value, _ := strings.Cut(kv, "=")
-	return Taint{Key: key, Value: value, Effect: effect}
+	t, _ := kube.ParseTaint(s)
+	return Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)}
 }
