@@ -36,7 +36,7 @@ func (c Chart) String() string { return c.Name + " " + c.Version }
 // NAME-VERSION.tgz as `helm pull` saves them.
 type Source string
 
-// IsDir says the source is a local directory.
+// dir is the local directory the source names, if it names one.
 func (s Source) dir() (string, bool) {
 	d, ok := strings.CutPrefix(string(s), "file://")
 	if ok || strings.HasPrefix(string(s), "/") {

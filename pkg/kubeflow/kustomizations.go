@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -12,15 +13,16 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
-// kustomizationNames are the file names kustomize reads in a directory.
-var kustomizationNames = map[string]bool{"kustomization.yaml": true, "kustomization.yml": true, "Kustomization": true}
+// kustomizationNames are the file names kustomize reads in a directory, in
+// the order it looks for them.
+var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
 
 // eachKustomization calls edit with every kustomization file below root,
 // parsed; what edit reports changed is written back.
 func eachKustomization(mem filesys.FileSystem, root string, edit func(file string, k *yaml.RNode) (bool, error)) error {
 	var files []string
 	err := mem.Walk(root, func(p string, info fs.FileInfo, err error) error {
-		if err == nil && !info.IsDir() && kustomizationNames[path.Base(p)] {
+		if err == nil && !info.IsDir() && slices.Contains(kustomizationNames, path.Base(p)) {
 			files = append(files, p)
 		}
 		return err
@@ -282,7 +284,7 @@ func ResolveRemote(mem filesys.FileSystem, dir, bundleRoot string) error {
 
 // kustomizationIn is dir's kustomization file ("" when it has none).
 func kustomizationIn(mem filesys.FileSystem, dir string) string {
-	for _, n := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+	for _, n := range kustomizationNames {
 		if p := path.Join(dir, n); mem.Exists(p) && !mem.IsDir(p) {
 			return p
 		}

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -42,12 +41,16 @@ func FlannelImages(t testing.TB, chartsDir string) []Image {
 		return repo + ":" + tag
 	}
 	fl := Build(t, "flannel")
+	version := runtimeVersions(t, fl)["flannel"]
+	if version == "" {
+		t.Fatalf("%s/versions names no flannel", fl)
+	}
 	flannel := Image{
 		Ref:        image("flannel", "image"),
 		Files:      map[string]string{"/opt/bin/flanneld": filepath.Join(fl, "flanneld"), "/opt/bin/install-conf": filepath.Join(fl, "install-conf")},
 		Entrypoint: []string{"/opt/bin/flanneld"},
 		VersionCmd: []string{"/opt/bin/flanneld", "--version"},
-		Version:    runtimeVersions(t, fl)["flannel"],
+		Version:    version,
 	}
 	addIptables(t, &flannel)
 	cni := Image{
@@ -56,11 +59,6 @@ func FlannelImages(t testing.TB, chartsDir string) []Image {
 		VersionCmd: []string{"/bin/cp"},
 		Version:    "usage: cp [-f] SRC DST",
 	}
-	for _, img := range []*Image{&flannel, &cni} {
-		img.Upstream = img.Ref
-		if img.Version == "" {
-			t.Fatal(fmt.Errorf("%s/versions names no flannel", fl))
-		}
-	}
+	flannel.Upstream, cni.Upstream = flannel.Ref, cni.Ref
 	return []Image{flannel, cni}
 }
