@@ -230,7 +230,13 @@ func up(args []string) error {
 	kwok, err := spawn(*dir, "kwok", filepath.Join(*bin, "kwok"), "--kubeconfig="+kubeconfig,
 		"--config="+filepath.Join(*bin, "kwok-stages.yaml"),
 		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector="+kwokAnnotation+"=fake",
-		"--node-ip=127.0.0.1", "--node-port=0", "--server-address=127.0.0.1:0")
+		"--node-ip=127.0.0.1", "--node-port=0", "--server-address=127.0.0.1:0",
+		// Without leases (0 unless a kwok configuration sets it) the nodes'
+		// heartbeat is the status update of the heartbeat-with-lease stage,
+		// minutes apart: the node lifecycle controller marks every node
+		// NotReady after its grace period, sets every pod's Ready condition
+		// False, and kwok never sets it back - Deployments stay unavailable.
+		"--node-lease-duration-seconds=40")
 	if err != nil {
 		return err
 	}
