@@ -76,6 +76,12 @@ func TestExitCodes(t *testing.T) {
 		{"bad output format", []string{"preflight", "-i", loopback, "-o", "yaml"}, ExitUsage, "", "want auto, plain or json"},
 		{"missing secret is bad input", []string{"preflight", "-i", needsSecret}, ExitUsage, "", "GPUKIT_TEST_UNSET_PASSWORD"},
 		{"preflight of an invalid inventory", []string{"preflight", "-i", bad}, ExitUsage, "", "unknown field"},
+		{"kubeflow deploy needs a cluster", []string{"kubeflow", "deploy"}, ExitUsage, "", "pass -i FILE (the inventory of a cluster gpukit built) or --kubeconfig PATH"},
+		{"kubeflow deploy of an unknown release", []string{"kubeflow", "deploy", "-i", loopback, "--version", "v1.8.0"}, ExitUsage, "", "--version v1.8.0: gpukit deploys v1.9.0, v1.9.1, v1.10.0, v1.10.1, v1.10.2, v1.11.0, 26.03"},
+		{"kubeflow deploy of missing manifests", []string{"kubeflow", "deploy", "-i", loopback, "--manifests", "/nonexistent/kf.tar.gz"}, ExitUsage, "", "--manifests /nonexistent/kf.tar.gz"},
+		{"kubeflow deploy with a broken kubeconfig", []string{"kubeflow", "deploy", "--kubeconfig", rc}, ExitUsage, "", "--kubeconfig " + rc},
+		{"kubeflow deploy of an invalid inventory", []string{"kubeflow", "deploy", "-i", bad}, ExitUsage, "", bad + ":9:5: spec.hosts[0].colour"},
+		{"kubeflow deploy: unknown phase", []string{"kubeflow", "deploy", "-i", loopback, "--skip-phases", "kubeflow/manifest"}, ExitUsage, "", "--skip-phases kubeflow/manifest: unknown phase; valid phases: platform, platform/storage, platform/ingress, platform/monitoring, platform/gpu-metrics, kubeflow, kubeflow/manifests"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -169,14 +168,7 @@ func (o *initOptions) merge(l *loaded, kc []byte) error {
 // writeKubeconfig writes the admin kubeconfig (mode 0600, replacing the
 // file whole) and says where it is and how to use it.
 func writeKubeconfig(out ui.Output, path string, kc []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, kc, 0o600); err != nil {
-		return fmt.Errorf("admin kubeconfig: %w", err)
-	}
-	if err := os.Chmod(tmp, 0o600); err != nil { // an existing tmp keeps its mode
-		return fmt.Errorf("admin kubeconfig: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := writePrivate(path, kc); err != nil {
 		return fmt.Errorf("admin kubeconfig: %w", err)
 	}
 	if out.Format == ui.FormatJSON {

@@ -61,12 +61,26 @@ func mergeKubeconfig(path, name string, admin []byte) (bool, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return false, err
 	}
-	tmp := path + ".gpukit.tmp"
-	if err := os.WriteFile(tmp, out, 0o600); err != nil {
-		return false, err
+	return true, writePrivate(path, out)
+}
+
+// writePrivate replaces path whole with b, readable by its owner only.
+func writePrivate(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
 	}
-	if err := os.Chmod(tmp, 0o600); err != nil {
-		return false, err
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
 	}
-	return true, os.Rename(tmp, path)
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }

@@ -56,6 +56,7 @@ Kubernetes (kubeadm) or Docker Swarm and the platform on top.`,
 		newPlanCmd(s),
 		newAddNodeCmd(s),
 		newStatusCmd(s),
+		newKubeflowCmd(s),
 		newResetCmd(s),
 		newCompletionCmd(),
 	)

@@ -114,17 +114,22 @@ func (o *runOptions) execute(ctx context.Context, s Streams, l *loaded, f flow.F
 	if err != nil {
 		return nil, usage(err)
 	}
+	d := cfgs.NewDialer()
+	defer d.Close()
+	return o.runWith(ctx, l, f, d.Dial, cfgs.Secrets)
+}
+
+// runWith runs f's phases on its machines, reached through dial.
+func (o *runOptions) runWith(ctx context.Context, l *loaded, f flow.Flow, dial engine.Dialer, secrets []string) (*engine.Summary, error) {
 	r := &engine.Runner{
 		Name: f.Name, Phases: f.Phases, Concurrency: o.concurrency,
-		Only: o.onlyPhases, Skip: o.skipPhases, LogDir: o.logDir, Redact: cfgs.Secrets, DryRun: o.dryRun,
+		Only: o.onlyPhases, Skip: o.skipPhases, LogDir: o.logDir, Redact: secrets, DryRun: o.dryRun,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	display := ui.New(l.out, ui.WithTitle(f.Name), ui.WithCancel(cancel), ui.WithVerbose(o.verbose))
 	r.Sink = display
-	d := cfgs.NewDialer()
-	sum, runErr := r.Run(ctx, f.Machines, d.Dial)
-	d.Close()
+	sum, runErr := r.Run(ctx, f.Machines, dial)
 	if err := display.Close(); err != nil && runErr == nil {
 		runErr = err
 	}

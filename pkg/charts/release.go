@@ -10,6 +10,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,10 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/gpukit/gpukit/pkg/kube"
 )
 
 // Release is an add-on as gpukit wants it installed.
@@ -37,6 +42,11 @@ type Release struct {
 	// Wait for its workloads to be ready, up to Timeout.
 	Wait    bool
 	Timeout time.Duration
+	// CRDsServerSide applies the chart's CRDs (its and its subcharts'
+	// crds/) server-side before every install and upgrade, each waited for
+	// until Established: Helm creates them on the first install only and
+	// never upgrades them, so a chart upgrade would run on old schemas.
+	CRDsServerSide bool
 }
 
 // Client installs releases into one cluster.
@@ -57,6 +67,12 @@ func NewClient(cfg *rest.Config, kubeconfig []byte, logf func(string, ...any)) (
 	}
 	return &Client{cfg: cfg, raw: kubeconfig, cs: cs, logf: logf}, nil
 }
+
+// Config is the client configuration the releases are made with.
+func (c *Client) Config() *rest.Config { return c.cfg }
+
+// Clientset is a clientset of the same cluster, over the same connections.
+func (c *Client) Clientset() kubernetes.Interface { return c.cs }
 
 // Pending says why r must be installed or upgraded: "" when the release is
 // deployed from r's chart version with r's values.
@@ -144,11 +160,17 @@ func (c *Client) Apply(ctx context.Context, r Release, ch *chart.Chart) error {
 	if err != nil {
 		return err
 	}
+	if r.CRDsServerSide {
+		if err := c.applyCRDs(ctx, ch); err != nil {
+			return fmt.Errorf("release %s/%s (chart %s): CRDs: %w", r.Namespace, r.Name, r.Chart, err)
+		}
+	}
 	_, err = action.NewHistory(cfg).Run(r.Name)
 	switch {
 	case errors.Is(err, driver.ErrReleaseNotFound):
 		in := action.NewInstall(cfg)
 		in.ReleaseName, in.Namespace = r.Name, r.Namespace
+		in.SkipCRDs = r.CRDsServerSide
 		in.Wait, in.Timeout = r.Wait, r.Timeout
 		_, err = in.RunWithContext(ctx, ch, values)
 	case err == nil:
@@ -162,6 +184,23 @@ func (c *Client) Apply(ctx context.Context, r Release, ch *chart.Chart) error {
 		return fmt.Errorf("release %s/%s (chart %s): %w", r.Namespace, r.Name, r.Chart, err)
 	}
 	return nil
+}
+
+// applyCRDs applies the CRDs ch carries, server-side, and waits for them.
+func (c *Client) applyCRDs(ctx context.Context, ch *chart.Chart) error {
+	var objs []*yaml.RNode
+	for _, crd := range ch.CRDObjects() {
+		nodes, err := kio.FromBytes(crd.File.Data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", crd.Filename, err)
+		}
+		objs = append(objs, nodes...)
+	}
+	if len(objs) == 0 {
+		return nil
+	}
+	_, err := kube.Apply(ctx, c.cfg, objs, kube.ApplyOptions{Logf: c.logf})
+	return err
 }
 
 func (c *Client) ensureNamespace(ctx context.Context, r Release) error {
@@ -236,3 +275,31 @@ func (g *restGetter) ToRESTMapper() (meta.RESTMapper, error) {
 }
 
 func (g *restGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig { return g.loader }
+
+// Render is r's manifest as `helm template` renders it, without a cluster:
+// the chart's templates with r's values, validated against the chart's
+// values schema, hooks included, CRDs not, for a cluster of kubeVersion
+// (v1.37.2) serving apiVersions beyond Kubernetes' own (a chart renders
+// its ServiceMonitor only when monitoring.coreos.com/v1 is served).
+func Render(ctx context.Context, r Release, ch *chart.Chart, kubeVersion string, apiVersions ...string) (string, error) {
+	values, err := normal(r.Values)
+	if err != nil {
+		return "", err
+	}
+	kv, err := chartutil.ParseKubeVersion(kubeVersion)
+	if err != nil {
+		return "", err
+	}
+	in := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
+	in.ClientOnly, in.DryRun, in.DryRunOption, in.Replace = true, true, "client", true
+	in.ReleaseName, in.Namespace, in.KubeVersion, in.APIVersions = r.Name, r.Namespace, kv, apiVersions
+	rel, err := in.RunWithContext(ctx, ch, values)
+	if err != nil {
+		return "", fmt.Errorf("release %s/%s (chart %s): %w", r.Namespace, r.Name, r.Chart, err)
+	}
+	out := rel.Manifest
+	for _, h := range rel.Hooks {
+		out += "\n---\n# Source: " + h.Path + "\n" + h.Manifest
+	}
+	return out, nil
+}

@@ -1,4 +1,4 @@
-package kubeflow
+package kube
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -36,6 +37,11 @@ type ApplyOptions struct {
 	Parallel int
 	// Logf receives progress (a host's log).
 	Logf func(format string, args ...any)
+	// DryRun asks the server what the apply would change, writing nothing
+	// (server-side dry-run: admission and defaulting included) and waiting
+	// for nothing; an object whose kind is not served yet (its CRD is one
+	// of objs) counts as created.
+	DryRun bool
 }
 
 // ApplyResult counts what Apply did; Order lists the stages as they ran.
@@ -88,7 +94,7 @@ func Apply(ctx context.Context, cfg *rest.Config, objs []*yaml.RNode, o ApplyOpt
 		if len(s.objs) == 0 {
 			continue
 		}
-		if s.name == "webhook configurations" {
+		if s.name == "webhook configurations" && !o.DryRun {
 			if err := a.waitWebhookBackends(ctx, s.objs); err != nil {
 				return a.res, err
 			}
@@ -97,7 +103,7 @@ func Apply(ctx context.Context, cfg *rest.Config, objs []*yaml.RNode, o ApplyOpt
 			return a.res, fmt.Errorf("%s: %w", s.name, err)
 		}
 		a.res.Order = append(a.res.Order, s.name)
-		if s.name == "CRDs" {
+		if s.name == "CRDs" && !o.DryRun {
 			if err := a.waitEstablished(ctx, s.objs); err != nil {
 				return a.res, err
 			}
@@ -112,7 +118,7 @@ func stagesOf(objs []*yaml.RNode) ([]stage, error) {
 	for _, n := range objs {
 		var u unstructured.Unstructured
 		if err := json.Unmarshal([]byte(mustJSON(n)), &u.Object); err != nil {
-			return nil, fmt.Errorf("%s: %w", ObjectKey(n), err)
+			return nil, fmt.Errorf("%s %s %s/%s: %w", n.GetApiVersion(), n.GetKind(), n.GetNamespace(), n.GetName(), err)
 		}
 		if _, agg := u.Object["aggregationRule"]; agg && u.GetKind() == "ClusterRole" {
 			// The aggregation controller writes an aggregated role's
@@ -201,6 +207,12 @@ func retryable(err error) bool {
 func (a *applier) apply(ctx context.Context, u *unstructured.Unstructured) error {
 	gvk := u.GroupVersionKind()
 	m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil && a.o.DryRun && meta.IsNoMatchError(err) {
+		a.mu.Lock()
+		a.res.Created++
+		a.mu.Unlock()
+		return nil
+	}
 	if err != nil {
 		if meta.IsNoMatchError(err) {
 			if r, ok := a.mapper.(interface{ Reset() }); ok {
@@ -229,7 +241,14 @@ func (a *applier) apply(ctx context.Context, u *unstructured.Unstructured) error
 		return err
 	}
 	force := true
-	after, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
+	po := metav1.PatchOptions{FieldManager: FieldManager, Force: &force}
+	if a.o.DryRun {
+		po.DryRun = []string{metav1.DryRunAll}
+	}
+	after, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body, po)
+	if err != nil && a.o.DryRun && before == nil && apierrors.IsNotFound(err) {
+		err = nil // its namespace is one the apply creates
+	}
 	if err != nil {
 		return err
 	}
@@ -306,7 +325,7 @@ func (a *applier) waitWebhookBackends(ctx context.Context, hooks []*unstructured
 				continue // a URL webhook: nothing of ours to wait for
 			}
 			for {
-				ready, why, err := a.backendAvailable(ctx, ns, svc)
+				ready, why, held, err := a.backendAvailable(ctx, ns, svc)
 				if err != nil {
 					return err
 				}
@@ -315,6 +334,9 @@ func (a *applier) waitWebhookBackends(ctx context.Context, hooks []*unstructured
 				}
 				if time.Now().After(deadline) {
 					name, _ := wm["name"].(string)
+					for _, d := range held {
+						why += "; " + d.GetName() + ": " + a.whyNotAvailable(ctx, d)
+					}
 					return fmt.Errorf("%s %s: webhook %s's backend (service %s/%s) is not available within %s: %s; not applied, so it blocks nothing yet", h.GetKind(), h.GetName(), name, ns, svc, a.o.Timeout, why)
 				}
 				if err := sleep(ctx, time.Second); err != nil {
@@ -326,43 +348,134 @@ func (a *applier) waitWebhookBackends(ctx context.Context, hooks []*unstructured
 	return nil
 }
 
-// backendAvailable: a Deployment in ns whose pods svc selects is Available.
-func (a *applier) backendAvailable(ctx context.Context, ns, svc string) (bool, string, error) {
+// backendAvailable: a Deployment in ns whose pods svc selects is Available;
+// else why not, and the Deployments that are there but not Available.
+func (a *applier) backendAvailable(ctx context.Context, ns, svc string) (bool, string, []*unstructured.Unstructured, error) {
 	s, err := a.dyn.Resource(serviceGVR).Namespace(ns).Get(ctx, svc, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return false, "the service does not exist", nil
+		return false, "the service does not exist", nil, nil
 	}
 	if err != nil {
-		return false, "", err
+		return false, "", nil, err
 	}
 	sel, _, _ := unstructured.NestedStringMap(s.Object, "spec", "selector")
 	if len(sel) == 0 {
-		return false, "the service selects no pods", nil
+		return false, "the service selects no pods", nil, nil
 	}
 	list, err := a.dyn.Resource(deployGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return false, "", err
+		return false, "", nil, err
 	}
-	var names []string
-	for _, d := range list.Items {
-		labels, _, _ := unstructured.NestedStringMap(d.Object, "spec", "template", "metadata", "labels")
-		if !selects(sel, labels) {
+	var (
+		names []string
+		held  []*unstructured.Unstructured
+	)
+	for i := range list.Items {
+		d := &list.Items[i]
+		tmpl, _, _ := unstructured.NestedStringMap(d.Object, "spec", "template", "metadata", "labels")
+		if !selects(sel, tmpl) {
 			continue
 		}
-		if conditionTrue(&d, "Available") {
-			return true, "", nil
+		if conditionTrue(d, "Available") {
+			return true, "", nil, nil
 		}
-		names = append(names, d.GetName())
+		names, held = append(names, d.GetName()), append(held, d)
 	}
 	if len(names) == 0 {
-		return false, "no Deployment runs the pods it selects", nil
+		return false, "no Deployment runs the pods it selects", nil, nil
 	}
-	return false, "Deployment(s) " + strings.Join(names, ", ") + " not Available", nil
+	return false, "Deployment(s) " + strings.Join(names, ", ") + " not Available", held, nil
 }
 
-func selects(sel, labels map[string]string) bool {
+var (
+	podGVR  = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	nodeGVR = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+)
+
+// whyNotAvailable says what holds a Deployment back, as an operator would
+// look for it: the Deployment's failing conditions (a ReplicaSet that
+// cannot create pods: a missing service account, a quota), else the
+// first pod that is not ready and why (unschedulable, image pull).
+func (a *applier) whyNotAvailable(ctx context.Context, d *unstructured.Unstructured) string {
+	var why []string
+	conds, _, _ := unstructured.NestedSlice(d.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		bad := m["status"] != "True"
+		if m["type"] == "ReplicaFailure" {
+			bad = m["status"] == "True"
+		}
+		if bad {
+			why = append(why, fmt.Sprintf("%v: %v %v", m["type"], m["reason"], m["message"]))
+		}
+	}
+	sel, _, _ := unstructured.NestedStringMap(d.Object, "spec", "selector", "matchLabels")
+	if len(sel) > 0 {
+		pods, err := a.dyn.Resource(podGVR).Namespace(d.GetNamespace()).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel).String()})
+		switch {
+		case err != nil:
+			why = append(why, "pods: "+err.Error())
+		case len(pods.Items) == 0:
+			why = append(why, "no pods")
+		default:
+			for i := range pods.Items {
+				if w := podNotReady(ctx, a.dyn, &pods.Items[i]); w != "" {
+					why = append(why, w)
+					break
+				}
+			}
+		}
+	}
+	if len(why) == 0 {
+		return "no condition says why"
+	}
+	return strings.Join(why, "; ")
+}
+
+// podNotReady says why p is not Ready, or "" when it is.
+func podNotReady(ctx context.Context, dyn dynamic.Interface, p *unstructured.Unstructured) string {
+	if conditionTrue(p, "Ready") {
+		return ""
+	}
+	phase, _, _ := unstructured.NestedString(p.Object, "status", "phase")
+	node, _, _ := unstructured.NestedString(p.Object, "spec", "nodeName")
+	w := fmt.Sprintf("pod %s %s", p.GetName(), phase)
+	if node != "" {
+		w += " on " + node
+	}
+	conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["status"] == "True" {
+			continue
+		}
+		w += fmt.Sprintf(", %v %v", m["type"], m["status"])
+		for _, k := range []string{"reason", "message"} {
+			if v, ok := m[k].(string); ok && v != "" {
+				w += " " + v
+			}
+		}
+	}
+	if node != "" {
+		// A node that stopped reporting takes every pod's readiness along.
+		n, err := dyn.Resource(nodeGVR).Get(ctx, node, metav1.GetOptions{})
+		if err == nil && !conditionTrue(n, "Ready") {
+			w += ", node " + node + " is not Ready"
+		}
+	}
+	cs, _, _ := unstructured.NestedSlice(p.Object, "status", "containerStatuses")
+	for _, c := range cs {
+		m, _ := c.(map[string]any)
+		if r, ok, _ := unstructured.NestedString(m, "state", "waiting", "reason"); ok {
+			w += fmt.Sprintf(", container %v waiting: %s", m["name"], r)
+		}
+	}
+	return w
+}
+
+func selects(sel, have map[string]string) bool {
 	for k, v := range sel {
-		if labels[k] != v {
+		if have[k] != v {
 			return false
 		}
 	}

@@ -1,6 +1,8 @@
 // Package kube talks to a cluster's API server: a clientset from the admin
 // kubeconfig gpukit fetched, reached through a host's SSH connection, and
-// the node changes gpukit makes there (labels, taints).
+// the node changes gpukit makes there (labels, taints), and server-side
+// apply of many objects in dependency order (Apply: Kubeflow's manifests,
+// charts' CRDs).
 package kube
 
 import (

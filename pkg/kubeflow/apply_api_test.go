@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/gpukit/gpukit/pkg/kube"
 	"github.com/gpukit/gpukit/test/cluster"
 	"github.com/gpukit/gpukit/test/fixtures"
 )
@@ -48,7 +49,7 @@ func TestApplyKubeflowOnARealAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()
-	res, err := Apply(ctx, cfg, objs, ApplyOptions{Timeout: 4 * time.Minute, Logf: t.Logf})
+	res, err := kube.Apply(ctx, cfg, objs, kube.ApplyOptions{Timeout: 4 * time.Minute, Logf: t.Logf})
 	if err != nil {
 		t.Fatalf("apply: %v (%+v)", err, res)
 	}
@@ -57,7 +58,7 @@ func TestApplyKubeflowOnARealAPIServer(t *testing.T) {
 		t.Errorf("first apply: %+v", res)
 	}
 	start = time.Now()
-	res, err = Apply(ctx, cfg, objs, ApplyOptions{Timeout: time.Minute})
+	res, err = kube.Apply(ctx, cfg, objs, kube.ApplyOptions{Timeout: time.Minute})
 	if err != nil || res.Unchanged != len(objs) || res.Created+res.Changed != 0 {
 		t.Errorf("second apply: %+v %v", res, err)
 	}

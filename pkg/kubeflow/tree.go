@@ -28,9 +28,14 @@ const maxTreeBytes = 512 << 20
 // that copy.
 func LoadTree(src, root string) (filesys.FileSystem, error) {
 	mem := filesys.MakeFsInMemory()
+	return mem, loadTreeInto(mem, src, root)
+}
+
+// loadTreeInto copies the tree at src into mem below root.
+func loadTreeInto(mem filesys.FileSystem, src, root string) error {
 	st, err := os.Stat(src)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if st.IsDir() {
 		err = copyDir(mem, src, root)
@@ -38,9 +43,9 @@ func LoadTree(src, root string) (filesys.FileSystem, error) {
 		err = copyTarGz(mem, src, root, 0)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", src, err)
+		return fmt.Errorf("%s: %w", src, err)
 	}
-	return mem, nil
+	return nil
 }
 
 func copyDir(mem filesys.FileSystem, src, root string) error {

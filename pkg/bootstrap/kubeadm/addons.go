@@ -98,94 +98,37 @@ func GPURelease(inv *inventory.Inventory) (charts.Release, bool) {
 
 // CNI installs the pod network; GPU the device plugin and RuntimeClass
 // nvidia. Both from the first control plane, through the API.
-func (l *Layer) CNI() engine.Phase { return &addonPhase{l: l, name: PhaseCNI, release: CNIRelease} }
-func (l *Layer) GPU() engine.Phase {
-	return &addonPhase{l: l, name: PhaseGPU, release: GPURelease, runtimeClass: true}
-}
-
-type addonPhase struct {
-	l            *Layer
-	name         string
-	release      func(*inventory.Inventory) (charts.Release, bool)
-	runtimeClass bool
-	// set by ShouldRun
-	why string
-}
-
-func (p *addonPhase) Name() string { return p.name }
-func (p *addonPhase) Title() string {
-	if p.runtimeClass {
-		return "Install the NVIDIA device plugin, GPU and node feature discovery, RuntimeClass nvidia"
-	}
-	return "Install the pod network (CNI)"
-}
-
-func (p *addonPhase) Targets(hosts []*engine.Host) []*engine.Host {
-	if _, ok := p.release(p.l.inv); !ok {
-		return nil
-	}
-	return firstControlPlaneIn(p.l.inv, hosts)
-}
-
-func (p *addonPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
-	r, _ := p.release(p.l.inv)
-	c, err := p.l.helm(ctx, h)
-	if err != nil {
-		return false, "", err
-	}
-	if c == nil {
-		p.why = "the cluster does not exist yet"
-		return true, "", nil
-	}
-	p.why, err = c.Pending(ctx, r)
-	if err != nil {
-		return false, "", err
-	}
-	if p.why == "" && p.runtimeClass {
-		p.why, err = p.runtimeClassPending(ctx, h)
-		if err != nil {
-			return false, "", err
-		}
-	}
-	if p.why == "" {
-		return false, fmt.Sprintf("release %s/%s deployed from chart %s as wanted", r.Namespace, r.Name, r.Chart), nil
-	}
-	h.Logf("%s: %s", p.name, p.why)
-	return true, "", nil
-}
-
-func (p *addonPhase) Run(ctx context.Context, h *engine.Host) error {
-	r, _ := p.release(p.l.inv)
-	src := charts.Source(p.l.inv.Cluster.Spec.Mirrors.Charts)
-	// Loading the chart is a read: a plan shows a chart it cannot find.
-	ch, err := src.Load(ctx, r.Chart)
-	if err != nil {
-		return err
-	}
-	if p.runtimeClass {
-		if err := p.ensureRuntimeClass(ctx, h); err != nil {
-			return err
-		}
-	}
-	what := fmt.Sprintf("helm install or upgrade %s/%s from chart %s (%s)", r.Namespace, r.Name, r.Chart, p.why)
-	err = h.WriteAPI(ctx, "install "+r.Chart.Name+" "+r.Chart.Version, what, func(ctx context.Context) error {
-		c, err := p.l.helm(ctx, h)
-		if err != nil {
-			return err
-		}
-		return c.Apply(ctx, r, ch)
-	})
-	if err != nil || p.runtimeClass || h.DryRun() {
-		return err
-	}
+func (l *Layer) CNI() engine.Phase {
+	p := l.addon(PhaseCNI, "Install the pod network (CNI)", CNIRelease)
 	// Helm's wait lets a DaemonSet be one pod short (its maxUnavailable):
 	// the pod network is up once every node says it is Ready.
-	return p.waitReady(ctx, h)
+	p.After = l.waitReady
+	return p
+}
+
+func (l *Layer) GPU() engine.Phase {
+	p := l.addon(PhaseGPU, "Install the NVIDIA device plugin, GPU and node feature discovery, RuntimeClass nvidia", GPURelease)
+	p.Pending, p.Before = l.runtimeClassPending, l.ensureRuntimeClass
+	return p
+}
+
+// addon is the phase of one release from the first control plane, none
+// when the inventory turns it off.
+func (l *Layer) addon(name, title string, release func(*inventory.Inventory) (charts.Release, bool)) *charts.Phase {
+	r, ok := release(l.inv)
+	return &charts.Phase{ID: name, Description: title, Release: r, Source: charts.Source(l.inv.Cluster.Spec.Mirrors.Charts),
+		Client: l.Helm,
+		Target: func(hosts []*engine.Host) []*engine.Host {
+			if !ok {
+				return nil
+			}
+			return firstControlPlaneIn(l.inv, hosts)
+		}}
 }
 
 // waitReady waits for every node to be Ready.
-func (p *addonPhase) waitReady(ctx context.Context, h *engine.Host) error {
-	cs, err := p.l.client(ctx, h)
+func (l *Layer) waitReady(ctx context.Context, h *engine.Host) error {
+	cs, err := l.client(ctx, h)
 	if err != nil {
 		return err
 	}
@@ -211,7 +154,7 @@ func (p *addonPhase) waitReady(ctx context.Context, h *engine.Host) error {
 			}
 		}
 		if len(notReady) == 0 {
-			h.Logf("%s: %d node(s) Ready", p.name, len(list.Items))
+			h.Logf("%s: %d node(s) Ready", PhaseCNI, len(list.Items))
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -225,8 +168,8 @@ func (p *addonPhase) waitReady(ctx context.Context, h *engine.Host) error {
 	}
 }
 
-func (p *addonPhase) runtimeClassPending(ctx context.Context, h *engine.Host) (string, error) {
-	cs, err := p.l.client(ctx, h)
+func (l *Layer) runtimeClassPending(ctx context.Context, h *engine.Host) (string, error) {
+	cs, err := l.client(ctx, h)
 	if err != nil || cs == nil {
 		return "the cluster does not exist yet", err
 	}
@@ -244,13 +187,13 @@ func (p *addonPhase) runtimeClassPending(ctx context.Context, h *engine.Host) (s
 
 // ensureRuntimeClass makes RuntimeClass nvidia, the containerd runtime
 // gpukit configured on GPU hosts, for pods that ask for it by name.
-func (p *addonPhase) ensureRuntimeClass(ctx context.Context, h *engine.Host) error {
-	why, err := p.runtimeClassPending(ctx, h)
+func (l *Layer) ensureRuntimeClass(ctx context.Context, h *engine.Host) error {
+	why, err := l.runtimeClassPending(ctx, h)
 	if err != nil || why == "" {
 		return err
 	}
 	return h.WriteAPI(ctx, "create RuntimeClass "+NVIDIARuntimeName, why, func(ctx context.Context) error {
-		cs, err := p.l.client(ctx, h)
+		cs, err := l.client(ctx, h)
 		if err != nil {
 			return err
 		}

@@ -41,6 +41,9 @@ const (
 	LabelDriver     = LabelPrefix + "nvidia.driver"
 	LabelCUDA       = LabelPrefix + "nvidia.cuda"
 	LabelGPUPresent = "nvidia.com/gpu.present"
+	// LabelIngress marks the nodes of ingress hosts, where Traefik takes
+	// ports 80 and 443.
+	LabelIngress = LabelPrefix + "ingress"
 )
 
 // NodeLabels are the labels a host's node carries: from its GPUs and from
@@ -67,6 +70,9 @@ func NodeLabels(m inventory.Machine, f *facts.Facts) map[string]string {
 		if v := labelValue(g.CUDA); v != "" {
 			out[LabelCUDA] = v
 		}
+	}
+	if m.HasRole(inventory.RoleIngress) {
+		out[LabelIngress] = "true"
 	}
 	maps.Copy(out, m.Labels)
 	return out

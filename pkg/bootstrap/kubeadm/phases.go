@@ -561,9 +561,9 @@ func (l *Layer) client(ctx context.Context, h *engine.Host) (kubernetes.Interfac
 	return l.api, nil
 }
 
-// helm is the Helm client of the cluster, made once a run as client is;
+// Helm is the Helm client of the cluster, made once a run as client is;
 // Helm's debug lines go to h's log.
-func (l *Layer) helm(ctx context.Context, h *engine.Host) (*charts.Client, error) {
+func (l *Layer) Helm(ctx context.Context, h *engine.Host) (*charts.Client, error) {
 	kc, err := l.adminKubeconfig(ctx, h)
 	if err != nil || kc == nil {
 		return nil, err

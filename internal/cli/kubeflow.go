@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gpukit/gpukit/internal/flow"
+	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/kubeflow"
+	"github.com/gpukit/gpukit/pkg/ssh"
+	"github.com/gpukit/gpukit/pkg/ui"
+)
+
+func newKubeflowCmd(s Streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "kubeflow",
+		Short: "Deploy the platform and Kubeflow on a Kubernetes cluster",
+	}
+	cmd.AddCommand(newKubeflowDeployCmd(s))
+	return cmd
+}
+
+type kubeflowOptions struct {
+	runOptions
+	kubeconfig, manifests, remoteBases, version, credentialsOut string
+}
+
+func newKubeflowDeployCmd(s Streams) *cobra.Command {
+	o := &kubeflowOptions{}
+	cmd := &cobra.Command{
+		Use:   "deploy (-i FILE | --kubeconfig PATH [-i FILE])",
+		Short: "Deploy storage, Traefik, monitoring, the DCGM exporter and Kubeflow, in one run without a retry loop",
+		Long: `Deploy the platform on a running Kubernetes cluster, every step through its API:
+
+  platform/storage      the default StorageClass: local-path, or nfs-subdir-external-provisioner
+                        with spec.addons.storage.nfs
+  platform/ingress      Traefik, the default IngressClass: on the ingress hosts (else the first
+                        control plane) as a DaemonSet on ports 80 and 443; behind the cluster's
+                        load balancer with --kubeconfig
+  platform/monitoring   kube-prometheus-stack (Prometheus, Grafana, node exporter,
+                        kube-state-metrics); Grafana's admin password generated, shown once
+                        and written to --credentials-out (mode 0600)
+  platform/gpu-metrics  NVIDIA's DCGM exporter on the GPU nodes, with a ServiceMonitor that
+                        Prometheus selects
+  kubeflow/manifests    Kubeflow (spec.kubeflow.version) built in-process with kustomize and
+                        applied server-side (field manager gpukit) in dependency order: CRDs
+                        (each waited for until Established), namespaces, the rest, and each
+                        webhook configuration once the Deployment behind it is Available.
+                        Single objects are retried; the whole never is.
+
+Charts come from their upstream repositories, or spec.mirrors.charts (a Helm repository or a
+local directory of archives). Kubeflow's manifests come from the tag's archive on GitHub, or
+--manifests (a tarball or directory of the tag's tree); releases whose example references
+remote bases (26.03) need --remote-bases offline: every missing one is named at once.
+
+-i FILE reaches the cluster gpukit built through its first control plane's SSH connection;
+--kubeconfig PATH reaches any cluster from this machine (-i then only adds the inventory's
+spec.addons and spec.kubeflow). A second run changes nothing: each release deployed as wanted
+and a server-side dry-run of Kubeflow that changes no object are skipped. --dry-run shows the
+releases with their chart versions and Kubeflow's objects per kind, and changes nothing.
+
+Exit code 0 when every phase finished, 1 when one failed (named), 2 on bad input.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd, s) },
+	}
+	o.addFlags(cmd.Flags())
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "reach the cluster with this kubeconfig (its current context) from this machine, instead of through the inventory's first control plane")
+	f.StringVar(&o.manifests, "manifests", "", "Kubeflow's manifests: a tarball (.tar.gz) or directory of the kubeflow/manifests tag (default: download the tag's archive from GitHub)")
+	f.StringVar(&o.remoteBases, "remote-bases", "", "the remote bases Kubeflow's example references, laid out by URL: a tarball or directory (air-gapped 26.03)")
+	f.StringVar(&o.version, "version", "", "the kubeflow/manifests release, instead of spec.kubeflow.version: "+strings.Join(inventory.KubeflowVersions(), ", "))
+	f.StringVar(&o.credentialsOut, "credentials-out", "", "where generated logins are written, mode 0600 (default ./<cluster name>.credentials)")
+	f.BoolVar(&o.dryRun, "dry-run", false, "show the releases and Kubeflow's objects per kind that would be applied; change nothing")
+	return cmd
+}
+
+// apiOnly is the executor of the machine gpukit runs on with --kubeconfig:
+// the flow's phases work through the API, never on a host.
+type apiOnly struct{ name string }
+
+func (a apiOnly) Run(context.Context, ssh.Command) (ssh.Result, error) {
+	return ssh.Result{}, fmt.Errorf("%s: no host to run commands on (--kubeconfig)", a.name)
+}
+
+func (a apiOnly) Upload(context.Context, ssh.File) error {
+	return fmt.Errorf("%s: no host to upload to (--kubeconfig)", a.name)
+}
+
+func (apiOnly) Close() error { return nil }
+
+// executeAPI runs f from this machine: no SSH, no secrets of the inventory's.
+func (o *kubeflowOptions) executeAPI(ctx context.Context, l *loaded, f flow.Flow) (*engine.Summary, error) {
+	if _, err := engine.SelectPhases(f.Phases, o.onlyPhases, o.skipPhases); err != nil {
+		return nil, phaseSelectionError(err)
+	}
+	dial := func(_ context.Context, m inventory.Machine) (engine.Executor, error) { return apiOnly{m.Name}, nil }
+	return o.runWith(ctx, l, f, dial, nil)
+}
+
+func (o *kubeflowOptions) run(cmd *cobra.Command, s Streams) error {
+	if o.inventory == "" && o.kubeconfig == "" {
+		return usage(errors.New("no cluster: pass -i FILE (the inventory of a cluster gpukit built) or --kubeconfig PATH"))
+	}
+	if o.version != "" && !slices.Contains(inventory.KubeflowVersions(), o.version) {
+		return usage(fmt.Errorf("--version %s: gpukit deploys %s", o.version, strings.Join(inventory.KubeflowVersions(), ", ")))
+	}
+	for _, p := range []struct{ flag, path string }{{"--manifests", o.manifests}, {"--remote-bases", o.remoteBases}} {
+		if p.path == "" {
+			continue
+		}
+		if _, err := os.Stat(p.path); err != nil {
+			return usage(fmt.Errorf("%s %s: %w", p.flag, p.path, err))
+		}
+	}
+	l := &loaded{}
+	if o.inventory != "" {
+		var err error
+		if l, err = o.load(s); err != nil {
+			return err
+		}
+	} else {
+		out, err := decideOutput(s.Out, o.output)
+		if err != nil {
+			return err
+		}
+		l.out = out
+	}
+	fo := flow.KubeflowOptions{Version: o.version, Manifests: o.manifests, RemoteBases: o.remoteBases}
+	name := ""
+	if l.inv != nil {
+		name = l.inv.Cluster.Metadata.Name
+	}
+	if o.kubeconfig != "" {
+		raw, cluster, err := readKubeconfig(o.kubeconfig)
+		if err != nil {
+			return usage(err)
+		}
+		fo.Kubeconfig, fo.APIMachine = raw, clusterName(cluster)
+		name = cmp.Or(name, fo.APIMachine)
+	}
+	f, err := flow.NewKubeflowDeploy(l.inv, fo)
+	if err != nil {
+		return usage(err)
+	}
+	var sum *engine.Summary
+	if o.kubeconfig != "" {
+		sum, err = o.executeAPI(cmd.Context(), l, f.Flow)
+	} else {
+		sum, err = o.execute(cmd.Context(), s, l, f.Flow)
+	}
+	if sum == nil {
+		return err
+	}
+	if creds := f.Platform.Credentials(); len(creds) > 0 && !o.dryRun {
+		path := cmp.Or(o.credentialsOut, name+".credentials")
+		if werr := writeCredentials(l.out, path, creds); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return runError(err)
+}
+
+// readKubeconfig reads a kubeconfig and names its current context's cluster.
+func readKubeconfig(path string) ([]byte, string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("--kubeconfig: %w", err)
+	}
+	cfg, err := clientcmd.Load(raw)
+	if err != nil {
+		return nil, "", fmt.Errorf("--kubeconfig %s: %w", path, err)
+	}
+	c, ok := cfg.Contexts[cfg.CurrentContext]
+	if !ok {
+		return nil, "", fmt.Errorf("--kubeconfig %s: no current context", path)
+	}
+	return raw, c.Cluster, nil
+}
+
+// writeCredentials writes the logins the run generated (mode 0600) and
+// shows them: the only time gpukit prints them.
+func writeCredentials(out ui.Output, path string, creds []kubeflow.Credential) error {
+	var b strings.Builder
+	for _, c := range creds {
+		fmt.Fprintf(&b, "%s\tuser %s\tpassword %s\n", c.What, c.User, c.Password)
+	}
+	if err := writePrivate(path, []byte(b.String())); err != nil {
+		return fmt.Errorf("--credentials-out: %w", err)
+	}
+	if out.Format == ui.FormatJSON {
+		// Events and JSON output are logged by CI systems: the file only.
+		return json.NewEncoder(out.W).Encode(struct {
+			Type string `json:"type"`
+			Path string `json:"path"`
+		}{"credentials-written", path})
+	}
+	_, err := fmt.Fprintf(out.W, "Logins written to %s (mode 0600):\n%s", path, b.String())
+	return err
+}
+
+
+// clusterName is s as a cluster name: lowercase letters, digits and '-', at
+// most 63 characters ("kubernetes-admin@kind-kind" -> "kubernetes-admin-kind-kind").
+func clusterName(s string) string {
+	b := []byte(strings.ToLower(s))
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			b[i] = '-'
+		}
+	}
+	if len(b) > 63 {
+		b = b[:63]
+	}
+	if n := strings.Trim(string(b), "-"); n != "" {
+		return n
+	}
+	return "cluster"
+}

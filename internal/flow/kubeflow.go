@@ -1,0 +1,74 @@
+package flow
+
+import (
+	"cmp"
+	"fmt"
+
+	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
+	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/kubeflow"
+)
+
+// KubeflowOptions are `gpukit kubeflow deploy`'s choices that are not in
+// the inventory.
+type KubeflowOptions struct {
+	// Version is the kubeflow/manifests release (--version); "" for the
+	// inventory's spec.kubeflow.version.
+	Version string
+	// Manifests and RemoteBases: where Kubeflow's manifests come from
+	// (--manifests, --remote-bases).
+	Manifests, RemoteBases string
+	// Kubeconfig reaches a cluster gpukit did not build (--kubeconfig): the
+	// run works from this machine, through the API only.
+	Kubeconfig []byte
+	// APIMachine names this machine in the run's events and logs when
+	// Kubeconfig is set (the kubeconfig's cluster).
+	APIMachine string
+}
+
+// KubeflowDeploy is `gpukit kubeflow deploy`: the platform on a running
+// cluster, every phase through its API - from the first control plane's
+// connection on a cluster gpukit built, or from this machine with a
+// kubeconfig. Nothing runs on the hosts.
+type KubeflowDeploy struct {
+	Flow
+	Platform *kubeflow.Platform
+}
+
+// NewKubeflowDeploy builds the flow for the cluster of inv, or for the
+// cluster of o.Kubeconfig with every addon's defaults when inv is nil.
+func NewKubeflowDeploy(inv *inventory.Inventory, o KubeflowOptions) (*KubeflowDeploy, error) {
+	site, version := kubeflow.Site{}, inventory.DefaultKubeflowVersion
+	if inv != nil {
+		if inv.Cluster.Spec.Orchestrator != inventory.Kubernetes {
+			return nil, fmt.Errorf("spec.orchestrator is %s: the platform and Kubeflow run on Kubernetes", inv.Cluster.Spec.Orchestrator)
+		}
+		site, version = kubeflow.SiteOf(inv), inv.Cluster.Spec.Kubeflow.Version
+	}
+	m := &kubeflow.Manifests{Version: cmp.Or(o.Version, version), Source: o.Manifests, RemoteBases: o.RemoteBases}
+	first := func(hosts []*engine.Host) []*engine.Host { return hosts[:1] }
+	// platform/storage      the default StorageClass (local-path, or nfs-subdir with the inventory's export)
+	// platform/ingress      Traefik: DaemonSet on the ingress hosts (ports 80, 443), the default IngressClass
+	// platform/monitoring   kube-prometheus-stack, Grafana's admin login generated
+	// platform/gpu-metrics  DCGM exporter on the GPU nodes, its ServiceMonitor selected by Prometheus
+	// kubeflow/manifests    Kubeflow's example built in-process, applied server-side in dependency order
+	if o.Kubeconfig != nil {
+		p := kubeflow.New(site, &kubeflow.KubeconfigAPI{Kubeconfig: o.Kubeconfig}, first, m)
+		return &KubeflowDeploy{Platform: p, Flow: Flow{
+			Name:     "gpukit kubeflow deploy",
+			Machines: []inventory.Machine{{Name: o.APIMachine, Address: "127.0.0.1"}},
+			Phases:   p.Phases(),
+		}}, nil
+	}
+	cp, ok := kubeadm.FirstControlPlane(inv)
+	if !ok {
+		return nil, fmt.Errorf("the inventory has no control plane to reach the cluster through")
+	}
+	p := kubeflow.New(site, kubeadm.New(inv), first, m)
+	return &KubeflowDeploy{Platform: p, Flow: Flow{
+		Name:     "gpukit kubeflow deploy",
+		Machines: []inventory.Machine{cp},
+		Phases:   p.Phases(),
+	}}, nil
+}

@@ -1,0 +1,207 @@
+package kubeflow_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpukit/gpukit/internal/cli"
+	"github.com/gpukit/gpukit/test/cluster"
+	"github.com/gpukit/gpukit/test/fixtures"
+)
+
+type event struct {
+	Type, Phase, Host, Step, Message string
+	Hosts                            *struct{ Changed, Unchanged, Failed int }
+}
+
+// deploy runs gpukit kubeflow deploy in-process with -o json.
+func deploy(t *testing.T, args ...string) (int, []event, string) {
+	t.Helper()
+	start := time.Now()
+	defer func() { t.Logf("gpukit kubeflow deploy %s: %s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond)) }()
+	var out, errb bytes.Buffer
+	code := cli.Execute(context.Background(), append([]string{"kubeflow", "deploy", "-o", "json"}, args...),
+		cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+	var evs []event
+	sc := bufio.NewScanner(bytes.NewReader(out.Bytes()))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var e event
+		if json.Unmarshal(sc.Bytes(), &e) == nil {
+			evs = append(evs, e)
+		}
+	}
+	return code, evs, out.String() + errb.String()
+}
+
+func lastHosts(evs []event) string {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if h := evs[i].Hosts; h != nil {
+			b, _ := json.Marshal(h)
+			return string(b)
+		}
+	}
+	return "no summary"
+}
+
+// `gpukit kubeflow deploy --kubeconfig` on a real API server with kwok
+// nodes (pods are run by kwok: no image is pulled, no webhook server
+// answers, so webhook admission is off): the plan writes nothing; storage,
+// Traefik, kube-prometheus-stack and the DCGM exporter install from the
+// real chart archives of ../shared/fixtures/charts, the CRDs of Traefik
+// and of the monitoring stack applied server-side by gpukit; Prometheus
+// selects the exporter's ServiceMonitor; Grafana's admin password is
+// generated, written 0600 and never in the events; Kubeflow v1.10.2 is
+// applied completely; a second deploy changes nothing.
+func TestKubeflowDeployOnARealAPIServer(t *testing.T) {
+	cluster.Require(t)
+	charts := fixtures.Dir(t, "charts")
+	kf := fixtures.Dir(t, "kubeflow")
+	t.Parallel()
+	c := cluster.Start(t, cluster.Options{})
+	c.AddNode(t, cluster.GPUNode{Name: "cp-1"})
+	c.AddNode(t, cluster.GPUNode{Name: "gpu-1", GPUs: 8, Labels: map[string]string{"gpukit.dev/ingress": "true"}})
+	c.AddNode(t, cluster.GPUNode{Name: "gpu-2", GPUs: 8})
+	dir := t.TempDir()
+	inv := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(inv, []byte(`apiVersion: gpukit.dev/v1alpha1
+kind: Cluster
+metadata: {name: kf-test}
+spec:
+  orchestrator: kubernetes
+  mirrors: {charts: "`+charts+`"}
+  hosts:
+    - {name: cp-1, address: 10.0.0.1, roles: [control-plane]}
+    - {name: gpu-1, address: 10.0.0.11, roles: [worker, ingress]}
+    - {name: gpu-2, address: 10.0.0.12, roles: [worker]}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	creds := filepath.Join(dir, "kf-test.credentials")
+	args := []string{"-i", inv, "--kubeconfig", c.Kubeconfig, "--version", "v1.10.2",
+		"--manifests", filepath.Join(kf, "manifests-v1.10.2.tar.gz"), "--credentials-out", creds, "--log-dir", filepath.Join(dir, "logs")}
+
+	code, evs, out := deploy(t, append(args, "--dry-run")...)
+	var planned []string
+	for _, e := range evs {
+		if e.Type == "planned" {
+			planned = append(planned, e.Phase+": "+e.Step)
+		}
+	}
+	want := []string{"platform/storage: install local-path-provisioner 0.0.37", "platform/ingress: install traefik 41.3.0",
+		"platform/monitoring: generate Grafana's admin login", "platform/monitoring: install kube-prometheus-stack 88.5.3",
+		"platform/gpu-metrics: install dcgm-exporter 4.8.2", "kubeflow/manifests: apply Kubeflow v1.10.2"}
+	if code != 0 || strings.Join(planned, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("dry-run: exit %d, planned\n%s\nwant\n%s\n%s", code, strings.Join(planned, "\n"), strings.Join(want, "\n"), tail(out))
+	}
+	if got, _ := c.TryKubectl("get", "namespaces", "-o", "name"); strings.Contains(got, "monitoring") || strings.Contains(got, "kubeflow") {
+		t.Fatalf("the plan created namespaces:\n%s", got)
+	}
+
+	code, evs, out = deploy(t, args...)
+	if code != 0 || lastHosts(evs) != `{"Changed":1,"Unchanged":0,"Failed":0}` {
+		t.Fatalf("deploy: exit %d, %s\n%s", code, lastHosts(evs), tail(out))
+	}
+	// Grafana's password: in the 0600 file, in no event.
+	st, err := os.Stat(creds)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("credentials file: %v %v", st, err)
+	}
+	b, _ := os.ReadFile(creds)
+	fields := strings.Fields(string(b))
+	if len(fields) != 5 || fields[0] != "Grafana" || len(fields[4]) != 32 {
+		t.Fatalf("credentials: %q", b)
+	}
+	pw := fields[4]
+	if strings.Contains(out, pw) {
+		t.Error("Grafana's password is in the output")
+	}
+	if got := c.Kubectl(t, "-n", "monitoring", "get", "secret", "gpukit-grafana-admin", "-o", "jsonpath={.data.admin-password}"); got == "" {
+		t.Error("no Grafana admin secret")
+	}
+	filepath.Walk(filepath.Join(dir, "logs"), func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(pw)) {
+				t.Errorf("%s holds Grafana's password", p)
+			}
+		}
+		return nil
+	})
+
+	// The default StorageClass; Traefik on the ingress host; its CRDs and
+	// the monitoring stack's applied by gpukit, server-side.
+	if got := c.Kubectl(t, "get", "storageclass", "local-path", "-o", `jsonpath={.metadata.annotations.storageclass\.kubernetes\.io/is-default-class}`); got != "true" {
+		t.Errorf("local-path default: %q", got)
+	}
+	if got := c.Kubectl(t, "-n", "traefik", "get", "daemonset", "traefik", "-o", `jsonpath={.spec.template.spec.nodeSelector.gpukit\.dev/ingress} {.spec.template.spec.containers[0].ports[*].hostPort} {.status.numberReady}`); got != "true 80 443 1" {
+		t.Errorf("traefik daemonset: %q", got)
+	}
+	if got := c.Kubectl(t, "get", "ingressclass", "traefik", "-o", `jsonpath={.metadata.annotations.ingressclass\.kubernetes\.io/is-default-class}`); got != "true" {
+		t.Errorf("traefik ingress class default: %q", got)
+	}
+	for _, crd := range []string{"ingressroutes.traefik.io", "servicemonitors.monitoring.coreos.com", "prometheuses.monitoring.coreos.com"} {
+		if got := c.Kubectl(t, "get", "crd", crd, "-o", `jsonpath={.metadata.managedFields[*].manager}`); !strings.Contains(got, "gpukit") {
+			t.Errorf("CRD %s managed by %q, not gpukit", crd, got)
+		}
+	}
+	// Prometheus selects the DCGM exporter's ServiceMonitor.
+	var prom struct {
+		Items []struct {
+			Spec struct {
+				ServiceMonitorSelector          struct{ MatchLabels map[string]string }
+				ServiceMonitorNamespaceSelector *struct{}
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(c.Kubectl(t, "-n", "monitoring", "get", "prometheus", "-o", "json")), &prom); err != nil || len(prom.Items) != 1 {
+		t.Fatalf("prometheus: %v %+v", err, prom)
+	}
+	var sm struct{ Metadata struct{ Labels map[string]string } }
+	if err := json.Unmarshal([]byte(c.Kubectl(t, "-n", "monitoring", "get", "servicemonitor", "dcgm-exporter", "-o", "json")), &sm); err != nil {
+		t.Fatal(err)
+	}
+	sel := prom.Items[0].Spec.ServiceMonitorSelector.MatchLabels
+	if len(sel) == 0 {
+		t.Errorf("Prometheus selects every ServiceMonitor: %+v", prom.Items[0].Spec)
+	}
+	for k, v := range sel {
+		if sm.Metadata.Labels[k] != v {
+			t.Errorf("Prometheus selects %v; the DCGM exporter's ServiceMonitor has %v", sel, sm.Metadata.Labels)
+		}
+	}
+	if got := c.Kubectl(t, "-n", "monitoring", "get", "daemonset", "dcgm-exporter", "-o", `jsonpath={.spec.template.spec.nodeSelector.nvidia\.com/gpu\.present} {.status.desiredNumberScheduled}`); got != "true 2" {
+		t.Errorf("dcgm-exporter daemonset: %q", got)
+	}
+	// Kubeflow: the user's profile by its real name, every webhook configuration.
+	if got := c.Kubectl(t, "get", "profiles", "-o", "name"); got != "profile.kubeflow.org/kubeflow-user-example-com" {
+		t.Errorf("profiles: %q", got)
+	}
+	if got := strings.Fields(c.Kubectl(t, "get", "validatingwebhookconfigurations,mutatingwebhookconfigurations", "-o", "name")); len(got) < 25 {
+		t.Errorf("%d webhook configurations", len(got))
+	}
+
+	code, evs, out = deploy(t, args...)
+	if code != 0 || lastHosts(evs) != `{"Changed":0,"Unchanged":1,"Failed":0}` {
+		t.Errorf("second deploy: exit %d, %s\n%s", code, lastHosts(evs), tail(out))
+	}
+	if _, err := os.Stat(creds); err != nil {
+		t.Error(err)
+	}
+	if strings.Contains(out, pw) {
+		t.Error("the second run shows Grafana's password")
+	}
+}
+
+func tail(s string) string {
+	if len(s) > 6000 {
+		return "..." + s[len(s)-6000:]
+	}
+	return s
+}

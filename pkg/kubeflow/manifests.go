@@ -1,0 +1,138 @@
+package kubeflow
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// Manifests says where a Kubeflow release's manifests come from.
+type Manifests struct {
+	// Version is the kubeflow/manifests tag (inventory spec.kubeflow.version).
+	Version string
+	// Source is a tarball or directory of the tag's tree (--manifests);
+	// "" downloads the tag's archive from GitHub.
+	Source string
+	// RemoteBases is the bundle of the remote bases the release's example
+	// references, laid out by URL (--remote-bases; a tarball or directory).
+	RemoteBases string
+}
+
+// UpstreamArchive is the tag's source archive on GitHub.
+func UpstreamArchive(version string) string {
+	return "https://github.com/kubeflow/manifests/archive/refs/tags/" + version + ".tar.gz"
+}
+
+// Load builds the release's example, as the upstream installer does,
+// in-process: every object, refused when one holds an unresolved variable.
+func (m Manifests) Load(ctx context.Context) ([]*yaml.RNode, error) {
+	src := m.Source
+	if src == "" {
+		f, err := download(ctx, UpstreamArchive(m.Version))
+		if err != nil {
+			return nil, fmt.Errorf("kubeflow %s: %w (an air-gapped site gives the tag's tree with --manifests)", m.Version, err)
+		}
+		defer os.Remove(f)
+		src = f
+	}
+	mem, err := LoadTree(src, "/kf")
+	if err != nil {
+		return nil, err
+	}
+	root, err := manifestsRoot(mem, "/kf")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Source, err)
+	}
+	bundle := ""
+	if m.RemoteBases != "" {
+		if err := loadTreeInto(mem, m.RemoteBases, "/remote-bases"); err != nil {
+			return nil, err
+		}
+		bundle = "/remote-bases"
+	}
+	example := path.Join(root, "example")
+	if err := ResolveRemote(mem, example, bundle); err != nil {
+		return nil, err
+	}
+	return Build(mem, root, example)
+}
+
+// manifestsRoot is the directory of the tree that holds example/: the
+// tarball's top directory (manifests-26.03/ in GitHub's archives).
+func manifestsRoot(mem filesys.FileSystem, top string) (string, error) {
+	if kustomizationIn(mem, path.Join(top, "example")) != "" {
+		return top, nil
+	}
+	entries, err := mem.ReadDir(top)
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(entries)
+	for _, e := range entries {
+		dir := path.Join(top, e)
+		if mem.IsDir(dir) && kustomizationIn(mem, path.Join(dir, "example")) != "" {
+			return dir, nil
+		}
+	}
+	return "", fmt.Errorf("no example/kustomization.yaml at the top of the tree or one directory below: not a kubeflow/manifests tree")
+}
+
+// download saves url to a temporary file.
+func download(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.CreateTemp("", "gpukit-kubeflow-*.tar.gz")
+	if err != nil {
+		return "", err
+	}
+	_, err = io.Copy(f, io.LimitReader(resp.Body, maxTreeBytes))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// Summary counts objects per kind, for a plan: "CustomResourceDefinition 71, Deployment 58, ...".
+func Summary(objs []*yaml.RNode) string {
+	n := map[string]int{}
+	for _, o := range objs {
+		n[o.GetKind()]++
+	}
+	kinds := make([]string, 0, len(n))
+	for k := range n {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool {
+		if n[kinds[i]] != n[kinds[j]] {
+			return n[kinds[i]] > n[kinds[j]]
+		}
+		return kinds[i] < kinds[j]
+	})
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s %d", k, n[k])
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,123 @@
+package kubeflow
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/gpukit/gpukit/pkg/charts"
+	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/test/fixtures"
+	"github.com/gpukit/gpukit/test/golden"
+)
+
+// site is the platform of an inventory with spec and hosts; of a cluster
+// gpukit did not build (no inventory) when hosts is "".
+func site(t *testing.T, spec, hosts string) Site {
+	t.Helper()
+	if hosts == "" {
+		return Site{}
+	}
+	inv, err := inventory.Parse("cluster.yaml", []byte("apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: t}\nspec:\n  orchestrator: kubernetes\n"+spec+"  hosts:"+hosts+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return SiteOf(inv)
+}
+
+var siteCases = []struct {
+	name, spec, hosts string
+}{
+	{"ingress-host", "", `
+    - {name: cp-1, address: 10.0.0.1, roles: [control-plane]}
+    - {name: edge-1, address: 10.0.0.5, roles: [worker, ingress]}
+    - {name: gpu-1, address: 10.0.0.11, roles: [worker]}`},
+	// No ingress host: Traefik on the first control plane, whose address
+	// names the default domain.
+	{"control-plane-ingress", "  kubernetes: {containerd: {nvidiaRuntime: runtimeClass}}\n", `
+    - {name: cp-1, address: 10.0.0.1, roles: [control-plane]}
+    - {name: gpu-1, address: 10.0.0.11, roles: [worker]}`},
+	{"nfs-custom-domain", "  addons: {ingress: {domain: ml.example.com}, storage: {type: nfs, nfs: {server: 10.0.0.2, path: /export/k8s}}}\n", `
+    - {name: cp-1, address: 10.0.0.1, roles: [control-plane]}`},
+	{"all-off", "  addons: {ingress: {enabled: false}, monitoring: {enabled: false}, storage: {type: none}}\n", `
+    - {name: cp-1, address: 10.0.0.1, roles: [control-plane]}`},
+	// A cluster gpukit did not build: no hosts, Traefik behind the
+	// cluster's load balancer.
+	{"no-inventory", "", ""},
+}
+
+// The releases and their values for each kind of site, as golden files.
+func TestSiteReleases(t *testing.T) {
+	for _, tc := range siteCases {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := sigsyaml.Marshal(site(t, tc.spec, tc.hosts).Releases())
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden.Assert(t, filepath.Join("testdata", "releases", tc.name+".yaml"), b)
+		})
+	}
+}
+
+// Each release renders from the real chart (its values schema checks the
+// values), as the cluster will get it: Traefik a DaemonSet on the ingress
+// hosts' ports 80 and 443; local-path the default StorageClass; Grafana's
+// login from gpukit's secret; the DCGM exporter's ServiceMonitor labelled
+// for the monitoring release's Prometheus, its pods on the GPU nodes,
+// through RuntimeClass nvidia where that is how GPUs are reached.
+func TestReleasesRenderFromTheFixtureCharts(t *testing.T) {
+	src := charts.Source(fixtures.Dir(t, "charts"))
+	for _, tc := range siteCases[:2] {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := map[string]string{} // kind/name -> YAML
+			for _, r := range site(t, tc.spec, tc.hosts).Releases() {
+				ch, err := src.Load(context.Background(), r.Chart)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m, err := charts.Render(context.Background(), r, ch, "v1.37.2", "monitoring.coreos.com/v1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				nodes, err := kio.FromBytes([]byte(m))
+				if err != nil {
+					t.Fatalf("%s: %v", r.Name, err)
+				}
+				for _, n := range nodes {
+					objs[n.GetKind()+"/"+n.GetName()] = n.MustString()
+				}
+			}
+			has := func(key string, wants ...string) {
+				t.Helper()
+				y, ok := objs[key]
+				if !ok {
+					t.Errorf("no %s rendered", key)
+					return
+				}
+				for _, w := range wants {
+					if !strings.Contains(y, w) {
+						t.Errorf("%s lacks %q:\n%s", key, w, y)
+					}
+				}
+			}
+			selector := "gpukit.dev/ingress: \"true\""
+			if tc.name == "control-plane-ingress" {
+				selector = "kubernetes.io/hostname: cp-1"
+			}
+			has("DaemonSet/traefik", selector, "hostPort: 80", "hostPort: 443", "key: node-role.kubernetes.io/control-plane")
+			has("IngressClass/traefik", `ingressclass.kubernetes.io/is-default-class: "true"`)
+			has("StorageClass/local-path", `storageclass.kubernetes.io/is-default-class: "true"`)
+			has("Deployment/kube-prometheus-stack-grafana", "name: gpukit-grafana-admin", "key: admin-password")
+			has("ServiceMonitor/dcgm-exporter", "release: kube-prometheus-stack")
+			has("Prometheus/kube-prometheus-stack-prometheus", "serviceMonitorSelector:\n    matchLabels:\n      release: \"kube-prometheus-stack\"")
+			has("DaemonSet/dcgm-exporter", "nvidia.com/gpu.present: \"true\"")
+			if tc.name == "control-plane-ingress" {
+				has("DaemonSet/dcgm-exporter", "runtimeClassName: nvidia")
+			}
+		})
+	}
+}
