@@ -208,7 +208,6 @@ func writeCredentials(out ui.Output, path string, creds []kubeflow.Credential) e
 	return err
 }
 
-
 // clusterName is s as a cluster name: lowercase letters, digits and '-', at
 // most 63 characters ("kubernetes-admin@kind-kind" -> "kubernetes-admin-kind-kind").
 func clusterName(s string) string {

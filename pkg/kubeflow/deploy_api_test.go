@@ -25,7 +25,9 @@ type event struct {
 func deploy(t *testing.T, args ...string) (int, []event, string) {
 	t.Helper()
 	start := time.Now()
-	defer func() { t.Logf("gpukit kubeflow deploy %s: %s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond)) }()
+	defer func() {
+		t.Logf("gpukit kubeflow deploy %s: %s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
+	}()
 	var out, errb bytes.Buffer
 	code := cli.Execute(context.Background(), append([]string{"kubeflow", "deploy", "-o", "json"}, args...),
 		cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
@@ -163,7 +165,9 @@ spec:
 	if err := json.Unmarshal([]byte(c.Kubectl(t, "-n", "monitoring", "get", "prometheus", "-o", "json")), &prom); err != nil || len(prom.Items) != 1 {
 		t.Fatalf("prometheus: %v %+v", err, prom)
 	}
-	var sm struct{ Metadata struct{ Labels map[string]string } }
+	var sm struct {
+		Metadata struct{ Labels map[string]string }
+	}
 	if err := json.Unmarshal([]byte(c.Kubectl(t, "-n", "monitoring", "get", "servicemonitor", "dcgm-exporter", "-o", "json")), &sm); err != nil {
 		t.Fatal(err)
 	}

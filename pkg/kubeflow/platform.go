@@ -43,7 +43,7 @@ const labelHostname = "kubernetes.io/hostname"
 // Site is what the platform is deployed for: the inventory's addons, or
 // their defaults on a cluster gpukit did not build (--kubeconfig).
 type Site struct {
-	Addons   inventory.Addons
+	Addons inventory.Addons
 	// IngressSelector places Traefik on hosts whose ports 80 and 443 it
 	// takes (the address the ingress domain names); nil: a Deployment
 	// behind a LoadBalancer service, the cluster's own load balancer.
