@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
@@ -26,7 +27,7 @@ func newKubeflowCmd(s Streams) *cobra.Command {
 		Use:   "kubeflow",
 		Short: "Deploy the platform and Kubeflow on a Kubernetes cluster",
 	}
-	cmd.AddCommand(newKubeflowDeployCmd(s))
+	cmd.AddCommand(newKubeflowDeployCmd(s), newKubeflowStatusCmd(s))
 	return cmd
 }
 
@@ -108,9 +109,6 @@ func (o *kubeflowOptions) executeAPI(ctx context.Context, l *loaded, f flow.Flow
 }
 
 func (o *kubeflowOptions) run(cmd *cobra.Command, s Streams) error {
-	if o.inventory == "" && o.kubeconfig == "" {
-		return usage(errors.New("no cluster: pass -i FILE (the inventory of a cluster gpukit built) or --kubeconfig PATH"))
-	}
 	if o.version != "" && !slices.Contains(inventory.KubeflowVersions(), o.version) {
 		return usage(fmt.Errorf("--version %s: gpukit deploys %s", o.version, strings.Join(inventory.KubeflowVersions(), ", ")))
 	}
@@ -122,42 +120,15 @@ func (o *kubeflowOptions) run(cmd *cobra.Command, s Streams) error {
 			return usage(fmt.Errorf("%s %s: %w", p.flag, p.path, err))
 		}
 	}
-	l := &loaded{}
-	if o.inventory != "" {
-		var err error
-		if l, err = o.load(s); err != nil {
-			return err
-		}
-	} else {
-		out, err := decideOutput(s.Out, o.output)
-		if err != nil {
-			return err
-		}
-		l.out = out
-	}
-	fo := flow.KubeflowOptions{Version: o.version, Manifests: o.manifests, RemoteBases: o.remoteBases}
-	name := ""
-	if l.inv != nil {
-		name = l.inv.Cluster.Metadata.Name
-	}
-	if o.kubeconfig != "" {
-		raw, cluster, err := readKubeconfig(o.kubeconfig)
-		if err != nil {
-			return usage(err)
-		}
-		fo.Kubeconfig, fo.APIMachine = raw, clusterName(cluster)
-		name = cmp.Or(name, fo.APIMachine)
+	l, fo, name, err := o.prepare(s)
+	if err != nil {
+		return err
 	}
 	f, err := flow.NewKubeflowDeploy(l.inv, fo)
 	if err != nil {
 		return usage(err)
 	}
-	var sum *engine.Summary
-	if o.kubeconfig != "" {
-		sum, err = o.executeAPI(cmd.Context(), l, f.Flow)
-	} else {
-		sum, err = o.execute(cmd.Context(), s, l, f.Flow)
-	}
+	sum, err := o.executeFlow(cmd.Context(), s, l, f.Flow)
 	if sum == nil {
 		return err
 	}
@@ -168,6 +139,117 @@ func (o *kubeflowOptions) run(cmd *cobra.Command, s Streams) error {
 		}
 	}
 	return runError(err)
+}
+
+// prepare loads the inventory (when given) and the kubeconfig (when
+// given): bad input is a usage error and nothing is contacted. name is the
+// cluster's, for the files the command writes.
+func (o *kubeflowOptions) prepare(s Streams) (*loaded, flow.KubeflowOptions, string, error) {
+	fo := flow.KubeflowOptions{Version: o.version, Manifests: o.manifests, RemoteBases: o.remoteBases}
+	if o.inventory == "" && o.kubeconfig == "" {
+		return nil, fo, "", usage(errors.New("no cluster: pass -i FILE (the inventory of a cluster gpukit built) or --kubeconfig PATH"))
+	}
+	l := &loaded{}
+	if o.inventory != "" {
+		var err error
+		if l, err = o.load(s); err != nil {
+			return nil, fo, "", err
+		}
+	} else {
+		out, err := decideOutput(s.Out, o.output)
+		if err != nil {
+			return nil, fo, "", err
+		}
+		l.out = out
+	}
+	name := ""
+	if l.inv != nil {
+		name = l.inv.Cluster.Metadata.Name
+	}
+	if o.kubeconfig != "" {
+		raw, cluster, err := readKubeconfig(o.kubeconfig)
+		if err != nil {
+			return nil, fo, "", usage(err)
+		}
+		fo.Kubeconfig, fo.APIMachine = raw, clusterName(cluster)
+		name = cmp.Or(name, fo.APIMachine)
+	}
+	return l, fo, name, nil
+}
+
+// executeFlow runs f through the inventory's first control plane, or from
+// this machine with --kubeconfig.
+func (o *kubeflowOptions) executeFlow(ctx context.Context, s Streams, l *loaded, f flow.Flow) (*engine.Summary, error) {
+	if o.kubeconfig != "" {
+		return o.executeAPI(ctx, l, f)
+	}
+	return o.execute(ctx, s, l, f)
+}
+
+func newKubeflowStatusCmd(s Streams) *cobra.Command {
+	o := &kubeflowOptions{}
+	cmd := &cobra.Command{
+		Use:   "status (-i FILE | --kubeconfig PATH [-i FILE])",
+		Short: "Show the platform's releases, Kubeflow's readiness and the URLs",
+		Long: `Read, through the cluster's API, each platform release (the chart version deployed beside the
+one gpukit pins, and Helm's status), the Deployments gpukit applied for Kubeflow (Available of all,
+and those that are not) and the URLs of the web UIs. Nothing is changed. -o json prints the events,
+then one object: {"type":"kubeflow-status","releases":[...],"kubeflow":{...},"urls":[...]}.
+
+Exit code 0 when everything is deployed and Available, 1 when something is not, 2 on bad input.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, fo, _, err := o.prepare(s)
+			if err != nil {
+				return err
+			}
+			f, err := flow.NewKubeflowStatus(l.inv, fo)
+			if err != nil {
+				return usage(err)
+			}
+			sum, err := o.executeFlow(cmd.Context(), s, l, f.Flow)
+			st := f.Platform.ReadStatus()
+			if sum == nil || st == nil {
+				return runError(err)
+			}
+			if werr := writeKubeflowStatus(l.out, st); werr != nil {
+				return werr
+			}
+			if !st.Healthy() {
+				return errors.New("the platform is not healthy: see above")
+			}
+			return nil
+		},
+	}
+	o.addFlags(cmd.Flags())
+	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "reach the cluster with this kubeconfig from this machine, instead of through the inventory's first control plane")
+	return cmd
+}
+
+func writeKubeflowStatus(out ui.Output, st *kubeflow.Status) error {
+	if out.Format == ui.FormatJSON {
+		return json.NewEncoder(out.W).Encode(struct {
+			Type string `json:"type"`
+			*kubeflow.Status
+		}{"kubeflow-status", st})
+	}
+	w := tabwriter.NewWriter(out.W, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "\nRELEASE\tNAMESPACE\tCHART\tDEPLOYED\tPINNED\tSTATUS")
+	for _, r := range st.Releases {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Namespace, r.Chart, cmp.Or(r.Deployed, "-"), r.Want, r.Status)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	k := st.Kubeflow
+	fmt.Fprintf(out.W, "\nKubeflow: %d of %d Deployments Available\n", k.Available, k.Deployments)
+	for _, n := range k.NotAvailable {
+		fmt.Fprintf(out.W, "  not Available: %s\n", n)
+	}
+	for _, u := range st.URLs {
+		fmt.Fprintf(out.W, "%s\n", u)
+	}
+	return nil
 }
 
 // readKubeconfig reads a kubeconfig and names its current context's cluster.

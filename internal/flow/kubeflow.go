@@ -39,36 +39,56 @@ type KubeflowDeploy struct {
 // NewKubeflowDeploy builds the flow for the cluster of inv, or for the
 // cluster of o.Kubeconfig with every addon's defaults when inv is nil.
 func NewKubeflowDeploy(inv *inventory.Inventory, o KubeflowOptions) (*KubeflowDeploy, error) {
+	p, machines, err := platform(inv, o)
+	if err != nil {
+		return nil, err
+	}
+	return &KubeflowDeploy{Platform: p, Flow: Flow{
+		Name:     "gpukit kubeflow deploy",
+		Machines: machines,
+		// platform/storage      the default StorageClass (local-path, or nfs-subdir with the inventory's export)
+		// platform/ingress      Traefik: DaemonSet on the ingress hosts (ports 80, 443), the default IngressClass
+		// platform/monitoring   kube-prometheus-stack, Grafana's admin login generated
+		// platform/gpu-metrics  DCGM exporter on the GPU nodes, its ServiceMonitor selected by Prometheus
+		// kubeflow/manifests    Kubeflow's example built in-process, its login generated, applied server-side in dependency order
+		// platform/routes       Grafana, Kubeflow and TensorBoard on <name>.<domain> through Traefik, TLS
+		Phases: p.Phases(),
+	}}, nil
+}
+
+// NewKubeflowStatus is `gpukit kubeflow status`: the releases, Kubeflow's
+// Deployments and the URLs, read through the API; nothing changes.
+func NewKubeflowStatus(inv *inventory.Inventory, o KubeflowOptions) (*KubeflowDeploy, error) {
+	p, machines, err := platform(inv, o)
+	if err != nil {
+		return nil, err
+	}
+	return &KubeflowDeploy{Platform: p, Flow: Flow{
+		Name:     "gpukit kubeflow status",
+		Machines: machines,
+		Phases:   []engine.Phase{p.StatusPhase()}, // kubeflow/status  releases, Deployments, URLs
+	}}, nil
+}
+
+// platform is the platform of inv's cluster (nil: o.Kubeconfig's, every
+// addon at its default) and the one machine the API is reached from.
+func platform(inv *inventory.Inventory, o KubeflowOptions) (*kubeflow.Platform, []inventory.Machine, error) {
 	site, version := kubeflow.Site{}, inventory.DefaultKubeflowVersion
 	if inv != nil {
 		if inv.Cluster.Spec.Orchestrator != inventory.Kubernetes {
-			return nil, fmt.Errorf("spec.orchestrator is %s: the platform and Kubeflow run on Kubernetes", inv.Cluster.Spec.Orchestrator)
+			return nil, nil, fmt.Errorf("spec.orchestrator is %s: the platform and Kubeflow run on Kubernetes", inv.Cluster.Spec.Orchestrator)
 		}
 		site, version = kubeflow.SiteOf(inv), inv.Cluster.Spec.Kubeflow.Version
 	}
 	m := &kubeflow.Manifests{Version: cmp.Or(o.Version, version), Source: o.Manifests, RemoteBases: o.RemoteBases}
 	first := func(hosts []*engine.Host) []*engine.Host { return hosts[:1] }
-	// platform/storage      the default StorageClass (local-path, or nfs-subdir with the inventory's export)
-	// platform/ingress      Traefik: DaemonSet on the ingress hosts (ports 80, 443), the default IngressClass
-	// platform/monitoring   kube-prometheus-stack, Grafana's admin login generated
-	// platform/gpu-metrics  DCGM exporter on the GPU nodes, its ServiceMonitor selected by Prometheus
-	// kubeflow/manifests    Kubeflow's example built in-process, applied server-side in dependency order
 	if o.Kubeconfig != nil {
-		p := kubeflow.New(site, &kubeflow.KubeconfigAPI{Kubeconfig: o.Kubeconfig}, first, m)
-		return &KubeflowDeploy{Platform: p, Flow: Flow{
-			Name:     "gpukit kubeflow deploy",
-			Machines: []inventory.Machine{{Name: o.APIMachine, Address: "127.0.0.1"}},
-			Phases:   p.Phases(),
-		}}, nil
+		return kubeflow.New(site, &kubeflow.KubeconfigAPI{Kubeconfig: o.Kubeconfig}, first, m),
+			[]inventory.Machine{{Name: o.APIMachine, Address: "127.0.0.1"}}, nil
 	}
 	cp, ok := kubeadm.FirstControlPlane(inv)
 	if !ok {
-		return nil, fmt.Errorf("the inventory has no control plane to reach the cluster through")
+		return nil, nil, fmt.Errorf("the inventory has no control plane to reach the cluster through")
 	}
-	p := kubeflow.New(site, kubeadm.New(inv), first, m)
-	return &KubeflowDeploy{Platform: p, Flow: Flow{
-		Name:     "gpukit kubeflow deploy",
-		Machines: []inventory.Machine{cp},
-		Phases:   p.Phases(),
-	}}, nil
+	return kubeflow.New(site, kubeadm.New(inv), first, m), []inventory.Machine{cp}, nil
 }

@@ -303,3 +303,28 @@ func Render(ctx context.Context, r Release, ch *chart.Chart, kubeVersion string,
 	}
 	return out, nil
 }
+
+// Deployed is r's release as the cluster has it: the chart version and
+// Helm's status ("deployed", "failed", ...); "" and "not installed" when
+// there is none.
+func (c *Client) Deployed(r Release) (version, status string, err error) {
+	cfg, err := c.action(r.Namespace)
+	if err != nil {
+		return "", "", err
+	}
+	rel, err := action.NewGet(cfg).Run(r.Name)
+	switch {
+	case errors.Is(err, driver.ErrReleaseNotFound):
+		return "", "not installed", nil
+	case err != nil:
+		return "", "", fmt.Errorf("release %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	if rel.Chart != nil && rel.Chart.Metadata != nil {
+		version = rel.Chart.Metadata.Version
+	}
+	status = "unknown"
+	if rel.Info != nil {
+		status = rel.Info.Status.String()
+	}
+	return version, status, nil
+}

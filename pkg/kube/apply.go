@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -153,50 +154,146 @@ type applier struct {
 	o      ApplyOptions
 	mu     sync.Mutex
 	res    ApplyResult
+	// hookDeadline: see webhookDeadline
+	hookDeadline time.Time
 }
 
 func (a *applier) applyAll(ctx context.Context, objs []*unstructured.Unstructured) error {
 	var (
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, a.o.Parallel)
-		mu   sync.Mutex
-		errs []error
+		wg      sync.WaitGroup
+		sem     = make(chan struct{}, a.o.Parallel)
+		mu      sync.Mutex
+		errs    []error
+		blocked = map[string][]string{} // webhook -> the objects it refused
 	)
 	for _, u := range objs {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			if err := a.applyOne(ctx, u); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("%s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err))
-				mu.Unlock()
+			err := a.applyOne(ctx, u)
+			if err == nil {
+				return
 			}
+			key := u.GetKind() + " " + u.GetNamespace() + "/" + u.GetName()
+			mu.Lock()
+			defer mu.Unlock()
+			if hook := webhookOf(err); hook != "" {
+				blocked[hook] = append(blocked[hook], key)
+				return
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", key, err))
 		})
 	}
 	wg.Wait()
+	n := len(errs)
+	for hook, keys := range blocked {
+		sort.Strings(keys)
+		n += len(keys)
+		who, backend := a.describeWebhook(ctx, hook)
+		errs = append(errs, fmt.Errorf("%s did not answer within %s (%s): it blocks %d object(s): %s", who, a.o.Timeout, backend, len(keys), strings.Join(keys, ", ")))
+	}
 	if len(errs) > 0 {
 		sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
-		return fmt.Errorf("%d object(s) failed: %w", len(errs), errors.Join(errs...))
+		return fmt.Errorf("%d object(s) failed: %w", n, errors.Join(errs...))
 	}
 	return nil
 }
 
-// applyOne applies u, retrying it alone on errors a retry can mend.
+// applyOne applies u, retrying it alone on errors a retry can mend, and
+// for up to the timeout while a webhook does not answer (its backend may
+// be starting).
 func (a *applier) applyOne(ctx context.Context, u *unstructured.Unstructured) error {
 	var err error
-	for try := 0; try < 4; try++ {
+	for try := 0; ; try++ {
 		if try > 0 {
+			wait := time.Duration(try) * time.Second
+			if webhookOf(err) != "" {
+				wait = 3 * time.Second
+			}
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-time.After(time.Duration(try) * time.Second):
+			case <-time.After(wait):
 			}
 		}
-		if err = a.apply(ctx, u); err == nil || !retryable(err) {
+		if err = a.apply(ctx, u); err == nil {
+			return nil
+		}
+		switch {
+		case webhookOf(err) != "":
+			if time.Now().After(a.webhookDeadline()) {
+				return err
+			}
+		case !retryable(err) || try >= 3:
 			return err
 		}
 	}
-	return err
+}
+
+// webhookDeadline is when objects stop waiting for webhooks that do not
+// answer: one timeout after the first such refusal, for all objects of the
+// run together (hundreds of objects each waiting a timeout would be hours).
+func (a *applier) webhookDeadline() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.hookDeadline.IsZero() {
+		a.hookDeadline = time.Now().Add(a.o.Timeout)
+	}
+	return a.hookDeadline
+}
+
+var webhookFailure = regexp.MustCompile(`failed calling webhook "([^"]+)"`)
+
+// webhookOf is the webhook the API server could not call for err ("" for
+// another error).
+func webhookOf(err error) string {
+	if err == nil {
+		return ""
+	}
+	if m := webhookFailure.FindStringSubmatch(err.Error()); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// describeWebhook names a webhook, its configuration and its service, and
+// says why its backend does not answer, as far as the API tells.
+func (a *applier) describeWebhook(ctx context.Context, hook string) (who, backend string) {
+	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
+		gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: strings.ToLower(kind) + "s"}
+		list, err := a.dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue
+		}
+		for _, c := range list.Items {
+			webhooks, _, _ := unstructured.NestedSlice(c.Object, "webhooks")
+			for _, w := range webhooks {
+				wm, _ := w.(map[string]any)
+				if wm["name"] != hook {
+					continue
+				}
+				ns, _, _ := unstructured.NestedString(wm, "clientConfig", "service", "namespace")
+				svc, _, _ := unstructured.NestedString(wm, "clientConfig", "service", "name")
+				if svc == "" {
+					url, _, _ := unstructured.NestedString(wm, "clientConfig", "url")
+					return fmt.Sprintf("webhook %s (%s %s, URL %s)", hook, kind, c.GetName(), url), "a server outside the cluster"
+				}
+				who = fmt.Sprintf("webhook %s (%s %s, service %s/%s)", hook, kind, c.GetName(), ns, svc)
+				ready, why, held, err := a.backendAvailable(ctx, ns, svc)
+				switch {
+				case err != nil:
+					return who, err.Error()
+				case ready:
+					return who, "its Deployment is Available: the server itself does not answer"
+				}
+				for _, dep := range held {
+					why += "; " + dep.GetName() + ": " + a.whyNotAvailable(ctx, dep)
+				}
+				return who, why
+			}
+		}
+	}
+	return "webhook " + hook, "no webhook configuration names it any more"
 }
 
 func retryable(err error) bool {

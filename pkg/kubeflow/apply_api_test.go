@@ -15,21 +15,20 @@ import (
 	"github.com/gpukit/gpukit/test/fixtures"
 )
 
-// Kubeflow v1.10.2's example applied to a real API server with kwok nodes,
-// in one pass, no retry loop: every object created, every CRD Established
-// before the custom resources, the webhook configurations last, after
-// their backend Deployments are Available (kwok runs their pods: no image
-// is pulled, no webhook server answers, so the control plane runs with
-// webhook admission off); a second apply changes no object.
+// Kubeflow 26.03's example, its remote bases from the bundle of
+// ../shared/fixtures/kubeflow/remote-bases, applied to a real API server
+// with kwok nodes in one pass, no retry loop: every object created, every
+// CRD Established before the custom resources, the webhook configurations
+// last, after their backend Deployments are Available (kwok runs their
+// pods: no image is pulled, no webhook server answers, so the control
+// plane runs with webhook admission off); a second apply changes no
+// object. (v1.10.2 goes through gpukit kubeflow deploy: deploy_api_test.go.)
 func TestApplyKubeflowOnARealAPIServer(t *testing.T) {
 	cluster.Require(t)
 	dir := fixtures.Dir(t, "kubeflow")
 	t.Parallel()
-	mem, err := LoadTree(filepath.Join(dir, "manifests-v1.10.2.tar.gz"), "/kf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := Build(mem, "/kf/manifests", "/kf/manifests/example")
+	objs, err := Manifests{Version: "26.03", Source: filepath.Join(dir, "manifests-26.03.tar.gz"),
+		RemoteBases: filepath.Join(dir, "remote-bases", "kubeflow-26.03-remote-bases.tar.gz")}.Load(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,12 +4,18 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/gpukit/gpukit/internal/cli"
 	"github.com/gpukit/gpukit/test/cluster"
@@ -26,7 +32,11 @@ func deploy(t *testing.T, args ...string) (int, []event, string) {
 	t.Helper()
 	start := time.Now()
 	defer func() {
-		t.Logf("gpukit kubeflow deploy %s: %s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
+		mode := "deploy"
+		if slices.Contains(args, "--dry-run") {
+			mode = "dry-run"
+		}
+		t.Logf("gpukit kubeflow deploy (%s): %s", mode, time.Since(start).Round(time.Millisecond))
 	}()
 	var out, errb bytes.Buffer
 	code := cli.Execute(context.Background(), append([]string{"kubeflow", "deploy", "-o", "json"}, args...),
@@ -60,7 +70,8 @@ func lastHosts(evs []event) string {
 // real chart archives of ../shared/fixtures/charts, the CRDs of Traefik
 // and of the monitoring stack applied server-side by gpukit; Prometheus
 // selects the exporter's ServiceMonitor; Grafana's admin password is
-// generated, written 0600 and never in the events; Kubeflow v1.10.2 is
+// generated, written 0600 and never in the events, and so is Kubeflow's
+// (Dex's hash of it replaces the release's well-known 12341234); Kubeflow v1.10.2 is
 // applied completely; a second deploy changes nothing.
 func TestKubeflowDeployOnARealAPIServer(t *testing.T) {
 	cluster.Require(t)
@@ -99,7 +110,8 @@ spec:
 	}
 	want := []string{"platform/storage: install local-path-provisioner 0.0.37", "platform/ingress: install traefik 41.3.0",
 		"platform/monitoring: generate Grafana's admin login", "platform/monitoring: install kube-prometheus-stack 88.5.3",
-		"platform/gpu-metrics: install dcgm-exporter 4.8.2", "kubeflow/manifests: apply Kubeflow v1.10.2"}
+		"platform/gpu-metrics: install dcgm-exporter 4.8.2", "kubeflow/manifests: generate Kubeflow's login", "kubeflow/manifests: apply Kubeflow v1.10.2",
+		"platform/routes: publish the routes"}
 	if code != 0 || strings.Join(planned, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("dry-run: exit %d, planned\n%s\nwant\n%s\n%s", code, strings.Join(planned, "\n"), strings.Join(want, "\n"), tail(out))
 	}
@@ -117,21 +129,36 @@ spec:
 		t.Fatalf("credentials file: %v %v", st, err)
 	}
 	b, _ := os.ReadFile(creds)
-	fields := strings.Fields(string(b))
-	if len(fields) != 5 || fields[0] != "Grafana" || len(fields[4]) != 32 {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	logins := map[string][]string{}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) == 5 && len(f[4]) == 32 {
+			logins[f[0]] = f
+		}
+	}
+	if len(lines) != 2 || logins["Grafana"] == nil || logins["Kubeflow"] == nil || logins["Kubeflow"][2] != "user@example.com" {
 		t.Fatalf("credentials: %q", b)
 	}
-	pw := fields[4]
-	if strings.Contains(out, pw) {
-		t.Error("Grafana's password is in the output")
+	pw, kfpw := logins["Grafana"][4], logins["Kubeflow"][4]
+	for _, p := range []string{pw, kfpw} {
+		if strings.Contains(out, p) {
+			t.Error("a generated password is in the output")
+		}
+	}
+	// Dex runs the generated password, not the release's 12341234.
+	hash := c.Kubectl(t, "-n", "auth", "get", "secret", "dex-passwords", "-o", "jsonpath={.data.DEX_USER_PASSWORD}")
+	h, _ := base64.StdEncoding.DecodeString(hash)
+	if bcrypt.CompareHashAndPassword(h, []byte(kfpw)) != nil || bcrypt.CompareHashAndPassword(h, []byte("12341234")) == nil {
+		t.Errorf("Dex's password hash %q is not the generated password's", h)
 	}
 	if got := c.Kubectl(t, "-n", "monitoring", "get", "secret", "gpukit-grafana-admin", "-o", "jsonpath={.data.admin-password}"); got == "" {
 		t.Error("no Grafana admin secret")
 	}
 	filepath.Walk(filepath.Join(dir, "logs"), func(p string, info os.FileInfo, err error) error {
 		if err == nil && !info.IsDir() {
-			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(pw)) {
-				t.Errorf("%s holds Grafana's password", p)
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(pw)) || bytes.Contains(b, []byte(kfpw)) {
+				t.Errorf("%s holds a generated password", p)
 			}
 		}
 		return nil
@@ -191,6 +218,59 @@ spec:
 		t.Errorf("%d webhook configurations", len(got))
 	}
 
+	// The web UIs through Traefik, under the ingress host's nip.io domain,
+	// with TLS from a self-signed certificate of that domain.
+	if got := c.Kubectl(t, "get", "ingress", "-A", "-o", `jsonpath={range .items[*]}{.metadata.namespace}/{.spec.rules[0].host}>{.spec.rules[0].http.paths[0].backend.service.name} {end}`); got != "istio-system/kubeflow.10.0.0.11.nip.io>istio-ingressgateway istio-system/tensorboard.10.0.0.11.nip.io>istio-ingressgateway monitoring/grafana.10.0.0.11.nip.io>kube-prometheus-stack-grafana" {
+		t.Errorf("ingresses: %q", got)
+	}
+	if got := c.Kubectl(t, "-n", "traefik", "get", "tlsstore", "default", "-o", "jsonpath={.spec.defaultCertificate.secretName}"); got != "gpukit-ingress-tls" {
+		t.Errorf("TLS store: %q", got)
+	}
+	crt, _ := base64.StdEncoding.DecodeString(c.Kubectl(t, "-n", "traefik", "get", "secret", "gpukit-ingress-tls", "-o", `jsonpath={.data.tls\.crt}`))
+	if blk, _ := pem.Decode(crt); blk == nil {
+		t.Error("no certificate in gpukit-ingress-tls")
+	} else if cert, err := x509.ParseCertificate(blk.Bytes); err != nil || cert.VerifyHostname("kubeflow.10.0.0.11.nip.io") != nil {
+		t.Errorf("the certificate does not name kubeflow.10.0.0.11.nip.io: %v %v", err, cert.DNSNames)
+	}
+
+	// gpukit kubeflow status: every release at its pinned version; the
+	// Deployments whose pods claim volumes wait for them (kwok runs no
+	// provisioner: their claims stay Pending), every other is Available.
+	var sout, serr bytes.Buffer
+	code = cli.Execute(context.Background(), []string{"kubeflow", "status", "-o", "json", "-i", inv, "--kubeconfig", c.Kubeconfig, "--log-dir", filepath.Join(dir, "logs")},
+		cli.Streams{In: strings.NewReader(""), Out: &sout, Err: &serr})
+	lines = strings.Split(strings.TrimSpace(sout.String()), "\n")
+	var ks struct {
+		Type     string
+		Releases []struct{ Name, Want, Deployed, Status string }
+		Kubeflow struct {
+			Deployments, Available int
+			NotAvailable           []string
+		}
+		URLs []string
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &ks); err != nil || ks.Type != "kubeflow-status" {
+		t.Fatalf("status: exit %d %v\n%s%s", code, err, sout.String(), serr.String())
+	}
+	for _, r := range ks.Releases {
+		if r.Status != "deployed" || r.Deployed != r.Want {
+			t.Errorf("status: release %+v", r)
+		}
+	}
+	if len(ks.Releases) != 4 || ks.Kubeflow.Deployments != 47 || len(ks.URLs) != 3 || ks.URLs[1] != "https://kubeflow.10.0.0.11.nip.io/" {
+		t.Errorf("status: %+v", ks)
+	}
+	for _, d := range ks.Kubeflow.NotAvailable {
+		ns, name, _ := strings.Cut(d, "/")
+		if claims := c.Kubectl(t, "-n", ns, "get", "deployment", name, "-o", "jsonpath={.spec.template.spec.volumes[*].persistentVolumeClaim.claimName}"); claims == "" {
+			t.Errorf("status: %s is not Available and claims no volume", d)
+		}
+	}
+	if want := 1; len(ks.Kubeflow.NotAvailable) > 0 && code != want || len(ks.Kubeflow.NotAvailable) == 0 && code != 0 {
+		t.Errorf("status exit %d with %d not Available", code, len(ks.Kubeflow.NotAvailable))
+	}
+	t.Logf("status: %d of %d Kubeflow Deployments Available; waiting for volumes: %v", ks.Kubeflow.Available, ks.Kubeflow.Deployments, ks.Kubeflow.NotAvailable)
+
 	code, evs, out = deploy(t, args...)
 	if code != 0 || lastHosts(evs) != `{"Changed":0,"Unchanged":1,"Failed":0}` {
 		t.Errorf("second deploy: exit %d, %s\n%s", code, lastHosts(evs), tail(out))
@@ -198,8 +278,8 @@ spec:
 	if _, err := os.Stat(creds); err != nil {
 		t.Error(err)
 	}
-	if strings.Contains(out, pw) {
-		t.Error("the second run shows Grafana's password")
+	if strings.Contains(out, pw) || strings.Contains(out, kfpw) {
+		t.Error("the second run shows a password")
 	}
 }
 

@@ -52,6 +52,7 @@ type Platform struct {
 	objs    []*yaml.RNode
 	applied kube.ApplyResult
 	creds   []Credential
+	status  *Status
 }
 
 // Credential is a login gpukit generated, for the operator to keep: shown
@@ -112,6 +113,7 @@ func (p *Platform) Phases() []engine.Phase {
 		monitoring,
 		release(PhaseGPUMetrics, "Install NVIDIA's DCGM exporter, scraped by Prometheus", DCGMChart.Name),
 		&manifestsPhase{p: p},
+		&routesPhase{p: p, routes: p.site.Routes(p.manifests != nil)},
 	}
 }
 
@@ -205,8 +207,9 @@ func ensureNamespace(ctx context.Context, cs kubernetes.Interface, name string, 
 // server-side in dependency order (kube.Apply); skipped when a
 // server-side dry-run of it changes nothing.
 type manifestsPhase struct {
-	p   *Platform
-	why string
+	p         *Platform
+	why       string
+	saveLogin func(context.Context) error
 }
 
 func (m *manifestsPhase) Name() string { return PhaseManifests }
@@ -232,6 +235,9 @@ func (m *manifestsPhase) objects(ctx context.Context, h *engine.Host) ([]*yaml.R
 			return nil, err
 		}
 		h.Logf("%s: Kubeflow %s built in %s: %d objects (%s)", PhaseManifests, m.p.manifests.Version, time.Since(start).Round(time.Millisecond), len(objs), Summary(objs))
+		if m.saveLogin, err = m.p.login(ctx, h, objs); err != nil {
+			return nil, fmt.Errorf("Kubeflow %s's default login: %w", m.p.manifests.Version, err)
+		}
 		m.p.objs = objs
 	}
 	return m.p.objs, nil
@@ -254,7 +260,7 @@ func (m *manifestsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, s
 	if err != nil {
 		return false, "", fmt.Errorf("server-side dry-run of Kubeflow %s: %w", m.p.manifests.Version, err)
 	}
-	if res.Created+res.Changed == 0 {
+	if res.Created+res.Changed == 0 && m.saveLogin == nil {
 		return false, fmt.Sprintf("Kubeflow %s: %d objects applied as built", m.p.manifests.Version, res.Unchanged), nil
 	}
 	m.why = fmt.Sprintf("Kubeflow %s: %d of %d objects to create, %d to change (%s)", m.p.manifests.Version, res.Created, len(objs), res.Changed, Summary(objs))
@@ -266,6 +272,11 @@ func (m *manifestsPhase) Run(ctx context.Context, h *engine.Host) error {
 	objs, err := m.objects(ctx, h)
 	if err != nil {
 		return err
+	}
+	if m.saveLogin != nil {
+		if err := m.saveLogin(ctx); err != nil {
+			return err
+		}
 	}
 	return h.WriteAPI(ctx, "apply Kubeflow "+m.p.manifests.Version, "server-side apply (field manager "+kube.FieldManager+"): "+m.why, func(ctx context.Context) error {
 		c, err := m.p.api.Helm(ctx, h)

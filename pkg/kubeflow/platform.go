@@ -127,6 +127,8 @@ func (s Site) storage() (charts.Release, bool) {
 func (s Site) traefik() charts.Release {
 	v := map[string]any{
 		"ingressClass": map[string]any{"enabled": true, "isDefaultClass": true},
+		// Kubeflow's web apps set Secure cookies: HTTP is sent to HTTPS.
+		"ports": map[string]any{"web": map[string]any{"http": map[string]any{"redirections": map[string]any{"entryPoint": map[string]any{"to": "websecure", "scheme": "https", "permanent": true}}}}},
 		// Routes in any namespace may use the TLS store's certificate.
 		"providers": map[string]any{"kubernetesIngress": map[string]any{"enabled": true}, "kubernetesCRD": map[string]any{"enabled": true}},
 	}
@@ -134,7 +136,9 @@ func (s Site) traefik() charts.Release {
 		v["deployment"] = map[string]any{"kind": "DaemonSet"}
 		v["nodeSelector"] = s.IngressSelector
 		v["tolerations"] = []any{map[string]any{"key": kubeadm.ControlPlaneTaint.Key, "operator": "Exists", "effect": kubeadm.ControlPlaneTaint.Effect}}
-		v["ports"] = map[string]any{"web": map[string]any{"hostPort": 80}, "websecure": map[string]any{"hostPort": 443}}
+		ports := v["ports"].(map[string]any)
+		ports["web"].(map[string]any)["hostPort"] = 80
+		ports["websecure"] = map[string]any{"hostPort": 443}
 		v["service"] = map[string]any{"spec": map[string]any{"type": "ClusterIP"}}
 		v["updateStrategy"] = map[string]any{"rollingUpdate": map[string]any{"maxUnavailable": 1, "maxSurge": 0}}
 	}

@@ -1,10 +1,13 @@
 package kubeflow
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -108,7 +111,7 @@ func TestReleasesRenderFromTheFixtureCharts(t *testing.T) {
 			if tc.name == "control-plane-ingress" {
 				selector = "kubernetes.io/hostname: cp-1"
 			}
-			has("DaemonSet/traefik", selector, "hostPort: 80", "hostPort: 443", "key: node-role.kubernetes.io/control-plane")
+			has("DaemonSet/traefik", selector, "hostPort: 80", "hostPort: 443", "key: node-role.kubernetes.io/control-plane", "--entryPoints.web.http.redirections.entryPoint.scheme=https")
 			has("IngressClass/traefik", `ingressclass.kubernetes.io/is-default-class: "true"`)
 			has("StorageClass/local-path", `storageclass.kubernetes.io/is-default-class: "true"`)
 			has("Deployment/kube-prometheus-stack-grafana", "name: gpukit-grafana-admin", "key: admin-password")
@@ -119,5 +122,48 @@ func TestReleasesRenderFromTheFixtureCharts(t *testing.T) {
 				has("DaemonSet/dcgm-exporter", "runtimeClassName: nvidia")
 			}
 		})
+	}
+}
+
+// The routes of each kind of site, rendered, as golden files.
+func TestRouteObjects(t *testing.T) {
+	for _, tc := range siteCases {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, err := RouteObjects(site(t, tc.spec, tc.hosts).Routes(true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := kio.StringAll(objs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden.AssertString(t, filepath.Join("testdata", "routes", tc.name+".yaml"), out)
+		})
+	}
+}
+
+// The self-signed certificate names the domain and every name under it; a
+// certificate is kept while it does and stays valid a month.
+func TestCertificate(t *testing.T) {
+	now := time.Now()
+	cert, key, err := certificate("10.0.0.5.nip.io", now)
+	if err != nil || !bytes.Contains(key, []byte("EC PRIVATE KEY")) {
+		t.Fatal(err)
+	}
+	if _, err := tls.X509KeyPair(cert, key); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		domain string
+		at     time.Time
+		want   bool
+	}{
+		{"10.0.0.5.nip.io", now, true},
+		{"10.0.0.6.nip.io", now, false},
+		{"10.0.0.5.nip.io", now.Add(2*365*24*time.Hour - 29*24*time.Hour), false},
+	} {
+		if got := covers(cert, tc.domain, tc.at); got != tc.want {
+			t.Errorf("covers(%s, %s) = %v", tc.domain, tc.at, got)
+		}
 	}
 }

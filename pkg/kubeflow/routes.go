@@ -1,0 +1,261 @@
+package kubeflow
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/kube"
+)
+
+// PhaseRoutes publishes the platform's web UIs through Traefik.
+const PhaseRoutes = "platform/routes"
+
+// TLSSecret is the ingress certificate: Traefik's default certificate (its
+// TLSStore "default"), so every route's TLS uses it.
+const TLSSecret = "gpukit-ingress-tls"
+
+// Route is one web UI on a host name under the ingress domain.
+type Route struct {
+	Host, Namespace, Service string
+	Port                     int
+}
+
+// Routes are the web UIs of what the site deploys: Grafana with the
+// monitoring stack; Kubeflow's dashboard and its TensorBoards through
+// Kubeflow's Istio gateway (the web apps are behind its authentication;
+// they need HTTPS: their cookies are Secure).
+func (s Site) Routes(kubeflow bool) []Route {
+	d := s.Addons.Ingress.Domain
+	if !on(s.Addons.Ingress.Enabled) || d == "" {
+		return nil
+	}
+	var out []Route
+	if on(s.Addons.Monitoring.Enabled) {
+		out = append(out, Route{"grafana." + d, MonitoringNamespace, GrafanaService, 80})
+	}
+	if kubeflow {
+		out = append(out, Route{"kubeflow." + d, "istio-system", "istio-ingressgateway", 80},
+			Route{"tensorboard." + d, "istio-system", "istio-ingressgateway", 80})
+	}
+	return out
+}
+
+// RouteObjects are the Ingress of each route (Traefik's, TLS on the
+// websecure entry point) and Traefik's default TLS store naming the
+// certificate; the certificate's Secret is made apart (it is kept).
+func RouteObjects(routes []Route) ([]*yaml.RNode, error) {
+	if len(routes) == 0 {
+		return nil, nil
+	}
+	docs := []any{map[string]any{
+		"apiVersion": "traefik.io/v1alpha1", "kind": "TLSStore",
+		"metadata": map[string]any{"name": "default", "namespace": IngressNamespace},
+		"spec":     map[string]any{"defaultCertificate": map[string]any{"secretName": TLSSecret}},
+	}}
+	for _, r := range routes {
+		docs = append(docs, map[string]any{
+			"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+			"metadata": map[string]any{"name": "gpukit-" + firstLabel(r.Host), "namespace": r.Namespace,
+				"annotations": map[string]any{"traefik.ingress.kubernetes.io/router.entrypoints": "websecure", "traefik.ingress.kubernetes.io/router.tls": "true"}},
+			"spec": map[string]any{
+				"ingressClassName": "traefik",
+				"tls":              []any{map[string]any{"hosts": []any{r.Host}}},
+				"rules": []any{map[string]any{"host": r.Host, "http": map[string]any{"paths": []any{map[string]any{
+					"path": "/", "pathType": "Prefix",
+					"backend": map[string]any{"service": map[string]any{"name": r.Service, "port": map[string]any{"number": r.Port}}},
+				}}}}},
+			},
+		})
+	}
+	var out []*yaml.RNode
+	for _, d := range docs {
+		b, err := sigsyaml.Marshal(d)
+		if err != nil {
+			return nil, err
+		}
+		n, err := kio.FromBytes(b)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n...)
+	}
+	return out, nil
+}
+
+func firstLabel(host string) string {
+	for i := range host {
+		if host[i] == '.' {
+			return host[:i]
+		}
+	}
+	return host
+}
+
+// certificate is a self-signed certificate for the domain and every name
+// under it (ECDSA P-256, two years), as PEM.
+func certificate(domain string, now time.Time) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "*." + domain, Organization: []string{"gpukit"}},
+		DNSNames:     []string{"*." + domain, domain},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(2 * 365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), nil
+}
+
+// covers: the PEM certificate names *.domain and is valid for 30 days more.
+func covers(certPEM []byte, domain string, now time.Time) bool {
+	b, _ := pem.Decode(certPEM)
+	if b == nil {
+		return false
+	}
+	c, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		return false
+	}
+	return slices.Contains(c.DNSNames, "*."+domain) && now.Add(30*24*time.Hour).Before(c.NotAfter)
+}
+
+// routesPhase applies the routes and the certificate: a self-signed one
+// made once (kept while it names the domain and stays valid a month), or
+// the operator's own, put in the same Secret without gpukit's
+// managed-by label: it is then left alone.
+type routesPhase struct {
+	p      *Platform
+	routes []Route
+	objs   []*yaml.RNode
+	why    string
+}
+
+func (r *routesPhase) Name() string { return PhaseRoutes }
+func (r *routesPhase) Title() string {
+	return "Publish Grafana and Kubeflow through Traefik with TLS"
+}
+
+func (r *routesPhase) Targets(hosts []*engine.Host) []*engine.Host {
+	if len(r.routes) == 0 {
+		return nil
+	}
+	return r.p.target(hosts)
+}
+
+// secret is the certificate's Secret as applied: the cluster's while it
+// covers the domain, else a new one.
+func (r *routesPhase) secret(ctx context.Context, h *engine.Host) (*yaml.RNode, bool, error) {
+	domain := r.p.site.Addons.Ingress.Domain
+	var cert, key []byte
+	fresh := true
+	if cs, err := r.p.clientset(ctx, h); err != nil {
+		return nil, false, err
+	} else if cs != nil {
+		s, err := cs.CoreV1().Secrets(IngressNamespace).Get(ctx, TLSSecret, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, false, err
+		case s.Labels["app.kubernetes.io/managed-by"] != "gpukit":
+			return nil, false, nil // the operator's own certificate
+		case covers(s.Data["tls.crt"], domain, time.Now()):
+			cert, key, fresh = s.Data["tls.crt"], s.Data["tls.key"], false
+		}
+	}
+	if fresh {
+		var err error
+		if cert, key, err = certificate(domain, time.Now()); err != nil {
+			return nil, false, err
+		}
+	}
+	b, err := sigsyaml.Marshal(map[string]any{
+		"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+		"metadata": map[string]any{"name": TLSSecret, "namespace": IngressNamespace, "labels": map[string]any{"app.kubernetes.io/managed-by": "gpukit"}},
+		"data":     map[string]any{"tls.crt": cert, "tls.key": key},
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	n, err := yaml.Parse(string(b))
+	return n, fresh, err
+}
+
+func (r *routesPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
+	objs, err := RouteObjects(r.routes)
+	if err != nil {
+		return false, "", err
+	}
+	sec, fresh, err := r.secret(ctx, h)
+	if err != nil {
+		return false, "", err
+	}
+	r.objs = objs
+	if sec != nil {
+		r.objs = append([]*yaml.RNode{sec}, objs...)
+	}
+	hosts := make([]string, len(r.routes))
+	for i, rt := range r.routes {
+		hosts[i] = "https://" + rt.Host
+	}
+	c, err := r.p.api.Helm(ctx, h)
+	if err != nil {
+		return false, "", err
+	}
+	if c == nil || fresh {
+		r.why = fmt.Sprintf("%v, a new self-signed certificate for *.%s", hosts, r.p.site.Addons.Ingress.Domain)
+		return true, "", nil
+	}
+	// A kept certificate is applied again only with the routes.
+	res, err := kube.Apply(ctx, c.Config(), objs, kube.ApplyOptions{DryRun: true})
+	if err != nil {
+		return false, "", err
+	}
+	if res.Created+res.Changed == 0 {
+		return false, fmt.Sprintf("routes %v as applied", hosts), nil
+	}
+	r.why = fmt.Sprintf("%v: %d to create, %d to change", hosts, res.Created, res.Changed)
+	return true, "", nil
+}
+
+func (r *routesPhase) Run(ctx context.Context, h *engine.Host) error {
+	return h.WriteAPI(ctx, "publish the routes", r.why, func(ctx context.Context) error {
+		c, err := r.p.api.Helm(ctx, h)
+		if err != nil {
+			return err
+		}
+		_, err = kube.Apply(ctx, c.Config(), r.objs, kube.ApplyOptions{Logf: h.Logf})
+		return err
+	})
+}
