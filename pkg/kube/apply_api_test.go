@@ -2,12 +2,10 @@ package kube_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 
 	"github.com/gpukit/gpukit/pkg/kube"
@@ -77,14 +75,7 @@ data: {k: v}
 	if err != nil {
 		t.Fatal(err)
 	}
-	kc, err := os.ReadFile(c.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := c.RESTConfig(t)
 	// The bound is the test's: Apply must return well before it.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

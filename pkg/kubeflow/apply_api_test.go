@@ -2,13 +2,10 @@ package kubeflow
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
-
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpukit/gpukit/pkg/kube"
 	"github.com/gpukit/gpukit/test/cluster"
@@ -36,15 +33,7 @@ func TestApplyKubeflowOnARealAPIServer(t *testing.T) {
 	for _, n := range []string{"node-1", "node-2", "node-3"} {
 		c.AddNode(t, cluster.GPUNode{Name: n})
 	}
-	kc, err := os.ReadFile(c.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = 50, 100
+	cfg := c.RESTConfig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()

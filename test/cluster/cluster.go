@@ -24,6 +24,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Options configure a control plane.
@@ -254,6 +257,18 @@ func (c *Cluster) AddNode(t testing.TB, n GPUNode) {
 	if out, err := exec.Command(filepath.Join(c.bin, "kube-env"), args...).CombinedOutput(); err != nil {
 		t.Fatalf("add node %s: %v\n%s", n.Name, err, out)
 	}
+}
+
+// RESTConfig is a client configuration for the admin kubeconfig, at 50
+// requests a second (client-go's 5 would make a Kubeflow apply crawl).
+func (c *Cluster) RESTConfig(t testing.TB) *rest.Config {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	return cfg
 }
 
 // Kubectl runs the kubectl of the control plane's version against it and
