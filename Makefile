@@ -13,7 +13,7 @@ LAB        := test/lab/lab.sh
 GO_TEST    ?= go test -count=1 -timeout 45m
 FUZZTIME   ?= 2m
 
-.PHONY: all build test k8s unit lint e2e demo bench fuzz lab-up lab-down cluster-up cluster-down deps clean
+.PHONY: all build test k8s unit lint e2e demo bench bench-kubeflow fuzz lab-up lab-down cluster-up cluster-down deps clean
 
 all: build
 
@@ -58,6 +58,10 @@ demo: deps build
 
 bench: deps build
 	bench/facts.sh
+
+## gpukit kubeflow deploy against the upstream kustomize | kubectl apply loop, fresh control planes each.
+bench-kubeflow: deps build
+	bench/kubeflow.sh
 
 fuzz:
 	go test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pkg/inventory/

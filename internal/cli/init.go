@@ -139,6 +139,13 @@ func (o *initOptions) run(cmd *cobra.Command, s Streams) error {
 			}
 		}
 	}
+	if f.Platform != nil && !o.dryRun {
+		if creds := f.Platform.Credentials(); len(creds) > 0 {
+			if werr := writeCredentials(l.out, l.inv.Cluster.Metadata.Name+".credentials", creds); werr != nil && err == nil {
+				err = werr
+			}
+		}
+	}
 	return err
 }
 

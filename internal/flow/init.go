@@ -3,7 +3,9 @@ package flow
 import (
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
+	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/kubeflow"
 	"github.com/gpukit/gpukit/pkg/nvidia"
 )
 
@@ -21,6 +23,23 @@ type Init struct {
 	// Kube is the Kubernetes layer (nil for swarm): its Kubeconfig is the
 	// cluster's admin kubeconfig once the run fetched it.
 	Kube *kubeadm.Layer
+	// Platform is the platform on top (nil for swarm): the logins it
+	// generated.
+	Platform *kubeflow.Platform
+}
+
+// firstControlPlane targets the first control plane of inv among the
+// run's hosts: the API is reached through it.
+func firstControlPlane(inv *inventory.Inventory) func([]*engine.Host) []*engine.Host {
+	return func(hosts []*engine.Host) []*engine.Host {
+		m, ok := kubeadm.FirstControlPlane(inv)
+		for _, h := range hosts {
+			if ok && h.Name() == m.Name {
+				return []*engine.Host{h}
+			}
+		}
+		return nil
+	}
 }
 
 // NewInit builds the flow for every host of inv.
@@ -63,7 +82,16 @@ func NewInit(inv *inventory.Inventory, o InitOptions) *Init {
 			kube.CNI(),               // kubernetes/cni                  the pod network (flannel, calico or cilium), a Helm release
 			kube.GPU(),               // kubernetes/gpu                  NVIDIA device plugin, GPU and node feature discovery, RuntimeClass nvidia
 		)
-		return &Init{Preflight: p, Kube: kube}
+		// platform/storage ... platform/routes: as gpukit kubeflow deploy
+		// runs them (flow/kubeflow.go), those spec.addons enables; Kubeflow
+		// with spec.kubeflow.enabled, its manifests from the tag's archive.
+		var m *kubeflow.Manifests
+		if k := inv.Cluster.Spec.Kubeflow; k.Enabled {
+			m = &kubeflow.Manifests{Version: k.Version}
+		}
+		platform := kubeflow.New(kubeflow.SiteOf(inv), kube, firstControlPlane(inv), m)
+		p.Phases = append(p.Phases, platform.Phases()...)
+		return &Init{Preflight: p, Kube: kube, Platform: platform}
 	}
 	return &Init{Preflight: p}
 }

@@ -81,8 +81,8 @@ func platform(inv *inventory.Inventory, o KubeflowOptions) (*kubeflow.Platform, 
 		site, version = kubeflow.SiteOf(inv), inv.Cluster.Spec.Kubeflow.Version
 	}
 	m := &kubeflow.Manifests{Version: cmp.Or(o.Version, version), Source: o.Manifests, RemoteBases: o.RemoteBases}
-	first := func(hosts []*engine.Host) []*engine.Host { return hosts[:1] }
 	if o.Kubeconfig != nil {
+		first := func(hosts []*engine.Host) []*engine.Host { return hosts[:1] }
 		return kubeflow.New(site, &kubeflow.KubeconfigAPI{Kubeconfig: o.Kubeconfig}, first, m),
 			[]inventory.Machine{{Name: o.APIMachine, Address: "127.0.0.1"}}, nil
 	}
@@ -90,5 +90,5 @@ func platform(inv *inventory.Inventory, o KubeflowOptions) (*kubeflow.Platform, 
 	if !ok {
 		return nil, nil, fmt.Errorf("the inventory has no control plane to reach the cluster through")
 	}
-	return kubeflow.New(site, kubeadm.New(inv), first, m), []inventory.Machine{cp}, nil
+	return kubeflow.New(site, kubeadm.New(inv), firstControlPlane(inv), m), []inventory.Machine{cp}, nil
 }

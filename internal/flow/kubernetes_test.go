@@ -22,17 +22,19 @@ func kubeInv() *inventory.Inventory {
 }
 
 // With orchestrator kubernetes, init's one list goes on after the NVIDIA
-// layer with the kubeadm phases.
+// layer with the kubeadm phases, then the platform's (those the inventory
+// turns off target no host).
 func TestInitFlowKubernetes(t *testing.T) {
 	f := NewInit(kubeInv(), InitOptions{})
 	got := phaseNames(f.Phases)
 	want := []string{"nvidia/verify", "kubernetes/prepare", "kubernetes/packages", "kubernetes/containerd", "kubernetes/init",
-		"kubernetes/join-control-planes", "kubernetes/join-workers", "kubernetes/kubeconfig", "kubernetes/labels", "kubernetes/cni", "kubernetes/gpu"}
+		"kubernetes/join-control-planes", "kubernetes/join-workers", "kubernetes/kubeconfig", "kubernetes/labels", "kubernetes/cni", "kubernetes/gpu",
+		"platform/storage", "platform/ingress", "platform/monitoring", "platform/gpu-metrics", "kubeflow/manifests", "platform/routes"}
 	if !reflect.DeepEqual(got[len(got)-len(want):], want) {
 		t.Errorf("phases %v", got)
 	}
-	if f.Kube == nil {
-		t.Error("no Kubernetes layer to read the kubeconfig from")
+	if f.Kube == nil || f.Platform == nil {
+		t.Error("no Kubernetes layer to read the kubeconfig from, or no platform to read the logins from")
 	}
 	if _, err := engine.SelectPhases(f.Phases, nil, []string{"kubernetes"}); err != nil {
 		t.Errorf("--skip-phases kubernetes: %v", err)
@@ -101,5 +103,28 @@ func TestStatusFlowKubernetes(t *testing.T) {
 	}
 	if got := phaseNames(f.Phases); !reflect.DeepEqual(got, []string{"status/nodes"}) {
 		t.Errorf("phases %v", got)
+	}
+}
+
+// kubeflow deploy reaches the cluster through the first control plane
+// only, or from this machine with a kubeconfig; a swarm has no platform.
+func TestKubeflowDeployFlow(t *testing.T) {
+	want := []string{"platform/storage", "platform/ingress", "platform/monitoring", "platform/gpu-metrics", "kubeflow/manifests", "platform/routes"}
+	f, err := NewKubeflowDeploy(kubeInv(), KubeflowOptions{})
+	if err != nil || !reflect.DeepEqual(phaseNames(f.Phases), want) || len(f.Machines) != 1 || f.Machines[0].Name != "cp1" {
+		t.Errorf("inventory: %v %v %v", err, phaseNames(f.Phases), f.Machines)
+	}
+	f, err = NewKubeflowDeploy(nil, KubeflowOptions{Kubeconfig: []byte("x"), APIMachine: "prod"})
+	if err != nil || !reflect.DeepEqual(phaseNames(f.Phases), want) || len(f.Machines) != 1 || f.Machines[0].Name != "prod" {
+		t.Errorf("kubeconfig: %v %v %v", err, phaseNames(f.Phases), f.Machines)
+	}
+	s, err := NewKubeflowStatus(kubeInv(), KubeflowOptions{})
+	if err != nil || !reflect.DeepEqual(phaseNames(s.Phases), []string{"kubeflow/status"}) {
+		t.Errorf("status: %v %v", err, phaseNames(s.Phases))
+	}
+	sw := kubeInv()
+	sw.Cluster.Spec.Orchestrator = inventory.Swarm
+	if _, err := NewKubeflowDeploy(sw, KubeflowOptions{}); err == nil || !strings.Contains(err.Error(), "run on Kubernetes") {
+		t.Errorf("swarm: %v", err)
 	}
 }

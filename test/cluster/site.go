@@ -112,6 +112,14 @@ func (s Site) WriteInventory(src, dst, kube string) error {
 		setScalar(m, "charts", s.Charts)
 	}
 	setScalar(mapping(spec, "network"), "cni", cni)
+	// The platform's images (Traefik, Prometheus, Grafana, the DCGM
+	// exporter, the storage provisioner) are not in the lab registry: its
+	// releases are installed against a real API server (pkg/kubeflow).
+	a := mapping(spec, "addons")
+	off := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "false"}
+	set(mapping(a, "ingress"), "enabled", off)
+	set(mapping(a, "monitoring"), "enabled", off)
+	setScalar(mapping(a, "storage"), "type", "none")
 	v := mapping(spec, "versions")
 	setScalar(v, "kubernetes", s.Version)
 	setScalar(v, "containerRuntime", s.ContainerdVersion)

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# kubeflow.sh: gpukit's Kubeflow apply against the upstream installer, in
+# the same run, each on a fresh and identically configured control plane
+# (test/k8s: a real API server with kwok nodes, webhook admission off):
+#
+#   gpukit      gpukit kubeflow deploy --kubeconfig K --only-phases kubeflow/manifests
+#               --manifests TARBALL --version V  (built in-process, applied once in order)
+#   upstream    cd manifests && while ! kustomize build example |
+#                 kubectl apply --server-side --force-conflicts -f -; do sleep 20; done
+#               (kubeflow/manifests' README; kustomize v5.4.3 as v1.10's README names it,
+#               built from sigs.k8s.io/kustomize/kustomize/v5 in bench/kustomize; the
+#               kubectl of the control plane's version)
+#
+# Reports wall time, peak memory (the largest process: /usr/bin/time's
+# maximum resident set) and the upstream loop's whole-apply retries, and
+# the ratios. Nothing is asserted.
+#
+#   bench/kubeflow.sh            REPS=1 by default; OUT=bench/results/kubeflow-<time>.md
+#
+# Kubeflow v1.10.2 only: 26.03's example references remote bases on
+# GitHub, which the upstream loop cannot fetch here (gpukit takes them from
+# a bundle: --remote-bases).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+REPS=${REPS:-1}
+VERSION=v1.10.2
+FIXTURES=${FIXTURES:-$root/../shared/fixtures/kubeflow}
+TARBALL=$FIXTURES/manifests-$VERSION.tar.gz
+OUT=${OUT:-$here/results/kubeflow-$(date +%Y%m%d-%H%M%S).md}
+[ -f "$TARBALL" ] || { echo "kubeflow.sh: $TARBALL missing (../shared/fixtures)" >&2; exit 1; }
+command -v /usr/bin/time >/dev/null || { echo "kubeflow.sh: /usr/bin/time missing (apt-get install time)" >&2; exit 1; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"; "$root/test/k8s/cluster.sh" down >/dev/null 2>&1 || true' EXIT
+
+make -C "$root" build >/dev/null
+gpukit=$root/bin/gpukit
+(cd "$here/kustomize" && go build -o "$work/kustomize" sigs.k8s.io/kustomize/kustomize/v5)
+mkdir -p "$work/tree" "$(dirname "$OUT")"
+tar -xzf "$TARBALL" -C "$work/tree"
+tree=$(dirname "$(find "$work/tree" -maxdepth 3 -path '*/example/kustomization.yaml' | head -n 1)")/..
+
+# fresh: a new control plane with three kwok nodes; prints its kubeconfig.
+fresh() {
+	local kc
+	kc=$("$root/test/k8s/cluster.sh" up 2>/dev/null | tail -n 1)
+	for n in node-1 node-2 node-3; do "$root/test/k8s/cluster.sh" node "$n" 8 >/dev/null; done
+	printf '%s\n' "$kc"
+}
+
+# measure NAME CMD...: runs CMD under /usr/bin/time; sets WALL (s) and RSS (MiB).
+measure() {
+	local name=$1
+	shift
+	/usr/bin/time -f '%e %M' -o "$work/$name.time" "$@" >"$work/$name.out" 2>&1 || {
+		echo "kubeflow.sh: $name failed:" >&2
+		tail -n 20 "$work/$name.out" >&2
+		exit 1
+	}
+	read -r WALL RSS_KB <"$work/$name.time"
+	RSS=$((RSS_KB / 1024))
+}
+
+{
+	echo "# Kubeflow $VERSION: gpukit kubeflow deploy vs the upstream apply loop"
+	echo
+	echo "$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, kustomize $("$work/kustomize" version 2>/dev/null), $(uname -r)"
+	echo
+	echo "| rep | gpukit s | gpukit MiB | upstream s | upstream MiB | upstream whole-apply retries | time ratio (upstream/gpukit) |"
+	echo "|---|---|---|---|---|---|---|"
+} >"$OUT"
+
+for rep in $(seq "$REPS"); do
+	kc=$(fresh)
+	measure gpukit "$gpukit" kubeflow deploy --kubeconfig "$kc" -o plain --only-phases kubeflow/manifests \
+		--manifests "$TARBALL" --version "$VERSION" --credentials-out "$work/creds" --log-dir "$work/logs"
+	gw=$WALL gr=$RSS
+	"$root/test/k8s/cluster.sh" down >/dev/null
+
+	kc=$(fresh)
+	kubectl=$(dirname "$kc")/kubectl
+	cat >"$work/loop.sh" <<EOF
+cd "$tree"
+tries=0
+while ! "$work/kustomize" build example | "$kubectl" --kubeconfig "$kc" apply --server-side --force-conflicts -f - >/dev/null; do
+	tries=\$((tries + 1)); echo "retry \$tries" >&2; sleep 20
+done
+echo "retries \$tries"
+EOF
+	measure upstream bash "$work/loop.sh"
+	uw=$WALL ur=$RSS
+	retries=$(awk '/^retries/ { print $2 }' "$work/upstream.out")
+	"$root/test/k8s/cluster.sh" down >/dev/null
+
+	ratio=$(awk -v u="$uw" -v g="$gw" 'BEGIN { printf "%.1f", u / g }')
+	echo "| $rep | $gw | $gr | $uw | $ur | $retries | $ratio |" >>"$OUT"
+done
+
+{
+	echo
+	echo "gpukit: one run, zero whole-apply retries (single objects only, see its log); the upstream loop"
+	echo "re-applies everything after each failure (CRDs not yet established, webhooks not yet served),"
+	echo "sleeping 20 s between tries. Memory: the largest process of each (gpukit; kustomize or kubectl)."
+} >>"$OUT"
+cat "$OUT"
