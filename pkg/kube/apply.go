@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -34,7 +36,7 @@ type ApplyOptions struct {
 	// Timeout bounds each wait: a CRD to be Established, a webhook's
 	// backend to be Available. Default 5 minutes.
 	Timeout time.Duration
-	// Parallel applies this many objects of a stage at once. Default 8.
+	// Parallel applies this many objects of a stage at once. Default 16.
 	Parallel int
 	// Logf receives progress (a host's log).
 	Logf func(format string, args ...any)
@@ -72,10 +74,17 @@ func Apply(ctx context.Context, cfg *rest.Config, objs []*yaml.RNode, o ApplyOpt
 		o.Timeout = 5 * time.Minute
 	}
 	if o.Parallel == 0 {
-		o.Parallel = 8
+		o.Parallel = 16
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
+	}
+	// Hundreds of objects: client-go's 5 requests a second (or pkg/kube's
+	// 50) would be most of the run; the API server's priority and fairness
+	// protects it from more.
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS < 100 {
+		cfg.QPS, cfg.Burst = 100, 200
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -85,8 +94,12 @@ func Apply(ctx context.Context, cfg *rest.Config, objs []*yaml.RNode, o ApplyOpt
 	if err != nil {
 		return ApplyResult{}, err
 	}
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return ApplyResult{}, err
+	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	a := &applier{dyn: dyn, mapper: mapper, o: o}
+	a := &applier{dyn: dyn, md: md, mapper: mapper, o: o, listed: map[string]bool{}, known: map[string]string{}}
 	stages, err := stagesOf(objs)
 	if err != nil {
 		return ApplyResult{}, err
@@ -149,7 +162,14 @@ func mustJSON(n *yaml.RNode) string {
 }
 
 type applier struct {
-	dyn    dynamic.Interface
+	dyn dynamic.Interface
+	md  metadata.Interface
+	// listed: the resource/namespace pairs whose objects were listed
+	// (metadata only) before a stage; known: each listed object's key ->
+	// when gpukit's applied fields last changed. One list per pair instead
+	// of a read per object halves the requests of an apply.
+	listed map[string]bool
+	known  map[string]string
 	mapper meta.RESTMapper
 	o      ApplyOptions
 	mu     sync.Mutex
@@ -158,7 +178,72 @@ type applier struct {
 	hookDeadline time.Time
 }
 
+// prefetch lists, metadata only, every resource/namespace pair of objs
+// whose kind is served.
+func (a *applier) prefetch(ctx context.Context, objs []*unstructured.Unstructured) error {
+	type pair struct {
+		gvr schema.GroupVersionResource
+		ns  string
+	}
+	var pairs []pair
+	seen := map[string]bool{}
+	for _, u := range objs {
+		gvk := u.GroupVersionKind()
+		m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			continue // told by apply
+		}
+		p := pair{gvr: m.Resource}
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			p.ns = cmp.Or(u.GetNamespace(), metav1.NamespaceDefault)
+		}
+		k := pairKey(p.gvr, p.ns)
+		a.mu.Lock()
+		done := a.listed[k]
+		a.mu.Unlock()
+		if !seen[k] && !done {
+			seen[k] = true
+			pairs = append(pairs, p)
+		}
+	}
+	var (
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, a.o.Parallel)
+		errs = make([]error, len(pairs))
+	)
+	for i, p := range pairs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			list, err := a.md.Resource(p.gvr).Namespace(p.ns).List(ctx, metav1.ListOptions{})
+			if apierrors.IsNotFound(err) {
+				list, err = &metav1.PartialObjectMetadataList{}, nil // a namespace not there yet
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("list %s in %q: %w", p.gvr.Resource, p.ns, err)
+				return
+			}
+			k := pairKey(p.gvr, p.ns)
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			for _, it := range list.Items {
+				a.known[k+"/"+it.Name] = appliedTime(it.ManagedFields)
+			}
+			a.listed[k] = true
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func pairKey(gvr schema.GroupVersionResource, ns string) string {
+	return gvr.String() + "|" + ns
+}
+
 func (a *applier) applyAll(ctx context.Context, objs []*unstructured.Unstructured) error {
+	if err := a.prefetch(ctx, objs); err != nil {
+		return err
+	}
 	var (
 		wg      sync.WaitGroup
 		sem     = make(chan struct{}, a.o.Parallel)
@@ -319,19 +404,25 @@ func (a *applier) apply(ctx context.Context, u *unstructured.Unstructured) error
 		return err
 	}
 	var ri dynamic.ResourceInterface = a.dyn.Resource(m.Resource)
+	ns := ""
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		ns := u.GetNamespace()
-		if ns == "" {
-			ns = metav1.NamespaceDefault
-		}
+		ns = cmp.Or(u.GetNamespace(), metav1.NamespaceDefault)
 		ri = a.dyn.Resource(m.Resource).Namespace(ns)
 	}
-	before, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		before = nil
-	case err != nil:
-		return err
+	k := pairKey(m.Resource, ns)
+	a.mu.Lock()
+	listed := a.listed[k]
+	beforeAt, existed := a.known[k+"/"+u.GetName()]
+	a.mu.Unlock()
+	if !listed {
+		before, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return err
+		default:
+			beforeAt, existed = appliedAt(before), true
+		}
 	}
 	body, err := json.Marshal(u.Object)
 	if err != nil {
@@ -343,7 +434,7 @@ func (a *applier) apply(ctx context.Context, u *unstructured.Unstructured) error
 		po.DryRun = []string{metav1.DryRunAll}
 	}
 	after, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body, po)
-	if err != nil && a.o.DryRun && before == nil && apierrors.IsNotFound(err) {
+	if err != nil && a.o.DryRun && !existed && apierrors.IsNotFound(err) {
 		err = nil // its namespace is one the apply creates
 	}
 	if err != nil {
@@ -352,9 +443,9 @@ func (a *applier) apply(ctx context.Context, u *unstructured.Unstructured) error
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch {
-	case before == nil:
+	case !existed:
 		a.res.Created++
-	case appliedAt(before) != appliedAt(after):
+	case beforeAt != appliedAt(after):
 		a.res.Changed++
 		a.res.ChangedObjects = append(a.res.ChangedObjects, u.GetKind()+" "+u.GetNamespace()+"/"+u.GetName())
 	default:
@@ -367,7 +458,13 @@ func (a *applier) apply(ctx context.Context, u *unstructured.Unstructured) error
 // server moves it only when an apply changed them, while the resource
 // version also moves with every controller's status update.
 func appliedAt(u *unstructured.Unstructured) string {
-	for _, f := range u.GetManagedFields() {
+	return appliedTime(u.GetManagedFields())
+}
+
+// appliedTime is when gpukit's applied fields last changed, from an
+// object's managed fields.
+func appliedTime(fields []metav1.ManagedFieldsEntry) string {
+	for _, f := range fields {
 		if f.Manager == FieldManager && f.Operation == metav1.ManagedFieldsOperationApply && f.Time != nil {
 			return f.Time.UTC().String()
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -256,6 +257,15 @@ func (m *manifestsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, s
 		m.why = fmt.Sprintf("the cluster does not exist yet: %d objects to create (%s)", len(objs), Summary(objs))
 		return true, "", nil
 	}
+	// A namespace of the release missing: a first deploy (or one that
+	// stopped early), no need for a dry-run of every object to say so.
+	if missing, err := missingNamespaces(ctx, c.Clientset(), objs); err != nil {
+		return false, "", err
+	} else if len(missing) > 0 {
+		m.why = fmt.Sprintf("Kubeflow %s: namespace(s) %s missing: %d objects to apply (%s)", m.p.manifests.Version, strings.Join(missing, ", "), len(objs), Summary(objs))
+		h.Logf("%s: %s", PhaseManifests, m.why)
+		return true, "", nil
+	}
 	res, err := kube.Apply(ctx, c.Config(), objs, kube.ApplyOptions{DryRun: true, Logf: h.Logf})
 	if err != nil {
 		return false, "", fmt.Errorf("server-side dry-run of Kubeflow %s: %w", m.p.manifests.Version, err)
@@ -313,4 +323,23 @@ func (k *KubeconfigAPI) Helm(_ context.Context, h *engine.Host) (*charts.Client,
 		}
 	}
 	return k.c, nil
+}
+
+// missingNamespaces are the Namespace objects of objs the cluster lacks.
+func missingNamespaces(ctx context.Context, cs kubernetes.Interface, objs []*yaml.RNode) ([]string, error) {
+	list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]bool{}
+	for _, n := range list.Items {
+		have[n.Name] = true
+	}
+	var missing []string
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" && !have[o.GetName()] {
+			missing = append(missing, o.GetName())
+		}
+	}
+	return missing, nil
 }
