@@ -63,12 +63,14 @@ type stage struct {
 }
 
 // Apply applies objs server-side in dependency order, without a retry loop
-// around the whole: CRDs first, each waited for until Established (the
-// custom resources after them need their kinds served); namespaces; every
-// other object; last the webhook configurations, each once its backend
-// Deployment is Available - applied earlier, a webhook that nothing answers
-// blocks every object it matches. Only a single object is retried, a few
-// times, and only for errors that a retry can mend (conflicts, timeouts).
+// around the whole: CRDs first; namespaces; the objects of other kinds
+// (their Deployments start while the API server establishes the CRDs);
+// the custom resources of those CRDs, once each is Established; last the
+// webhook configurations, each once its backend Deployment is Available -
+// applied earlier, a webhook that nothing answers blocks every object it
+// matches. Only a single object is retried, a few times, and only for
+// errors that a retry can mend (conflicts, timeouts), or for a bounded
+// time while a webhook does not answer.
 func Apply(ctx context.Context, cfg *rest.Config, objs []*yaml.RNode, o ApplyOptions) (ApplyResult, error) {
 	if o.Timeout == 0 {
 		o.Timeout = 5 * time.Minute
@@ -105,20 +107,27 @@ func Apply(ctx context.Context, cfg *rest.Config, objs []*yaml.RNode, o ApplyOpt
 		return ApplyResult{}, err
 	}
 	for _, s := range stages {
-		if len(s.objs) == 0 {
+		// (An empty objects stage still waits for the CRDs.)
+		if len(s.objs) == 0 && (s.name != "objects" || len(stages[0].objs) == 0) {
 			continue
 		}
+		start := time.Now()
 		if s.name == "webhook configurations" && !o.DryRun {
 			if err := a.waitWebhookBackends(ctx, s.objs); err != nil {
 				return a.res, err
 			}
+			o.Logf("the webhooks' backends Available in %s", time.Since(start).Round(time.Millisecond))
 		}
 		if err := a.applyAll(ctx, s.objs); err != nil {
 			return a.res, fmt.Errorf("%s: %w", s.name, err)
 		}
+		o.Logf("%d %s applied in %s", len(s.objs), s.name, time.Since(start).Round(time.Millisecond))
 		a.res.Order = append(a.res.Order, s.name)
-		if s.name == "CRDs" && !o.DryRun {
-			if err := a.waitEstablished(ctx, s.objs); err != nil {
+		// The objects of built-in kinds went on while the API server
+		// established the CRDs (and their Deployments started, which the
+		// webhooks wait for); the custom resources need them served.
+		if s.name == "objects" && !o.DryRun && len(stages[0].objs) > 0 {
+			if err := a.waitEstablished(ctx, stages[0].objs); err != nil {
 				return a.res, err
 			}
 			mapper.Reset() // the new kinds are served now
@@ -128,7 +137,19 @@ func Apply(ctx context.Context, cfg *rest.Config, objs []*yaml.RNode, o ApplyOpt
 }
 
 func stagesOf(objs []*yaml.RNode) ([]stage, error) {
-	st := []stage{{name: "CRDs"}, {name: "namespaces"}, {name: "objects"}, {name: "webhook configurations"}}
+	st := []stage{{name: "CRDs"}, {name: "namespaces"}, {name: "objects"}, {name: "custom resources"}, {name: "webhook configurations"}}
+	// The kinds the CRDs among objs define: their objects wait for them.
+	defined := map[string]bool{}
+	for _, n := range objs {
+		if n.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		group, _ := n.Pipe(yaml.Lookup("spec", "group"))
+		kind, _ := n.Pipe(yaml.Lookup("spec", "names", "kind"))
+		if group != nil && kind != nil {
+			defined[yaml.GetValue(group)+"/"+yaml.GetValue(kind)] = true
+		}
+	}
 	for _, n := range objs {
 		var u unstructured.Unstructured
 		if err := json.Unmarshal([]byte(mustJSON(n)), &u.Object); err != nil {
@@ -146,6 +167,9 @@ func stagesOf(objs []*yaml.RNode) ([]stage, error) {
 		case "Namespace":
 			i = 1
 		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
+			i = 4
+		}
+		if defined[u.GroupVersionKind().Group+"/"+u.GetKind()] {
 			i = 3
 		}
 		st[i].objs = append(st[i].objs, &u)
