@@ -93,7 +93,8 @@ func bootIDs(t *testing.T, l *lab.Lab, hosts ...string) map[string]string {
 // nothing, a driver change with one host's install failing (named, the
 // others finish, a re-run converges, one reboot per host), and a host that
 // never comes back from its reboot, failed within the timeout. The
-// Kubernetes phases are skipped (--skip-phases kubernetes): TestLabKubernetes
+// Kubernetes phases and the platform on top are skipped (--skip-phases
+// kubernetes,platform,kubeflow): TestLabKubernetes
 // runs them.
 func TestLabInitNVIDIA(t *testing.T) {
 	lab.Require(t)
@@ -135,7 +136,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 	t.Run("secure boot refused before anything changes", func(t *testing.T) {
 		l.SSH(t, "lab-3", `printf '#!/bin/sh\necho "SecureBoot enabled"\n' >/usr/local/bin/mokutil && chmod +x /usr/local/bin/mokutil`)
 		defer l.SSH(t, "lab-3", "rm -f /usr/local/bin/mokutil")
-		r := runInit(t, "init", "--skip-phases", "kubernetes", "-i", inv)
+		r := runInit(t, "init", "--skip-phases", "kubernetes,platform,kubeflow", "-i", inv)
 		if r.code != ExitHostsFailed || !strings.Contains(r.failed["lab-3"], "preflight/checks") ||
 			!strings.Contains(r.failed["lab-3"], "choose spec.nvidia.secureBoot: signed or mok") {
 			t.Errorf("exit %d, failed %v", r.code, r.failed)
@@ -150,7 +151,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 
 	before := bootIDs(t, l, hosts...)
 	t.Run("plan changes nothing", func(t *testing.T) {
-		r := runInit(t, "plan", "--skip-phases", "kubernetes", "-i", inv)
+		r := runInit(t, "plan", "--skip-phases", "kubernetes,platform,kubeflow", "-i", inv)
 		if r.code != ExitOK || r.counts.Changed != 3 {
 			t.Fatalf("plan: exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
 		}
@@ -173,7 +174,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 
 	t.Run("fresh install ends verified, one reboot each, one host down at a time", func(t *testing.T) {
 		start := time.Now()
-		r := runInit(t, "init", "--skip-phases", "kubernetes", "-i", inv, "--max-parallel-reboots", "1")
+		r := runInit(t, "init", "--skip-phases", "kubernetes,platform,kubeflow", "-i", inv, "--max-parallel-reboots", "1")
 		if r.code != ExitOK || r.counts != (event.HostCounts{Changed: 3}) {
 			t.Fatalf("exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
 		}
@@ -229,7 +230,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 	t.Run("second run changes nothing", func(t *testing.T) {
 		start := time.Now()
 		ids := bootIDs(t, l, hosts...)
-		r := runInit(t, "init", "--skip-phases", "kubernetes", "-i", inv)
+		r := runInit(t, "init", "--skip-phases", "kubernetes,platform,kubeflow", "-i", inv)
 		if r.code != ExitOK || r.counts != (event.HostCounts{Unchanged: 3}) || len(r.writeSteps()) != 0 {
 			t.Errorf("exit %d %+v, writes %v", r.code, r.counts, r.writeSteps())
 		}
@@ -242,7 +243,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 	t.Run("driver change: a failing host is named, the others finish, a re-run converges", func(t *testing.T) {
 		ids := bootIDs(t, l, hosts...)
 		l.SSH(t, "lab-2", "touch /etc/gpusim/fail-install")
-		r := runInit(t, "init", "--skip-phases", "kubernetes", "-i", inv, "--driver", "590.48.01")
+		r := runInit(t, "init", "--skip-phases", "kubernetes,platform,kubeflow", "-i", inv, "--driver", "590.48.01")
 		if r.code != ExitHostsFailed || len(r.failed) != 1 || !strings.Contains(r.failed["lab-2"], "nvidia/driver: driver 590.48.01") ||
 			!strings.Contains(r.failed["lab-2"], "dpkg returned an error") {
 			t.Errorf("exit %d, failed %v", r.code, r.failed)
@@ -264,7 +265,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 			t.Error("the failed host rebooted")
 		}
 		l.SSH(t, "lab-2", "rm /etc/gpusim/fail-install")
-		r = runInit(t, "init", "--skip-phases", "kubernetes", "-i", inv, "--driver", "590.48.01")
+		r = runInit(t, "init", "--skip-phases", "kubernetes,platform,kubeflow", "-i", inv, "--driver", "590.48.01")
 		if r.code != ExitOK || r.counts != (event.HostCounts{Changed: 1, Unchanged: 2}) {
 			t.Errorf("re-run: exit %d %+v %v", r.code, r.counts, r.failed)
 		}
@@ -276,7 +277,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 	t.Run("a host that never comes back is failed within the timeout", func(t *testing.T) {
 		l.SetRebootDelay(t, "lab-3", lab.RebootNever)
 		start := time.Now()
-		r := runInit(t, "init", "--skip-phases", "kubernetes", "-i", inv, "--driver", "580.95.05", "--reboot-timeout", "30s")
+		r := runInit(t, "init", "--skip-phases", "kubernetes,platform,kubeflow", "-i", inv, "--driver", "580.95.05", "--reboot-timeout", "30s")
 		took := time.Since(start)
 		if r.code != ExitHostsFailed || len(r.failed) != 1 || !strings.Contains(r.failed["lab-3"], "nvidia/reboot") ||
 			!strings.Contains(r.failed["lab-3"], "lab-3 did not come back within 30s") {
@@ -287,7 +288,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 		}
 		l.SetRebootDelay(t, "lab-3", time.Second)
 		l.StartHost(t, "lab-3")
-		r = runInit(t, "init", "--skip-phases", "kubernetes", "-i", inv, "--driver", "580.95.05")
+		r = runInit(t, "init", "--skip-phases", "kubernetes,platform,kubeflow", "-i", inv, "--driver", "580.95.05")
 		if r.code != ExitOK || r.counts.Failed != 0 || r.counts.Changed != 0 {
 			// lab-3 came back with the new driver loaded: nothing left to do.
 			t.Errorf("after the host came back: exit %d %+v %v", r.code, r.counts, r.failed)
@@ -352,7 +353,7 @@ func TestLabInitDistributionDriver(t *testing.T) {
 	}
 
 	t.Run("prepare refuses a kernel without headers", func(t *testing.T) {
-		r := runInit(t, "init", "--skip-phases", "kubernetes", "-i", inv)
+		r := runInit(t, "init", "--skip-phases", "kubernetes,platform,kubeflow", "-i", inv)
 		kernel := l.SSH(t, "lab-1", "uname -r")
 		for _, h := range hosts {
 			msg := r.failed[h]
