@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -71,7 +72,7 @@ func RouteObjects(routes []Route) ([]*yaml.RNode, error) {
 	for _, r := range routes {
 		docs = append(docs, map[string]any{
 			"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-			"metadata": map[string]any{"name": "gpukit-" + firstLabel(r.Host), "namespace": r.Namespace,
+			"metadata": map[string]any{"name": "gpukit-" + strings.SplitN(r.Host, ".", 2)[0], "namespace": r.Namespace,
 				"annotations": map[string]any{"traefik.ingress.kubernetes.io/router.entrypoints": "websecure", "traefik.ingress.kubernetes.io/router.tls": "true"}},
 			"spec": map[string]any{
 				"ingressClassName": "traefik",
@@ -96,15 +97,6 @@ func RouteObjects(routes []Route) ([]*yaml.RNode, error) {
 		out = append(out, n...)
 	}
 	return out, nil
-}
-
-func firstLabel(host string) string {
-	for i := range host {
-		if host[i] == '.' {
-			return host[:i]
-		}
-	}
-	return host
 }
 
 // certificate is a self-signed certificate for the domain and every name
