@@ -437,7 +437,9 @@ func TestLabInitDistributionDriver(t *testing.T) {
 
 	t.Run("DKMS builds the module against an installed Debian kernel's headers", func(t *testing.T) {
 		start := time.Now()
-		out := l.SSH(t, "lab-1", "DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends linux-headers-amd64 >/tmp/headers.log 2>&1; echo rc=$?; tail -n 25 /tmp/headers.log")
+		// The headers' postinst builds the whole module with DKMS: on 2 cores beside the other
+		// lab tests that took past 5 minutes in CI once.
+		out := l.SSHWithin(t, "lab-1", "DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends linux-headers-amd64 >/tmp/headers.log 2>&1; echo rc=$?; tail -n 25 /tmp/headers.log", 15*time.Minute)
 		status := l.SSH(t, "lab-1", "dkms status")
 		t.Logf("DKMS after linux-headers-amd64 (%s): %s", time.Since(start).Round(time.Second), status)
 		if !strings.HasPrefix(out, "rc=0") || !strings.Contains(status, "535.309.01") || !strings.Contains(status, "-amd64, x86_64: installed") {

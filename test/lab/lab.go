@@ -452,6 +452,13 @@ func (l *Lab) hostCommand(t testing.TB, command, name string, args ...string) []
 // output without surrounding white space. A failure of ssh or of cmd fails the test.
 func (l *Lab) SSH(t testing.TB, name, cmd string) string {
 	t.Helper()
+	return l.SSHWithin(t, name, cmd, 5*time.Minute)
+}
+
+// SSHWithin is SSH with its own bound, for commands that really take long on a loaded machine
+// (a DKMS build of the NVIDIA module takes minutes on 2 cores beside other lab tests).
+func (l *Lab) SSHWithin(t testing.TB, name, cmd string, limit time.Duration) string {
+	t.Helper()
 	user, host := "root", name
 	if i := strings.LastIndex(name, "@"); i >= 0 {
 		user, host = name[:i], name[i+1:]
@@ -460,7 +467,7 @@ func (l *Lab) SSH(t testing.TB, name, cmd string) string {
 	if addr == "" {
 		t.Fatalf("lab %s: no host %q (hosts: %v)", l.id, host, l.Hosts)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	c := exec.CommandContext(ctx, "ssh", append(l.sshOptions(), user+"@"+addr, cmd)...)
 	var stdout, stderr bytes.Buffer
