@@ -81,7 +81,7 @@ func TestExitCodes(t *testing.T) {
 		{"kubeflow deploy of missing manifests", []string{"kubeflow", "deploy", "-i", loopback, "--manifests", "/nonexistent/kf.tar.gz"}, ExitUsage, "", "--manifests /nonexistent/kf.tar.gz"},
 		{"kubeflow deploy with a broken kubeconfig", []string{"kubeflow", "deploy", "--kubeconfig", rc}, ExitUsage, "", "--kubeconfig " + rc},
 		{"kubeflow deploy of an invalid inventory", []string{"kubeflow", "deploy", "-i", bad}, ExitUsage, "", bad + ":9:5: spec.hosts[0].colour"},
-		{"kubeflow deploy: unknown phase", []string{"kubeflow", "deploy", "-i", loopback, "--skip-phases", "kubeflow/manifest"}, ExitUsage, "", "--skip-phases kubeflow/manifest: unknown phase; valid phases: platform, platform/storage, platform/ingress, platform/monitoring, platform/gpu-metrics, kubeflow, kubeflow/manifests"},
+		{"kubeflow deploy: unknown phase", []string{"kubeflow", "deploy", "-i", loopback, "--skip-phases", "kubeflow/manifest"}, ExitUsage, "", "--skip-phases kubeflow/manifest: unknown phase; valid phases: platform, platform/storage, platform/ingress, platform/monitoring, platform/gpu-metrics, platform/training-metrics, platform/dashboards, kubeflow, kubeflow/manifests, platform/routes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -193,8 +193,9 @@ func newKubeflowStatusCmd(s Streams) *cobra.Command {
 		Short: "Show the platform's releases, Kubeflow's readiness and the URLs",
 		Long: `Read, through the cluster's API, each platform release (the chart version deployed beside the
 one gpukit pins, and Helm's status), the Deployments gpukit applied for Kubeflow (Available of all,
-and those that are not) and the URLs of the web UIs. Nothing is changed. -o json prints the events,
-then one object: {"type":"kubeflow-status","releases":[...],"kubeflow":{...},"urls":[...]}.
+and those that are not), those of the platform gpukit renders itself (the statsd exporter) and the
+URLs of the web UIs. Nothing is changed. -o json prints the events, then one object:
+{"type":"kubeflow-status","releases":[...],"kubeflow":{...},"platform":{...},"urls":[...]}.
 
 Exit code 0 when everything is deployed and Available, 1 when something is not, 2 on bad input.`,
 		Args: exactArgs(0),
@@ -241,10 +242,18 @@ func writeKubeflowStatus(out ui.Output, st *kubeflow.Status) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	k := st.Kubeflow
-	fmt.Fprintf(out.W, "\nKubeflow: %d of %d Deployments Available\n", k.Available, k.Deployments)
-	for _, n := range k.NotAvailable {
-		fmt.Fprintf(out.W, "  not Available: %s\n", n)
+	fmt.Fprintln(out.W)
+	for _, k := range []struct {
+		what string
+		d    kubeflow.Deployments
+	}{{"Platform", st.Platform}, {"Kubeflow", st.Kubeflow}} {
+		if k.d.Deployments == 0 {
+			continue
+		}
+		fmt.Fprintf(out.W, "%s: %d of %d Deployments Available\n", k.what, k.d.Available, k.d.Deployments)
+		for _, n := range k.d.NotAvailable {
+			fmt.Fprintf(out.W, "  not Available: %s\n", n)
+		}
 	}
 	for _, u := range st.URLs {
 		fmt.Fprintf(out.W, "%s\n", u)

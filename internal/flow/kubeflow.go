@@ -82,6 +82,9 @@ func platform(inv *inventory.Inventory, o KubeflowOptions) (*kubeflow.Platform, 
 	}
 	m := &kubeflow.Manifests{Version: cmp.Or(o.Version, version), Source: o.Manifests, RemoteBases: o.RemoteBases}
 	if o.Kubeconfig != nil {
+		if inv == nil {
+			site.Cluster = o.APIMachine // the kubeconfig's cluster
+		}
 		first := func(hosts []*engine.Host) []*engine.Host { return hosts[:1] }
 		return kubeflow.New(site, &kubeflow.KubeconfigAPI{Kubeconfig: o.Kubeconfig}, first, m),
 			[]inventory.Machine{{Name: o.APIMachine, Address: "127.0.0.1"}}, nil

@@ -29,7 +29,7 @@ func TestInitFlowKubernetes(t *testing.T) {
 	got := phaseNames(f.Phases)
 	want := []string{"nvidia/verify", "kubernetes/prepare", "kubernetes/packages", "kubernetes/containerd", "kubernetes/init",
 		"kubernetes/join-control-planes", "kubernetes/join-workers", "kubernetes/kubeconfig", "kubernetes/labels", "kubernetes/cni", "kubernetes/gpu",
-		"platform/storage", "platform/ingress", "platform/monitoring", "platform/gpu-metrics", "kubeflow/manifests", "platform/routes"}
+		"platform/storage", "platform/ingress", "platform/monitoring", "platform/gpu-metrics", "platform/training-metrics", "platform/dashboards", "kubeflow/manifests", "platform/routes"}
 	if !reflect.DeepEqual(got[len(got)-len(want):], want) {
 		t.Errorf("phases %v", got)
 	}
@@ -109,7 +109,7 @@ func TestStatusFlowKubernetes(t *testing.T) {
 // kubeflow deploy reaches the cluster through the first control plane
 // only, or from this machine with a kubeconfig; a swarm has no platform.
 func TestKubeflowDeployFlow(t *testing.T) {
-	want := []string{"platform/storage", "platform/ingress", "platform/monitoring", "platform/gpu-metrics", "kubeflow/manifests", "platform/routes"}
+	want := []string{"platform/storage", "platform/ingress", "platform/monitoring", "platform/gpu-metrics", "platform/training-metrics", "platform/dashboards", "kubeflow/manifests", "platform/routes"}
 	f, err := NewKubeflowDeploy(kubeInv(), KubeflowOptions{})
 	if err != nil || !reflect.DeepEqual(phaseNames(f.Phases), want) || len(f.Machines) != 1 || f.Machines[0].Name != "cp1" {
 		t.Errorf("inventory: %v %v %v", err, phaseNames(f.Phases), f.Machines)

@@ -69,7 +69,10 @@ func lastHosts(evs []event) string {
 // Traefik, kube-prometheus-stack and the DCGM exporter install from the
 // real chart archives of ../shared/fixtures/charts, the CRDs of Traefik
 // and of the monitoring stack applied server-side by gpukit; Prometheus
-// selects the exporter's ServiceMonitor; Grafana's admin password is
+// selects the exporter's ServiceMonitor and the statsd exporter's (both
+// adding the cluster's name), the statsd exporter is Available behind its
+// UDP/TCP Service, the dashboards' ConfigMaps are where Grafana's sidecar
+// looks; Grafana's admin password is
 // generated, written 0600 and never in the events, and so is Kubeflow's
 // (Dex's hash of it replaces the release's well-known 12341234); Kubeflow v1.10.2 is
 // applied completely; a second deploy changes nothing.
@@ -110,7 +113,8 @@ spec:
 	}
 	want := []string{"platform/storage: install local-path-provisioner 0.0.37", "platform/ingress: install traefik 41.3.0",
 		"platform/monitoring: generate Grafana's admin login", "platform/monitoring: install kube-prometheus-stack 88.5.3",
-		"platform/gpu-metrics: install dcgm-exporter 4.8.2", "kubeflow/manifests: generate Kubeflow's login", "kubeflow/manifests: apply Kubeflow v1.10.2",
+		"platform/gpu-metrics: install dcgm-exporter 4.8.2", "platform/training-metrics: install the statsd exporter",
+		"platform/dashboards: provision the dashboards", "kubeflow/manifests: generate Kubeflow's login", "kubeflow/manifests: apply Kubeflow v1.10.2",
 		"platform/routes: publish the routes"}
 	if code != 0 || strings.Join(planned, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("dry-run: exit %d, planned\n%s\nwant\n%s\n%s", code, strings.Join(planned, "\n"), strings.Join(want, "\n"), tail(out))
@@ -192,20 +196,54 @@ spec:
 	if err := json.Unmarshal([]byte(c.Kubectl(t, "-n", "monitoring", "get", "prometheus", "-o", "json")), &prom); err != nil || len(prom.Items) != 1 {
 		t.Fatalf("prometheus: %v %+v", err, prom)
 	}
-	var sm struct {
-		Metadata struct{ Labels map[string]string }
-	}
-	if err := json.Unmarshal([]byte(c.Kubectl(t, "-n", "monitoring", "get", "servicemonitor", "dcgm-exporter", "-o", "json")), &sm); err != nil {
-		t.Fatal(err)
-	}
 	sel := prom.Items[0].Spec.ServiceMonitorSelector.MatchLabels
 	if len(sel) == 0 {
 		t.Errorf("Prometheus selects every ServiceMonitor: %+v", prom.Items[0].Spec)
 	}
-	for k, v := range sel {
-		if sm.Metadata.Labels[k] != v {
-			t.Errorf("Prometheus selects %v; the DCGM exporter's ServiceMonitor has %v", sel, sm.Metadata.Labels)
+	// ... and the statsd exporter's, which selects the exporter's
+	// Service, whose endpoints are its Available pod's.
+	for _, name := range []string{"dcgm-exporter", "statsd-exporter"} {
+		var sm struct {
+			Metadata struct{ Labels map[string]string }
+			Spec     struct {
+				Selector  struct{ MatchLabels map[string]string }
+				Endpoints []struct{ Relabelings []struct{ TargetLabel, Replacement string } }
+			}
 		}
+		if err := json.Unmarshal([]byte(c.Kubectl(t, "-n", "monitoring", "get", "servicemonitor", name, "-o", "json")), &sm); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range sel {
+			if sm.Metadata.Labels[k] != v {
+				t.Errorf("Prometheus selects %v; the ServiceMonitor %s has %v", sel, name, sm.Metadata.Labels)
+			}
+		}
+		if len(sm.Spec.Endpoints) != 1 || !slices.ContainsFunc(sm.Spec.Endpoints[0].Relabelings, func(r struct{ TargetLabel, Replacement string }) bool {
+			return r.TargetLabel == "cluster" && r.Replacement == "kf-test"
+		}) {
+			t.Errorf("ServiceMonitor %s does not add the cluster's name: %+v", name, sm.Spec)
+		}
+		if name == "statsd-exporter" {
+			var svc struct{ Metadata struct{ Labels map[string]string } }
+			if err := json.Unmarshal([]byte(c.Kubectl(t, "-n", "monitoring", "get", "service", name, "-o", "json")), &svc); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range sm.Spec.Selector.MatchLabels {
+				if svc.Metadata.Labels[k] != v {
+					t.Errorf("the statsd ServiceMonitor selects %v; the Service has %v", sm.Spec.Selector.MatchLabels, svc.Metadata.Labels)
+				}
+			}
+		}
+	}
+	if got := c.Kubectl(t, "-n", "monitoring", "get", "deployment", "statsd-exporter", "-o", `jsonpath={.status.availableReplicas} {.spec.template.spec.containers[0].image}`); got != "1 docker.io/prom/statsd-exporter:v0.31.0" {
+		t.Errorf("statsd exporter: %q", got)
+	}
+	if got := c.Kubectl(t, "-n", "monitoring", "get", "service", "statsd-exporter", "-o", `jsonpath={range .spec.ports[*]}{.port}/{.protocol} {end}`); got != "9102/TCP 9125/UDP 9125/TCP" {
+		t.Errorf("statsd service ports: %q", got)
+	}
+	// The dashboards, where Grafana's sidecar loads them from.
+	if got := c.Kubectl(t, "-n", "monitoring", "get", "configmaps", "-l", "grafana_dashboard=1,app.kubernetes.io/managed-by=gpukit", "-o", "name"); got != "configmap/gpukit-gpus-dashboard\nconfigmap/gpukit-training-dashboard" {
+		t.Errorf("gpukit's dashboards: %q", got)
 	}
 	if got := c.Kubectl(t, "-n", "monitoring", "get", "daemonset", "dcgm-exporter", "-o", `jsonpath={.spec.template.spec.nodeSelector.nvidia\.com/gpu\.present} {.status.desiredNumberScheduled}`); got != "true 2" {
 		t.Errorf("dcgm-exporter daemonset: %q", got)
@@ -243,7 +281,7 @@ spec:
 	var ks struct {
 		Type     string
 		Releases []struct{ Name, Want, Deployed, Status string }
-		Kubeflow struct {
+		Kubeflow, Platform struct {
 			Deployments, Available int
 			NotAvailable           []string
 		}
@@ -257,7 +295,7 @@ spec:
 			t.Errorf("status: release %+v", r)
 		}
 	}
-	if len(ks.Releases) != 4 || ks.Kubeflow.Deployments != 47 || len(ks.URLs) != 3 || ks.URLs[1] != "https://kubeflow.10.0.0.11.nip.io/" {
+	if len(ks.Releases) != 4 || ks.Kubeflow.Deployments != 47 || ks.Platform.Deployments != 1 || ks.Platform.Available != 1 || len(ks.URLs) != 3 || ks.URLs[1] != "https://kubeflow.10.0.0.11.nip.io/" {
 		t.Errorf("status: %+v", ks)
 	}
 	for _, d := range ks.Kubeflow.NotAvailable {

@@ -26,6 +26,11 @@ const (
 	PhaseIngress    = "platform/ingress"
 	PhaseMonitoring = "platform/monitoring"
 	PhaseGPUMetrics = "platform/gpu-metrics"
+	// PhaseTrainingMetrics installs the statsd exporter training loops
+	// push their metrics to.
+	PhaseTrainingMetrics = "platform/training-metrics"
+	// PhaseDashboards provisions gpukit's Grafana dashboards.
+	PhaseDashboards = "platform/dashboards"
 	PhaseManifests  = "kubeflow/manifests"
 )
 
@@ -42,7 +47,8 @@ type API interface {
 }
 
 // Platform is the phases of `gpukit kubeflow deploy` (and the end of
-// `gpukit init`): storage, ingress, monitoring, GPU metrics, Kubeflow.
+// `gpukit init`): storage, ingress, monitoring, GPU and training metrics,
+// dashboards, Kubeflow, the routes.
 type Platform struct {
 	site      Site
 	api       API
@@ -113,8 +119,10 @@ func (p *Platform) Phases() []engine.Phase {
 		release(PhaseIngress, "Install the Traefik ingress controller", TraefikChart.Name),
 		monitoring,
 		release(PhaseGPUMetrics, "Install NVIDIA's DCGM exporter, scraped by Prometheus", DCGMChart.Name),
+		p.trainingMetricsPhase(),
+		p.dashboardsPhase(),
 		&manifestsPhase{p: p},
-		&routesPhase{p: p, routes: p.site.Routes(p.manifests != nil)},
+		p.routesPhase(p.site.Routes(p.manifests != nil)),
 	}
 }
 

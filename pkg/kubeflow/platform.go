@@ -43,7 +43,10 @@ const labelHostname = "kubernetes.io/hostname"
 // Site is what the platform is deployed for: the inventory's addons, or
 // their defaults on a cluster gpukit did not build (--kubeconfig).
 type Site struct {
-	Addons inventory.Addons
+	// Cluster names the cluster in the metrics gpukit's scrapes add
+	// (label cluster: the dashboards' first variable); "" adds none.
+	Cluster string
+	Addons  inventory.Addons
 	// IngressSelector places Traefik on hosts whose ports 80 and 443 it
 	// takes (the address the ingress domain names); nil: a Deployment
 	// behind a LoadBalancer service, the cluster's own load balancer.
@@ -61,7 +64,7 @@ type Site struct {
 // kubernetes/containerd made it one.
 func SiteOf(inv *inventory.Inventory) Site {
 	spec := inv.Cluster.Spec
-	s := Site{Addons: spec.Addons, Charts: charts.Source(spec.Mirrors.Charts)}
+	s := Site{Cluster: inv.Cluster.Metadata.Name, Addons: spec.Addons, Charts: charts.Source(spec.Mirrors.Charts)}
 	if spec.Kubernetes.Containerd.NVIDIARuntime == inventory.NVIDIARuntimeClass {
 		s.RuntimeClass = kubeadm.NVIDIARuntimeName
 	}
@@ -165,11 +168,14 @@ func (s Site) monitoring() charts.Release {
 }
 
 // dcgm is NVIDIA's DCGM exporter on the GPU nodes, with a ServiceMonitor
-// that the monitoring release's Prometheus selects (release=<its name>).
+// that the monitoring release's Prometheus selects (release=<its name>),
+// adding the node and the cluster to the samples (the GPU dashboard's
+// variables).
 func (s Site) dcgm() charts.Release {
 	v := map[string]any{
-		"nodeSelector":   map[string]any{kubeadm.LabelGPUPresent: "true"},
-		"serviceMonitor": map[string]any{"enabled": true, "additionalLabels": map[string]any{"release": MonitoringRelease}},
+		"nodeSelector": map[string]any{kubeadm.LabelGPUPresent: "true"},
+		"serviceMonitor": map[string]any{"enabled": true, "additionalLabels": map[string]any{"release": MonitoringRelease},
+			"relabelings": s.clusterRelabeling()},
 	}
 	if s.RuntimeClass != "" {
 		v["runtimeClassName"] = s.RuntimeClass

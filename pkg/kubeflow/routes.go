@@ -16,12 +16,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
-	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/gpukit/gpukit/pkg/engine"
-	"github.com/gpukit/gpukit/pkg/kube"
 )
 
 // PhaseRoutes publishes the platform's web UIs through Traefik.
@@ -84,19 +81,7 @@ func RouteObjects(routes []Route) ([]*yaml.RNode, error) {
 			},
 		})
 	}
-	var out []*yaml.RNode
-	for _, d := range docs {
-		b, err := sigsyaml.Marshal(d)
-		if err != nil {
-			return nil, err
-		}
-		n, err := kio.FromBytes(b)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, n...)
-	}
-	return out, nil
+	return nodes(docs...)
 }
 
 // certificate is a self-signed certificate for the domain and every name
@@ -147,32 +132,43 @@ func covers(certPEM []byte, domain string, now time.Time) bool {
 // made once (kept while it names the domain and stays valid a month), or
 // the operator's own, put in the same Secret without gpukit's
 // managed-by label: it is then left alone.
-type routesPhase struct {
-	p      *Platform
-	routes []Route
-	objs   []*yaml.RNode
-	why    string
-}
-
-func (r *routesPhase) Name() string { return PhaseRoutes }
-func (r *routesPhase) Title() string {
-	return "Publish Grafana and Kubeflow through Traefik with TLS"
-}
-
-func (r *routesPhase) Targets(hosts []*engine.Host) []*engine.Host {
-	if len(r.routes) == 0 {
-		return nil
+func (p *Platform) routesPhase(routes []Route) *objectsPhase {
+	o := &objectsPhase{p: p, id: PhaseRoutes, title: "Publish Grafana and Kubeflow through Traefik with TLS",
+		action: "publish the routes", enabled: len(routes) > 0}
+	o.render = func(ctx context.Context, h *engine.Host) (rendered, error) {
+		objs, err := RouteObjects(routes)
+		if err != nil {
+			return rendered{}, err
+		}
+		hosts := make([]string, len(routes))
+		for i, rt := range routes {
+			hosts[i] = "https://" + rt.Host
+		}
+		r := rendered{objs: objs, check: objs, what: fmt.Sprintf("routes %v", hosts)}
+		sec, fresh, err := p.certificateSecret(ctx, h)
+		if err != nil {
+			return rendered{}, err
+		}
+		if sec != nil {
+			// A kept certificate is applied again only with the routes.
+			r.objs = append([]*yaml.RNode{sec}, objs...)
+		}
+		if fresh {
+			r.fresh = "a new self-signed certificate for *." + p.site.Addons.Ingress.Domain
+		}
+		return r, nil
 	}
-	return r.p.target(hosts)
+	return o
 }
 
-// secret is the certificate's Secret as applied: the cluster's while it
-// covers the domain, else a new one.
-func (r *routesPhase) secret(ctx context.Context, h *engine.Host) (*yaml.RNode, bool, error) {
-	domain := r.p.site.Addons.Ingress.Domain
+// certificateSecret is the certificate's Secret as applied: the cluster's
+// while it covers the domain, else a new one (fresh); nil when it is the
+// operator's own.
+func (p *Platform) certificateSecret(ctx context.Context, h *engine.Host) (*yaml.RNode, bool, error) {
+	domain := p.site.Addons.Ingress.Domain
 	var cert, key []byte
 	fresh := true
-	if cs, err := r.p.clientset(ctx, h); err != nil {
+	if cs, err := p.clientset(ctx, h); err != nil {
 		return nil, false, err
 	} else if cs != nil {
 		s, err := cs.CoreV1().Secrets(IngressNamespace).Get(ctx, TLSSecret, metav1.GetOptions{})
@@ -192,62 +188,13 @@ func (r *routesPhase) secret(ctx context.Context, h *engine.Host) (*yaml.RNode, 
 			return nil, false, err
 		}
 	}
-	b, err := sigsyaml.Marshal(map[string]any{
+	n, err := nodes(map[string]any{
 		"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-		"metadata": map[string]any{"name": TLSSecret, "namespace": IngressNamespace, "labels": map[string]any{"app.kubernetes.io/managed-by": "gpukit"}},
+		"metadata": map[string]any{"name": TLSSecret, "namespace": IngressNamespace, "labels": managedBy},
 		"data":     map[string]any{"tls.crt": cert, "tls.key": key},
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	n, err := yaml.Parse(string(b))
-	return n, fresh, err
-}
-
-func (r *routesPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
-	objs, err := RouteObjects(r.routes)
-	if err != nil {
-		return false, "", err
-	}
-	sec, fresh, err := r.secret(ctx, h)
-	if err != nil {
-		return false, "", err
-	}
-	r.objs = objs
-	if sec != nil {
-		r.objs = append([]*yaml.RNode{sec}, objs...)
-	}
-	hosts := make([]string, len(r.routes))
-	for i, rt := range r.routes {
-		hosts[i] = "https://" + rt.Host
-	}
-	c, err := r.p.api.Helm(ctx, h)
-	if err != nil {
-		return false, "", err
-	}
-	if c == nil || fresh {
-		r.why = fmt.Sprintf("%v, a new self-signed certificate for *.%s", hosts, r.p.site.Addons.Ingress.Domain)
-		return true, "", nil
-	}
-	// A kept certificate is applied again only with the routes.
-	res, err := kube.Apply(ctx, c.Config(), objs, kube.ApplyOptions{DryRun: true})
-	if err != nil {
-		return false, "", err
-	}
-	if res.Created+res.Changed == 0 {
-		return false, fmt.Sprintf("routes %v as applied", hosts), nil
-	}
-	r.why = fmt.Sprintf("%v: %d to create, %d to change", hosts, res.Created, res.Changed)
-	return true, "", nil
-}
-
-func (r *routesPhase) Run(ctx context.Context, h *engine.Host) error {
-	return h.WriteAPI(ctx, "publish the routes", r.why, func(ctx context.Context) error {
-		c, err := r.p.api.Helm(ctx, h)
-		if err != nil {
-			return err
-		}
-		_, err = kube.Apply(ctx, c.Config(), r.objs, kube.ApplyOptions{Logf: h.Logf})
-		return err
-	})
+	return n[0], fresh, nil
 }

@@ -17,14 +17,28 @@ const PhaseStatus = "kubeflow/status"
 // Status is the platform as the cluster runs it.
 type Status struct {
 	Releases []ReleaseStatus `json:"releases"`
-	// Kubeflow counts the Deployments gpukit applied (its field manager's
-	// objects): Available of all, and those that are not.
-	Kubeflow struct {
-		Deployments  int      `json:"deployments"`
-		Available    int      `json:"available"`
-		NotAvailable []string `json:"notAvailable,omitempty"`
-	} `json:"kubeflow"`
-	URLs []string `json:"urls,omitempty"`
+	// Kubeflow counts the Deployments gpukit applied from Kubeflow's
+	// manifests (its field manager's objects); Platform those it renders
+	// itself (the statsd exporter).
+	Kubeflow Deployments `json:"kubeflow"`
+	Platform Deployments `json:"platform"`
+	URLs     []string    `json:"urls,omitempty"`
+}
+
+// Deployments: Available of all, and those that are not.
+type Deployments struct {
+	Deployments  int      `json:"deployments"`
+	Available    int      `json:"available"`
+	NotAvailable []string `json:"notAvailable,omitempty"`
+}
+
+func (d *Deployments) add(dep *appsv1.Deployment) {
+	d.Deployments++
+	if available(dep) {
+		d.Available++
+	} else {
+		d.NotAvailable = append(d.NotAvailable, dep.Namespace+"/"+dep.Name)
+	}
 }
 
 // ReleaseStatus is one release: the chart version deployed and Helm's
@@ -38,15 +52,15 @@ type ReleaseStatus struct {
 	Status    string `json:"status"`
 }
 
-// Healthy: every release deployed at its pinned version, every Kubeflow
-// Deployment Available.
+// Healthy: every release deployed at its pinned version, every Deployment
+// gpukit applied Available.
 func (s *Status) Healthy() bool {
 	for _, r := range s.Releases {
 		if r.Status != "deployed" || r.Deployed != r.Want {
 			return false
 		}
 	}
-	return len(s.Kubeflow.NotAvailable) == 0
+	return len(s.Kubeflow.NotAvailable)+len(s.Platform.NotAvailable) == 0
 }
 
 // StatusPhase reads the releases, Kubeflow's Deployments and the URLs;
@@ -91,14 +105,14 @@ func (s *statusPhase) Run(ctx context.Context, h *engine.Host) error {
 		if !appliedBy(&d, kube.FieldManager) {
 			continue
 		}
-		st.Kubeflow.Deployments++
-		if available(&d) {
-			st.Kubeflow.Available++
+		if d.Labels["app.kubernetes.io/managed-by"] == "gpukit" {
+			st.Platform.add(&d)
 		} else {
-			st.Kubeflow.NotAvailable = append(st.Kubeflow.NotAvailable, d.Namespace+"/"+d.Name)
+			st.Kubeflow.add(&d)
 		}
 	}
 	slices.Sort(st.Kubeflow.NotAvailable)
+	slices.Sort(st.Platform.NotAvailable)
 	for _, r := range s.p.site.Routes(st.Kubeflow.Deployments > 0) {
 		st.URLs = append(st.URLs, "https://"+r.Host+"/")
 	}
