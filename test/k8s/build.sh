@@ -9,6 +9,7 @@
 #   build.sh runtime    the lab hosts' runtime (module runtime)
 #   build.sh flannel    the lab's pod network (module flannel: flanneld, install-conf;
 #                       its nested module cni: the flannel CNI plugin)
+#   build.sh platform   the platform's programs (module platform: statsd_exporter)
 #   build.sh versions   the Kubernetes versions there are modules for, newest first
 #   build.sh all        every set, one after the other (make test builds them before
 #                       the tests start: cold builds beside lab tests starve them)
@@ -22,6 +23,7 @@
 # (name version per line).
 # The flannel set: flanneld (cgo, static), install-conf, cp (the chart's init
 # container copies the CNI plugin with it), flannel (the CNI plugin); versions.
+# The platform set: statsd_exporter; versions.
 #
 # A cold Kubernetes set takes about 6 minutes and 2-3 GB of memory per link
 # step on 2 cores; a second build never runs at once (flock). The cache lives
@@ -46,25 +48,26 @@ set=${1:-$KUBE_VERSION}
 case $set in
 versions) versions; exit 0 ;;
 all)
-	for s in runtime flannel $(versions); do "$here/build.sh" "$s"; done
+	for s in runtime flannel platform $(versions); do "$here/build.sh" "$s"; done
 	exit 0
 	;;
 runtime) mod=$here/runtime ;;
 flannel) mod=$here/flannel ;;
+platform) mod=$here/platform ;;
 "$KUBE_VERSION") mod=$here ;;
 v1.*)
 	minor=${set#v}
 	mod=$here/kube-${minor%.*}
 	[ -f "$mod/go.mod" ] || die "no module for Kubernetes $set (there are: $(versions | tr '\n' ' '))"
 	;;
-*) die "usage: build.sh [vX.Y.Z|runtime|flannel|versions|all]" ;;
+*) die "usage: build.sh [vX.Y.Z|runtime|flannel|platform|versions|all]" ;;
 esac
-if [ "$set" != runtime ] && [ "$set" != flannel ]; then
+if [ "$set" != runtime ] && [ "$set" != flannel ] && [ "$set" != platform ]; then
 	got=$(modversion "$mod" k8s.io/kubernetes)
 	[ "$got" = "$set" ] || die "$mod/go.mod has k8s.io/kubernetes $got, not $set: change both"
 fi
 cd "$mod"
-key=$({ echo "$set"; cat go.mod go.sum "$here/build.sh"; find . -path ./runtime -prune -o -path ./flannel -prune -o -path './kube-*' -prune -o -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) -print | sort | xargs cat; go version; } | sha256sum | cut -c1-16)
+key=$({ echo "$set"; cat go.mod go.sum "$here/build.sh"; find . -path ./runtime -prune -o -path ./flannel -prune -o -path ./platform -prune -o -path './kube-*' -prune -o -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) -print | sort | xargs cat; go version; } | sha256sum | cut -c1-16)
 out=$cache/$set-$key
 if [ -f "$out/.complete" ]; then
 	echo "$out"
@@ -143,8 +146,17 @@ build_flannel() {
 	printf 'flannel %s\ncni-plugins %s\n' "$v" "$p" >"$tmp/versions"
 }
 
+build_platform() {
+	local v
+	v=$(modversion . github.com/prometheus/statsd_exporter)
+	echo "build.sh: building statsd_exporter $v into $out (cold: about 1 minute)" >&2
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=${v#v}" -o "$tmp/" github.com/prometheus/statsd_exporter >&2
+	printf 'statsd_exporter %s\n' "$v" >"$tmp/versions"
+}
+
 case $set in
 runtime) build_runtime ;;
+platform) build_platform ;;
 flannel) build_flannel ;;
 *) build_kube ;;
 esac
@@ -155,7 +167,7 @@ mv "$tmp" "$out"
 # module builds any more (an older Kubernetes) go after a week unused
 # shellcheck disable=SC2012 # our own directory names: no odd characters
 ls -1dt "$cache/$set"-* 2>/dev/null | tail -n +3 | xargs -r rm -rf
-keep=" runtime flannel $(versions | tr '\n' ' ')"
+keep=" runtime flannel platform $(versions | tr '\n' ' ')"
 for d in "$cache"/v*-*; do
 	v=${d##*/}
 	if [ -d "$d" ] && [[ $keep != *" ${v%%-*} "* ]] && [ -n "$(find "$d" -maxdepth 0 -mtime +7)" ]; then rm -rf "$d"; fi
