@@ -207,7 +207,9 @@ spec:
 			Metadata struct{ Labels map[string]string }
 			Spec     struct {
 				Selector  struct{ MatchLabels map[string]string }
-				Endpoints []struct{ Relabelings []struct{ TargetLabel, Replacement string } }
+				Endpoints []struct {
+					Relabelings []struct{ TargetLabel, Replacement string }
+				}
 			}
 		}
 		if err := json.Unmarshal([]byte(c.Kubectl(t, "-n", "monitoring", "get", "servicemonitor", name, "-o", "json")), &sm); err != nil {
@@ -224,7 +226,9 @@ spec:
 			t.Errorf("ServiceMonitor %s does not add the cluster's name: %+v", name, sm.Spec)
 		}
 		if name == "statsd-exporter" {
-			var svc struct{ Metadata struct{ Labels map[string]string } }
+			var svc struct {
+				Metadata struct{ Labels map[string]string }
+			}
 			if err := json.Unmarshal([]byte(c.Kubectl(t, "-n", "monitoring", "get", "service", name, "-o", "json")), &svc); err != nil {
 				t.Fatal(err)
 			}
@@ -279,8 +283,8 @@ spec:
 		cli.Streams{In: strings.NewReader(""), Out: &sout, Err: &serr})
 	lines = strings.Split(strings.TrimSpace(sout.String()), "\n")
 	var ks struct {
-		Type     string
-		Releases []struct{ Name, Want, Deployed, Status string }
+		Type               string
+		Releases           []struct{ Name, Want, Deployed, Status string }
 		Kubeflow, Platform struct {
 			Deployments, Available int
 			NotAvailable           []string
