@@ -25,7 +25,7 @@ func TestApplyKubeflowOnARealAPIServer(t *testing.T) {
 	dir := fixtures.Dir(t, "kubeflow")
 	t.Parallel()
 	objs, err := Manifests{Version: "26.03", Source: filepath.Join(dir, "manifests-26.03.tar.gz"),
-		RemoteBases: filepath.Join(dir, "remote-bases", "kubeflow-26.03-remote-bases.tar.gz")}.Load(context.Background())
+		RemoteBases: filepath.Join(dir, "remote-bases", "kubeflow-26.03-remote-bases.tar.gz")}.Load(context.Background(), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,16 @@
 package kubeflow
 
 import (
+	"bufio"
 	"fmt"
+	"log"
+	"os"
 	"regexp"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -15,21 +20,32 @@ import (
 // when an object still holds one of the tree's kustomize variables, or a
 // $(...) placeholder in its metadata: applied, such an object is refused by
 // the API server or, worse, accepted under a wrong name.
-func Build(mem filesys.FileSystem, root, dir string) ([]*yaml.RNode, error) {
+// What kustomize prints (its deprecation warnings: dozens for Kubeflow's
+// tree) goes to logf, each line once with its count; nil drops it.
+func Build(mem filesys.FileSystem, root, dir string, logf func(format string, args ...any)) ([]*yaml.RNode, error) {
 	if _, err := QuoteLiteralSelectors(mem, root); err != nil {
 		return nil, err
 	}
-	return build(mem, root, dir)
+	return build(mem, root, dir, logf)
 }
 
 // build is Build without QuoteLiteralSelectors: what kustomize makes of the
 // tree as it is, checked.
-func build(mem filesys.FileSystem, root, dir string) ([]*yaml.RNode, error) {
+func build(mem filesys.FileSystem, root, dir string, logf func(format string, args ...any)) ([]*yaml.RNode, error) {
 	vars, err := declaredVars(mem, root)
 	if err != nil {
 		return nil, err
 	}
-	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, dir)
+	var rm resmap.ResMap
+	said, err := captured(func() (err error) {
+		rm, err = krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, dir)
+		return err
+	})
+	if logf != nil {
+		for _, l := range said {
+			logf("kustomize: %s", l)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
 	}
@@ -105,4 +121,55 @@ func declaredVars(mem filesys.FileSystem, root string) (map[string]bool, error) 
 		return false, nil
 	})
 	return out, err
+}
+
+// output serializes the builds whose output captured takes.
+var output sync.Mutex
+
+// captured runs fn with what it writes to os.Stderr and to the standard
+// logger taken (kustomize writes its warnings there, not to an error or a
+// logger it is given: the engine never prints), and returns those lines in
+// order, each once, with its count when repeated.
+func captured(fn func() error) ([]string, error) {
+	output.Lock()
+	defer output.Unlock()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("capture kustomize's output: %w", err)
+	}
+	var lines []string
+	count := map[string]int{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			l := strings.TrimSpace(sc.Text())
+			if l == "" {
+				continue
+			}
+			if count[l] == 0 {
+				lines = append(lines, l)
+			}
+			count[l]++
+		}
+	}()
+	stderr, logw, flags := os.Stderr, log.Writer(), log.Flags()
+	os.Stderr = w
+	log.SetOutput(w)
+	log.SetFlags(0)
+	err = fn()
+	os.Stderr = stderr
+	log.SetOutput(logw)
+	log.SetFlags(flags)
+	w.Close()
+	<-done
+	r.Close()
+	for i, l := range lines {
+		if n := count[l]; n > 1 {
+			lines[i] = fmt.Sprintf("%s (%d times)", l, n)
+		}
+	}
+	return lines, err
 }

@@ -2,10 +2,14 @@ package kubeflow
 
 import (
 	"compress/gzip"
+	"errors"
+	"fmt"
 	"io"
+	"log"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,9 +100,18 @@ func TestBuildKubeflowV1102LikeTheReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := Build(mem, "/kf/manifests", "/kf/manifests/example")
+	var said []string
+	objs, err := Build(mem, "/kf/manifests", "/kf/manifests/example", func(format string, args ...any) {
+		said = append(said, fmt.Sprintf(format, args...))
+	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// kustomize's warnings reach the log, once each with their count.
+	if !slices.ContainsFunc(said, func(l string) bool {
+		return strings.HasPrefix(l, "kustomize: # Warning: 'vars' is deprecated.") && strings.HasSuffix(l, " times)")
+	}) || len(said) > 20 {
+		t.Errorf("kustomize's warnings as logged:\n%s", strings.Join(said, "\n"))
 	}
 	want := reference(t, filepath.Join(dir, "reference-builds", "v1.10.2-example-kustomize-5.4.3.yaml.gz"))
 	if len(objs) != 611 || len(want) != 611 {
@@ -107,7 +120,7 @@ func TestBuildKubeflowV1102LikeTheReference(t *testing.T) {
 	sameObjects(t, byKey(t, objs), want)
 
 	// The same tree as kustomize 5.8 builds it: refused, the Profile named.
-	_, err = build(raw, "/kf/manifests", "/kf/manifests/example")
+	_, err = build(raw, "/kf/manifests", "/kf/manifests/example", t.Logf)
 	if err == nil || !strings.Contains(err.Error(), "kubeflow.org/v1beta1/Profile /$(profile-name) holds $(profile-name)") {
 		t.Errorf("the unquoted build: %v", err)
 	}
@@ -142,7 +155,7 @@ func TestBuildKubeflow2603WithTheRemoteBases(t *testing.T) {
 	if err := ResolveRemote(mem, "/kf/manifests/example", "/remote"); err != nil {
 		t.Fatal(err)
 	}
-	objs, err := Build(mem, "/kf/manifests", "/kf/manifests/example")
+	objs, err := Build(mem, "/kf/manifests", "/kf/manifests/example", t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,4 +177,22 @@ func copyFS(from, to filesys.FileSystem, root string) error {
 		}
 		return writeFile(to, p, b)
 	})
+}
+
+// What a build writes to os.Stderr and to the standard logger is taken,
+// each line once with its count, and both are theirs again after it.
+func TestCaptured(t *testing.T) {
+	before, logBefore := os.Stderr, log.Writer()
+	lines, err := captured(func() error {
+		fmt.Fprintln(os.Stderr, "# Warning: x")
+		log.Print("y")
+		fmt.Fprintln(os.Stderr, "# Warning: x")
+		return errors.New("z")
+	})
+	if err == nil || err.Error() != "z" || strings.Join(lines, "|") != "# Warning: x (2 times)|y" {
+		t.Errorf("%q %v", lines, err)
+	}
+	if os.Stderr != before || log.Writer() != logBefore {
+		t.Error("os.Stderr or the standard logger not restored")
+	}
 }

@@ -32,8 +32,9 @@ func UpstreamArchive(version string) string {
 }
 
 // Load builds the release's example, as the upstream installer does,
-// in-process: every object, refused when one holds an unresolved variable.
-func (m Manifests) Load(ctx context.Context) ([]*yaml.RNode, error) {
+// in-process: every object, refused when one holds an unresolved variable;
+// kustomize's warnings go to logf (nil: dropped).
+func (m Manifests) Load(ctx context.Context, logf func(format string, args ...any)) ([]*yaml.RNode, error) {
 	src := m.Source
 	if src == "" {
 		f, err := download(ctx, UpstreamArchive(m.Version))
@@ -62,7 +63,7 @@ func (m Manifests) Load(ctx context.Context) ([]*yaml.RNode, error) {
 	if err := ResolveRemote(mem, example, bundle); err != nil {
 		return nil, err
 	}
-	return Build(mem, root, example)
+	return Build(mem, root, example, logf)
 }
 
 // manifestsRoot is the directory of the tree that holds example/: the

@@ -29,14 +29,14 @@ func TestManifestsLoadFindsTheTreeRoot(t *testing.T) {
 		return root
 	}
 	for _, prefix := range []string{"", "manifests-26.03/"} {
-		objs, err := Manifests{Version: "26.03", Source: tree(prefix)}.Load(context.Background())
+		objs, err := Manifests{Version: "26.03", Source: tree(prefix)}.Load(context.Background(), t.Logf)
 		if err != nil || len(objs) != 1 || objs[0].GetName() != "kf" {
 			t.Errorf("tree %q: %v %v", prefix, objs, err)
 		}
 	}
 	other := t.TempDir()
 	write(other, "README.md", "not manifests\n")
-	if _, err := (Manifests{Version: "26.03", Source: other}).Load(context.Background()); err == nil || !strings.Contains(err.Error(), other+": no example/kustomization.yaml") {
+	if _, err := (Manifests{Version: "26.03", Source: other}).Load(context.Background(), t.Logf); err == nil || !strings.Contains(err.Error(), other+": no example/kustomization.yaml") {
 		t.Errorf("not a tree: %v", err)
 	}
 }

@@ -239,7 +239,7 @@ func (m *manifestsPhase) objects(ctx context.Context, h *engine.Host) ([]*yaml.R
 	defer m.p.mu.Unlock()
 	if m.p.objs == nil {
 		start := time.Now()
-		objs, err := m.p.manifests.Load(ctx)
+		objs, err := m.p.manifests.Load(ctx, func(format string, args ...any) { h.Logf(PhaseManifests+": "+format, args...) })
 		if err != nil {
 			return nil, err
 		}
