@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -77,28 +78,16 @@ func (c *Client) Clientset() kubernetes.Interface { return c.cs }
 // Pending says why r must be installed or upgraded: "" when the release is
 // deployed from r's chart version with r's values.
 func (c *Client) Pending(ctx context.Context, r Release) (string, error) {
-	cfg, err := c.action(r.Namespace)
-	if err != nil {
-		return "", err
-	}
-	rel, err := action.NewGet(cfg).Run(r.Name)
+	rel, version, status, err := c.get(r)
 	switch {
-	case errors.Is(err, driver.ErrReleaseNotFound):
-		return "release " + r.Namespace + "/" + r.Name + " is not installed", nil
 	case err != nil:
-		return "", fmt.Errorf("release %s/%s: %w", r.Namespace, r.Name, err)
-	case rel.Info == nil || rel.Info.Status != release.StatusDeployed:
-		status := "unknown"
-		if rel.Info != nil {
-			status = rel.Info.Status.String()
-		}
+		return "", err
+	case rel == nil:
+		return "release " + r.Namespace + "/" + r.Name + " is not installed", nil
+	case status != release.StatusDeployed.String():
 		return "release " + r.Name + " is " + status, nil
-	case rel.Chart == nil || rel.Chart.Metadata == nil || rel.Chart.Metadata.Version != r.Chart.Version:
-		got := "?"
-		if rel.Chart != nil && rel.Chart.Metadata != nil {
-			got = rel.Chart.Metadata.Version
-		}
-		return fmt.Sprintf("release %s runs chart %s %s, not %s", r.Name, r.Chart.Name, got, r.Chart.Version), nil
+	case version != r.Chart.Version:
+		return fmt.Sprintf("release %s runs chart %s %s, not %s", r.Name, r.Chart.Name, cmp.Or(version, "?"), r.Chart.Version), nil
 	}
 	want, err := normal(r.Values)
 	if err != nil {
@@ -308,23 +297,33 @@ func Render(ctx context.Context, r Release, ch *chart.Chart, kubeVersion string,
 // Helm's status ("deployed", "failed", ...); "" and "not installed" when
 // there is none.
 func (c *Client) Deployed(r Release) (version, status string, err error) {
+	rel, version, status, err := c.get(r)
+	if rel == nil && err == nil {
+		status = "not installed"
+	}
+	return version, status, err
+}
+
+// get is the release as Helm recorded it (nil: not installed), its chart's
+// version ("" unknown) and its status ("unknown" when not recorded).
+func (c *Client) get(r Release) (*release.Release, string, string, error) {
 	cfg, err := c.action(r.Namespace)
 	if err != nil {
-		return "", "", err
+		return nil, "", "", err
 	}
 	rel, err := action.NewGet(cfg).Run(r.Name)
 	switch {
 	case errors.Is(err, driver.ErrReleaseNotFound):
-		return "", "not installed", nil
+		return nil, "", "", nil
 	case err != nil:
-		return "", "", fmt.Errorf("release %s/%s: %w", r.Namespace, r.Name, err)
+		return nil, "", "", fmt.Errorf("release %s/%s: %w", r.Namespace, r.Name, err)
 	}
+	version, status := "", "unknown"
 	if rel.Chart != nil && rel.Chart.Metadata != nil {
 		version = rel.Chart.Metadata.Version
 	}
-	status = "unknown"
 	if rel.Info != nil {
 		status = rel.Info.Status.String()
 	}
-	return version, status, nil
+	return rel, version, status, nil
 }
