@@ -65,7 +65,7 @@ measure() {
 {
 	echo "# Kubeflow $VERSION: gpukit kubeflow deploy vs the upstream apply loop"
 	echo
-	echo "$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, kustomize $(awk '/kustomize\/v5 v/ { print $2 }' "$here/kustomize/go.mod") (bench/kustomize), $(uname -r)"
+	echo "$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, kustomize $(awk '/kustomize\/v5 v/ { print $NF }' "$here/kustomize/go.mod") (bench/kustomize), $(uname -r)"
 	echo
 	echo "| rep | gpukit s | gpukit MiB | upstream s | upstream MiB | upstream whole-apply retries | time ratio (upstream/gpukit) |"
 	echo "|---|---|---|---|---|---|---|"
