@@ -44,6 +44,8 @@ func TestExitCodes(t *testing.T) {
 	keyAsPassword := writeFile(t, "keypw.yaml", "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: lab}\nspec:\n  ssh:\n    user: ops\n    knownHostsFile: /dev/null\n    password: {file: "+key+"}\n  hosts:\n  - name: cp-1\n    address: 127.0.0.2\n    roles: [control-plane]\n")
 	rc := writeFile(t, "bashrc", "export PATH=$PATH:/opt/bin\nalias ll='ls -l'\n")
 	rcKnownHosts := writeFile(t, "rc.yaml", "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: lab}\nspec:\n  ssh: {keyFile: "+key+", knownHostsFile: "+rc+"}\n  hosts:\n  - name: cp-1\n    address: 127.0.0.2\n    roles: [control-plane]\n")
+	offlineKubeflow := writeFile(t, "kf.yaml", "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: lab}\nspec:\n  orchestrator: kubernetes\n  ssh: {knownHostsFile: /dev/null}\n"+
+		"  kubeflow: {enabled: true, manifests: /nonexistent/manifests-26.03.tar.gz}\n  hosts:\n  - name: cp-1\n    address: 127.0.0.2\n    roles: [control-plane]\n")
 	tests := []struct {
 		name       string
 		args       []string
@@ -79,6 +81,8 @@ func TestExitCodes(t *testing.T) {
 		{"kubeflow deploy needs a cluster", []string{"kubeflow", "deploy"}, ExitUsage, "", "pass -i FILE (the inventory of a cluster gpukit built) or --kubeconfig PATH"},
 		{"kubeflow deploy of an unknown release", []string{"kubeflow", "deploy", "-i", loopback, "--version", "v1.8.0"}, ExitUsage, "", "--version v1.8.0: gpukit deploys v1.9.0, v1.9.1, v1.10.0, v1.10.1, v1.10.2, v1.11.0, 26.03"},
 		{"kubeflow deploy of missing manifests", []string{"kubeflow", "deploy", "-i", loopback, "--manifests", "/nonexistent/kf.tar.gz"}, ExitUsage, "", "--manifests /nonexistent/kf.tar.gz"},
+		{"kubeflow deploy of the inventory's missing manifests", []string{"kubeflow", "deploy", "-i", offlineKubeflow}, ExitUsage, "", offlineKubeflow + ": spec.kubeflow: manifests: stat /nonexistent/manifests-26.03.tar.gz: no such file or directory"},
+		{"init of the inventory's missing manifests", []string{"init", "-i", offlineKubeflow}, ExitUsage, "", offlineKubeflow + ": spec.kubeflow: manifests: stat /nonexistent/manifests-26.03.tar.gz: no such file or directory"},
 		{"kubeflow deploy with a broken kubeconfig", []string{"kubeflow", "deploy", "--kubeconfig", rc}, ExitUsage, "", "--kubeconfig " + rc},
 		{"kubeflow deploy of an invalid inventory", []string{"kubeflow", "deploy", "-i", bad}, ExitUsage, "", bad + ":9:5: spec.hosts[0].colour"},
 		{"kubeflow deploy: unknown phase", []string{"kubeflow", "deploy", "-i", loopback, "--skip-phases", "kubeflow/manifest"}, ExitUsage, "", "--skip-phases kubeflow/manifest: unknown phase; valid phases: platform, platform/storage, platform/ingress, platform/monitoring, platform/gpu-metrics, platform/training-metrics, platform/dashboards, kubeflow, kubeflow/manifests, platform/routes"},

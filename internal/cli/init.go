@@ -122,6 +122,11 @@ func (o *initOptions) run(cmd *cobra.Command, s Streams) error {
 		return err
 	}
 	f := flow.NewInit(l.inv, flow.InitOptions{NVIDIA: o.nvidiaOptions()})
+	if f.Platform != nil {
+		if err := f.Platform.Check(); err != nil {
+			return usage(fmt.Errorf("%s: spec.kubeflow: %w", l.inv.File, err)) // before any host is reached
+		}
+	}
 	if o.dryRun {
 		f.Name = "gpukit plan"
 	}

@@ -84,10 +84,11 @@ func NewInit(inv *inventory.Inventory, o InitOptions) *Init {
 		)
 		// platform/storage ... platform/routes: as gpukit kubeflow deploy
 		// runs them (flow/kubeflow.go), those spec.addons enables; Kubeflow
-		// with spec.kubeflow.enabled, its manifests from the tag's archive.
+		// with spec.kubeflow.enabled, its manifests from spec.kubeflow
+		// (manifests, remoteBases) or the tag's archive.
 		var m *kubeflow.Manifests
 		if k := inv.Cluster.Spec.Kubeflow; k.Enabled {
-			m = &kubeflow.Manifests{Version: k.Version}
+			m = &kubeflow.Manifests{Version: k.Version, Source: k.Manifests, RemoteBases: k.RemoteBases}
 		}
 		platform := kubeflow.New(kubeflow.SiteOf(inv), kube, firstControlPlane(inv), m)
 		p.Phases = append(p.Phases, platform.Phases()...)

@@ -73,14 +73,19 @@ func NewKubeflowStatus(inv *inventory.Inventory, o KubeflowOptions) (*KubeflowDe
 // platform is the platform of inv's cluster (nil: o.Kubeconfig's, every
 // addon at its default) and the one machine the API is reached from.
 func platform(inv *inventory.Inventory, o KubeflowOptions) (*kubeflow.Platform, []inventory.Machine, error) {
-	site, version := kubeflow.Site{}, inventory.DefaultKubeflowVersion
+	site, k := kubeflow.Site{}, inventory.Kubeflow{Version: inventory.DefaultKubeflowVersion}
 	if inv != nil {
 		if inv.Cluster.Spec.Orchestrator != inventory.Kubernetes {
 			return nil, nil, fmt.Errorf("spec.orchestrator is %s: the platform and Kubeflow run on Kubernetes", inv.Cluster.Spec.Orchestrator)
 		}
-		site, version = kubeflow.SiteOf(inv), inv.Cluster.Spec.Kubeflow.Version
+		site, k = kubeflow.SiteOf(inv), inv.Cluster.Spec.Kubeflow
 	}
-	m := &kubeflow.Manifests{Version: cmp.Or(o.Version, version), Source: o.Manifests, RemoteBases: o.RemoteBases}
+	// The flags over the inventory's spec.kubeflow.
+	m := &kubeflow.Manifests{Version: cmp.Or(o.Version, k.Version), Source: cmp.Or(o.Manifests, k.Manifests), RemoteBases: cmp.Or(o.RemoteBases, k.RemoteBases)}
+	if err := m.Check(); err != nil {
+		// The flags' paths were checked by the command: the inventory's.
+		return nil, nil, fmt.Errorf("%s: spec.kubeflow: %w", inv.File, err) // before any host is reached
+	}
 	if o.Kubeconfig != nil {
 		if inv == nil {
 			site.Cluster = o.APIMachine // the kubeconfig's cluster

@@ -312,6 +312,15 @@ type Kubeflow struct {
 	// Version is a kubeflow/manifests release: v1.9.0, v1.9.1, v1.10.0, v1.10.1,
 	// v1.10.2, v1.11.0 or 26.03. Default 26.03.
 	Version string `yaml:"version,omitempty" json:"version,omitempty"`
+	// Manifests is the release's tree on the machine running gpukit, for
+	// air-gapped sites: the tag's source archive (.tar.gz) or a directory,
+	// as a clean absolute path. Default: the tag's archive from GitHub.
+	Manifests string `yaml:"manifests,omitempty" json:"manifests,omitempty"`
+	// RemoteBases is the bundle of the remote bases the release's example
+	// references (26.03: argo-workflows, lws, jobset), laid out by URL, a
+	// .tar.gz or a directory on the machine running gpukit, as a clean
+	// absolute path. Needed offline for releases that reference any.
+	RemoteBases string `yaml:"remoteBases,omitempty" json:"remoteBases,omitempty"`
 }
 
 // Mirrors replace public sources; each is a base URL (registry: a host[:port][/path]).

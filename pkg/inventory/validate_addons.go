@@ -55,6 +55,16 @@ func (c *checker) checkAddons(cl *Cluster, ms []Machine) {
 		}
 		c.errorf("spec.kubeflow.version", "unknown Kubeflow version %s%s; expected one of %s", q(k.Version), hint, strings.Join(KubeflowVersions(), ", "))
 	}
+	for _, f := range []struct{ field, v string }{{"manifests", k.Manifests}, {"remoteBases", k.RemoteBases}} {
+		if f.v == "" {
+			continue
+		}
+		if err := badChar(f.v, charsPath); err != nil {
+			c.errorf("spec.kubeflow."+f.field, "invalid path: %v", err)
+		} else if gopath.Clean(f.v) != f.v || !strings.HasPrefix(f.v, "/") {
+			c.errorf("spec.kubeflow."+f.field, "%s is not a clean absolute path on the machine running gpukit", q(f.v))
+		}
+	}
 	if k.Enabled {
 		if cl.Spec.Orchestrator == Swarm {
 			c.errorf("spec.kubeflow.enabled", "Kubeflow needs kubernetes; the orchestrator is swarm")
