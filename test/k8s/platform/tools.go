@@ -2,10 +2,12 @@
 
 // The platform's programs for tests and the lab, built from these modules
 // by ../build.sh platform: prometheus/statsd_exporter (the image of
-// gpukit's platform/training-metrics phase). Importing it here makes `go
-// mod tidy` record every go.sum entry it needs.
+// gpukit's platform/training-metrics phase) and Prometheus (the server
+// kube-prometheus-stack runs). Importing them here makes `go mod tidy`
+// record every go.sum entry they need.
 package tools
 
 import (
+	_ "github.com/prometheus/prometheus/cmd/prometheus"
 	_ "github.com/prometheus/statsd_exporter"
 )
