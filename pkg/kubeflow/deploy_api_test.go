@@ -239,6 +239,28 @@ spec:
 			}
 		}
 	}
+	// The real prometheus-operator makes a scrape job of each, with
+	// gpukit's relabelings, for the release's Prometheus.
+	scrape := operatorScrapeConfig(t, c)
+	for _, job := range []string{"serviceMonitor/monitoring/dcgm-exporter/0", "serviceMonitor/monitoring/statsd-exporter/0"} {
+		i := strings.Index(scrape, "job_name: "+job+"\n")
+		if i < 0 {
+			t.Errorf("prometheus-operator made no job %s:\n%s", job, scrape)
+			continue
+		}
+		j := scrape[i:]
+		if k := strings.Index(j[1:], "- job_name: "); k >= 0 {
+			j = j[:k+1]
+		}
+		if strings.Contains(job, "statsd") {
+			t.Logf("prometheus-operator's job for gpukit's statsd ServiceMonitor:\n%s", j)
+		}
+		for _, want := range []string{"honor_labels: false", "target_label: cluster\n    replacement: kf-test", "- __meta_kubernetes_pod_node_name\n    target_label: node"} {
+			if !strings.Contains(j, want) {
+				t.Errorf("job %s lacks %q:\n%s", job, want, j)
+			}
+		}
+	}
 	if got := c.Kubectl(t, "-n", "monitoring", "get", "deployment", "statsd-exporter", "-o", `jsonpath={.status.availableReplicas} {.spec.template.spec.containers[0].image}`); got != "1 docker.io/prom/statsd-exporter:v0.31.0" {
 		t.Errorf("statsd exporter: %q", got)
 	}

@@ -28,9 +28,10 @@ import (
 // Grafana gets them (the ConfigMaps' JSON), parses and runs, with "All"
 // and with one value per variable; the training panels find the pushed
 // runs by exported_namespace/exported_pod, and each variable's
-// label_values lists what was pushed. The operator itself (which writes
-// the scrape configuration from the ServiceMonitor) and the DCGM exporter
-// (no GPUs here) are not part of it: the GPU panels' queries run, empty.
+// label_values lists what was pushed. Those target labels and relabelings
+// are what the real operator writes for this ServiceMonitor
+// (deploy_api_test.go reads its configuration); the DCGM exporter (no
+// GPUs here) is not part of it: the GPU panels' queries run, empty.
 func TestPrometheusScrapesTrainingMetricsAndTheDashboardsFindThem(t *testing.T) {
 	cluster.Require(t)
 	set := cluster.Build(t, "platform")
@@ -182,7 +183,8 @@ func substitute(expr string, vars map[string]string) string {
 // scrapeConfig is the scrape job prometheus-operator makes of the
 // ServiceMonitor sm for one endpoint at addr of pod statsd-exporter-0 on
 // node gpu-1: the target labels it sets from the endpoint's Kubernetes
-// metadata (here given as the target's labels), then sm's relabelings.
+// metadata (namespace, service, pod, container, job = the service,
+// endpoint; here given as the target's labels), then sm's relabelings.
 func scrapeConfig(t *testing.T, sm *yaml.RNode, addr string) []byte {
 	t.Helper()
 	var spec struct {
@@ -226,7 +228,7 @@ func scrapeConfig(t *testing.T, sm *yaml.RNode, addr string) []byte {
 				"targets": []any{addr},
 				"labels": map[string]any{
 					"namespace": kubeflow.MonitoringNamespace, "pod": "statsd-exporter-0", "service": kubeflow.StatsdService,
-					"container": "statsd-exporter", "endpoint": ep.Port,
+					"container": "statsd-exporter", "endpoint": ep.Port, "job": kubeflow.StatsdService,
 					"__meta_kubernetes_pod_node_name": "gpu-1",
 				},
 			}},

@@ -9,7 +9,8 @@
 #   build.sh runtime    the lab hosts' runtime (module runtime)
 #   build.sh flannel    the lab's pod network (module flannel: flanneld, install-conf;
 #                       its nested module cni: the flannel CNI plugin)
-#   build.sh platform   the platform's programs (module platform: statsd_exporter, prometheus)
+#   build.sh platform   the platform's programs (module platform: statsd_exporter, prometheus;
+#                       its nested module operator: prometheus-operator)
 #   build.sh versions   the Kubernetes versions there are modules for, newest first
 #   build.sh all        every set, one after the other (make test builds them before
 #                       the tests start: cold builds beside lab tests starve them)
@@ -23,7 +24,7 @@
 # (name version per line).
 # The flannel set: flanneld (cgo, static), install-conf, cp (the chart's init
 # container copies the CNI plugin with it), flannel (the CNI plugin); versions.
-# The platform set: statsd_exporter, prometheus (no web UI assets); versions.
+# The platform set: statsd_exporter, prometheus (no web UI assets), prometheus-operator; versions.
 #
 # A cold Kubernetes set takes about 6 minutes and 2-3 GB of memory per link
 # step on 2 cores; a second build never runs at once (flock). The cache lives
@@ -147,15 +148,17 @@ build_flannel() {
 }
 
 build_platform() {
-	local v p
+	local v p o
 	v=$(modversion . github.com/prometheus/statsd_exporter)
 	p=$(modversion . github.com/prometheus/prometheus)
-	echo "build.sh: building statsd_exporter $v and Prometheus (module $p) into $out (cold: about 6 minutes)" >&2
+	echo "build.sh: building statsd_exporter $v, Prometheus (module $p) and prometheus-operator into $out (cold: about 8 minutes)" >&2
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=${v#v}" -o "$tmp/" github.com/prometheus/statsd_exporter >&2
 	# The module's v0.3XY.Z is Prometheus 3.XY.Z; no web UI assets (the
 	# API is what tests use).
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=${p#v}" -o "$tmp/" github.com/prometheus/prometheus/cmd/prometheus >&2
-	printf 'statsd_exporter %s\nprometheus %s\n' "$v" "$p" >"$tmp/versions"
+	o=$(cd operator && modversion . github.com/prometheus-operator/prometheus-operator)
+	(cd operator && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=${o#v}" -o "$tmp/prometheus-operator" github.com/prometheus-operator/prometheus-operator/cmd/operator) >&2
+	printf 'statsd_exporter %s\nprometheus %s\nprometheus-operator %s\n' "$v" "$p" "$o" >"$tmp/versions"
 }
 
 case $set in
