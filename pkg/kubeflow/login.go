@@ -191,7 +191,7 @@ func (p *Platform) login(ctx context.Context, h *engine.Host, objs []*yaml.RNode
 				return err
 			}
 			_, err = cs.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Name: LoginSecret, Labels: map[string]string{"app.kubernetes.io/managed-by": "gpukit"}},
+				ObjectMeta: metav1.ObjectMeta{Name: LoginSecret, Labels: ownLabels()},
 				StringData: map[string]string{"username": l.email, "password": pw},
 			}, metav1.CreateOptions{FieldManager: kube.FieldManager})
 			if err == nil {

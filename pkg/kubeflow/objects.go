@@ -12,10 +12,19 @@ import (
 	"github.com/gpukit/gpukit/pkg/kube"
 )
 
-// managedBy marks the objects gpukit renders itself (not a chart's, not
+// labelManagedBy marks the objects gpukit makes itself (not a chart's, not
 // Kubeflow's): the status counts them apart, and an operator's own object
 // of the same name (without it) is left alone where that matters.
-var managedBy = map[string]any{"app.kubernetes.io/managed-by": "gpukit"}
+const labelManagedBy = "app.kubernetes.io/managed-by"
+
+// managedBy is that label on an object gpukit renders.
+var managedBy = map[string]any{labelManagedBy: "gpukit"}
+
+// ownLabels is that label on an object gpukit creates through a clientset.
+func ownLabels() map[string]string { return map[string]string{labelManagedBy: "gpukit"} }
+
+// madeByGpukit: labels carry gpukit's managed-by label.
+func madeByGpukit(labels map[string]string) bool { return labels[labelManagedBy] == "gpukit" }
 
 // rendered is what an objectsPhase applies.
 type rendered struct {

@@ -173,7 +173,7 @@ func (p *Platform) grafanaAdmin(ctx context.Context, h *engine.Host) error {
 			return err
 		}
 		_, err = cs.CoreV1().Secrets(MonitoringNamespace).Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: GrafanaAdminSecret, Labels: map[string]string{"app.kubernetes.io/managed-by": "gpukit"}},
+			ObjectMeta: metav1.ObjectMeta{Name: GrafanaAdminSecret, Labels: ownLabels()},
 			StringData: map[string]string{"admin-user": "admin", "admin-password": pw},
 		}, metav1.CreateOptions{FieldManager: kube.FieldManager})
 		if err == nil {

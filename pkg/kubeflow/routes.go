@@ -176,7 +176,7 @@ func (p *Platform) certificateSecret(ctx context.Context, h *engine.Host) (*yaml
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return nil, false, err
-		case s.Labels["app.kubernetes.io/managed-by"] != "gpukit":
+		case !madeByGpukit(s.Labels):
 			return nil, false, nil // the operator's own certificate
 		case covers(s.Data["tls.crt"], domain, time.Now()):
 			cert, key, fresh = s.Data["tls.crt"], s.Data["tls.key"], false

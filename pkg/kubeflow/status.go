@@ -105,7 +105,7 @@ func (s *statusPhase) Run(ctx context.Context, h *engine.Host) error {
 		if !appliedBy(&d, kube.FieldManager) {
 			continue
 		}
-		if d.Labels["app.kubernetes.io/managed-by"] == "gpukit" {
+		if madeByGpukit(d.Labels) {
 			st.Platform.add(&d)
 		} else {
 			st.Kubeflow.add(&d)
