@@ -122,9 +122,9 @@ func (o *initOptions) run(cmd *cobra.Command, s Streams) error {
 		return err
 	}
 	f := flow.NewInit(l.inv, flow.InitOptions{NVIDIA: o.nvidiaOptions()})
-	if f.Platform != nil {
-		if err := f.Platform.Check(); err != nil {
-			return usage(fmt.Errorf("%s: spec.kubeflow: %w", l.inv.File, err)) // before any host is reached
+	if l.inv.Cluster.Spec.Kubeflow.Enabled {
+		if err := flow.CheckKubeflowSources(l.inv, flow.KubeflowOptions{}); err != nil {
+			return usage(err)
 		}
 	}
 	if o.dryRun {

@@ -112,14 +112,6 @@ func (o *kubeflowOptions) run(cmd *cobra.Command, s Streams) error {
 	if o.version != "" && !slices.Contains(inventory.KubeflowVersions(), o.version) {
 		return usage(fmt.Errorf("--version %s: gpukit deploys %s", o.version, strings.Join(inventory.KubeflowVersions(), ", ")))
 	}
-	for _, p := range []struct{ flag, path string }{{"--manifests", o.manifests}, {"--remote-bases", o.remoteBases}} {
-		if p.path == "" {
-			continue
-		}
-		if _, err := os.Stat(p.path); err != nil {
-			return usage(fmt.Errorf("%s %s: %w", p.flag, p.path, err))
-		}
-	}
 	l, fo, name, err := o.prepare(s)
 	if err != nil {
 		return err

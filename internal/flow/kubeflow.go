@@ -3,6 +3,7 @@ package flow
 import (
 	"cmp"
 	"fmt"
+	"os"
 
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/engine"
@@ -39,6 +40,9 @@ type KubeflowDeploy struct {
 // NewKubeflowDeploy builds the flow for the cluster of inv, or for the
 // cluster of o.Kubeconfig with every addon's defaults when inv is nil.
 func NewKubeflowDeploy(inv *inventory.Inventory, o KubeflowOptions) (*KubeflowDeploy, error) {
+	if err := CheckKubeflowSources(inv, o); err != nil {
+		return nil, err
+	}
 	p, machines, err := platform(inv, o)
 	if err != nil {
 		return nil, err
@@ -50,6 +54,8 @@ func NewKubeflowDeploy(inv *inventory.Inventory, o KubeflowOptions) (*KubeflowDe
 		// platform/ingress      Traefik: DaemonSet on the ingress hosts (ports 80, 443), the default IngressClass
 		// platform/monitoring   kube-prometheus-stack, Grafana's admin login generated
 		// platform/gpu-metrics  DCGM exporter on the GPU nodes, its ServiceMonitor selected by Prometheus
+		// platform/training-metrics  the statsd exporter training loops push to, scraped by Prometheus
+		// platform/dashboards   the GPU and training dashboards, loaded by Grafana's sidecar
 		// kubeflow/manifests    Kubeflow's example built in-process, its login generated, applied server-side in dependency order
 		// platform/routes       Grafana, Kubeflow and TensorBoard on <name>.<domain> through Traefik, TLS
 		Phases: p.Phases(),
@@ -82,10 +88,6 @@ func platform(inv *inventory.Inventory, o KubeflowOptions) (*kubeflow.Platform, 
 	}
 	// The flags over the inventory's spec.kubeflow.
 	m := &kubeflow.Manifests{Version: cmp.Or(o.Version, k.Version), Source: cmp.Or(o.Manifests, k.Manifests), RemoteBases: cmp.Or(o.RemoteBases, k.RemoteBases)}
-	if err := m.Check(); err != nil {
-		// The flags' paths were checked by the command: the inventory's.
-		return nil, nil, fmt.Errorf("%s: spec.kubeflow: %w", inv.File, err) // before any host is reached
-	}
 	if o.Kubeconfig != nil {
 		if inv == nil {
 			site.Cluster = o.APIMachine // the kubeconfig's cluster
@@ -99,4 +101,30 @@ func platform(inv *inventory.Inventory, o KubeflowOptions) (*kubeflow.Platform, 
 		return nil, nil, fmt.Errorf("the inventory has no control plane to reach the cluster through")
 	}
 	return kubeflow.New(site, kubeadm.New(inv), firstControlPlane(inv), m), []inventory.Machine{cp}, nil
+}
+
+// CheckKubeflowSources says, before any host is reached, when a local
+// source of Kubeflow's manifests is missing (found only at the Kubeflow
+// phase, it would stop a run whose cluster is built), named by where it
+// came from: the flag (o), else inv's spec.kubeflow.
+func CheckKubeflowSources(inv *inventory.Inventory, o KubeflowOptions) error {
+	var k inventory.Kubeflow
+	if inv != nil {
+		k = inv.Cluster.Spec.Kubeflow
+	}
+	for _, s := range []struct{ flag, flagPath, field, path string }{
+		{"--manifests", o.Manifests, "manifests", k.Manifests},
+		{"--remote-bases", o.RemoteBases, "remoteBases", k.RemoteBases},
+	} {
+		if s.flagPath != "" {
+			if _, err := os.Stat(s.flagPath); err != nil {
+				return fmt.Errorf("%s %s: %w", s.flag, s.flagPath, err)
+			}
+		} else if s.path != "" {
+			if _, err := os.Stat(s.path); err != nil {
+				return fmt.Errorf("%s: spec.kubeflow: %s: %w", inv.File, s.field, err)
+			}
+		}
+	}
+	return nil
 }

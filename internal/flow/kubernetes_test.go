@@ -1,6 +1,8 @@
 package flow
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -126,5 +128,33 @@ func TestKubeflowDeployFlow(t *testing.T) {
 	sw.Cluster.Spec.Orchestrator = inventory.Swarm
 	if _, err := NewKubeflowDeploy(sw, KubeflowOptions{}); err == nil || !strings.Contains(err.Error(), "run on Kubernetes") {
 		t.Errorf("swarm: %v", err)
+	}
+}
+
+// A missing local source of Kubeflow's manifests is named by where it came
+// from; a flag's path is used instead of the inventory's, so only it counts.
+func TestCheckKubeflowSources(t *testing.T) {
+	have := filepath.Join(t.TempDir(), "manifests.tar.gz")
+	if err := os.WriteFile(have, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inv := kubeInv()
+	inv.File = "cluster.yaml"
+	inv.Cluster.Spec.Kubeflow.Manifests = "/nonexistent/manifests.tar.gz"
+	for _, tc := range []struct {
+		o    KubeflowOptions
+		want string
+	}{
+		{KubeflowOptions{}, "cluster.yaml: spec.kubeflow: manifests: stat /nonexistent/manifests.tar.gz"},
+		{KubeflowOptions{Manifests: have}, ""},
+		{KubeflowOptions{Manifests: have, RemoteBases: "/nonexistent/rb"}, "--remote-bases /nonexistent/rb: stat /nonexistent/rb"},
+	} {
+		err := CheckKubeflowSources(inv, tc.o)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)) {
+			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
+		}
+	}
+	if err := CheckKubeflowSources(nil, KubeflowOptions{}); err != nil {
+		t.Error(err)
 	}
 }

@@ -26,20 +26,6 @@ type Manifests struct {
 	RemoteBases string
 }
 
-// Check says, before anything runs, when a local source is missing: found
-// only at the Kubeflow phase, it would stop a run whose cluster is built.
-func (m Manifests) Check() error {
-	for _, f := range []struct{ what, path string }{{"manifests", m.Source}, {"remoteBases", m.RemoteBases}} {
-		if f.path == "" {
-			continue
-		}
-		if _, err := os.Stat(f.path); err != nil {
-			return fmt.Errorf("%s: %w", f.what, err)
-		}
-	}
-	return nil
-}
-
 // UpstreamArchive is the tag's source archive on GitHub.
 func UpstreamArchive(version string) string {
 	return "https://github.com/kubeflow/manifests/archive/refs/tags/" + version + ".tar.gz"

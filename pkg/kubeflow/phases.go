@@ -74,15 +74,6 @@ func New(site Site, api API, target func([]*engine.Host) []*engine.Host, m *Mani
 	return &Platform{site: site, api: api, target: target, manifests: m}
 }
 
-// Check says, before the run, what the platform cannot do: a local source
-// of Kubeflow's manifests that is missing.
-func (p *Platform) Check() error {
-	if p.manifests == nil {
-		return nil
-	}
-	return p.manifests.Check()
-}
-
 // Credentials are the logins the run generated (an earlier run's are not
 // shown again: they are in the cluster's secrets and the file it wrote).
 func (p *Platform) Credentials() []Credential {
