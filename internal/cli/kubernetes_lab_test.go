@@ -264,6 +264,23 @@ spec:
 		t.Logf("gpukit status:\n%s", text[strings.Index(text, "NODE"):])
 	})
 
+	// The platform's commands reach the cluster as init's Kubernetes
+	// phases do: the admin kubeconfig read over the first control plane's
+	// SSH connection, Helm and client-go through it. The lab inventory turns
+	// the addons off (no images for them), so status reads no release.
+	t.Run("kubeflow status reads the cluster through the first control plane's SSH connection", func(t *testing.T) {
+		code, out, errOut := run(t, "kubeflow", "status", "-i", inv, "-o", "json", "--log-dir", t.TempDir())
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var st struct {
+			Type     string
+			Releases []struct{ Name string }
+			Kubeflow struct{ Deployments int }
+		}
+		if code != ExitOK || json.Unmarshal([]byte(lines[len(lines)-1]), &st) != nil || st.Type != "kubeflow-status" || len(st.Releases) != 0 || st.Kubeflow.Deployments != 0 {
+			t.Fatalf("kubeflow status: exit %d %+v\n%s\n%s", code, st, out, errOut)
+		}
+	})
+
 	t.Run("add-node joins lab-4, touching only it and the control plane", func(t *testing.T) {
 		before := sshLogins(t, l, all...)
 		start := time.Now()

@@ -32,7 +32,7 @@ const (
 // of the pod a GPU is assigned to: the dashboard joins the two on them.
 var TrainingMetrics = []string{"training.loss", "training.error_rate", "training.epoch"}
 
-// appLabels select the exporter's pods and its service.
+// statsdLabels select the exporter's pods and its service.
 var statsdLabels = map[string]any{"app.kubernetes.io/name": StatsdService, "app.kubernetes.io/part-of": "gpukit-platform"}
 
 // StatsdObjects are the exporter's Deployment, its Service and the
