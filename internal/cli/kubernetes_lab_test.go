@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/event"
+	"github.com/gpukit/gpukit/pkg/kubeflow"
 	"github.com/gpukit/gpukit/test/cluster"
 	"github.com/gpukit/gpukit/test/gpusim"
 	"github.com/gpukit/gpukit/test/lab"
@@ -278,6 +279,94 @@ spec:
 		}
 		if code != ExitOK || json.Unmarshal([]byte(lines[len(lines)-1]), &st) != nil || st.Type != "kubeflow-status" || len(st.Releases) != 0 || st.Kubeflow.Deployments != 0 {
 			t.Fatalf("kubeflow status: exit %d %+v\n%s\n%s", code, st, out, errOut)
+		}
+	})
+
+	// The monitoring path for real, from images Go modules make (the
+	// platform set of test/k8s/build.sh): init with spec.addons.monitoring
+	// on installs kube-prometheus-stack (its operator and config reloader,
+	// Prometheus) and the statsd exporter through the first control
+	// plane's connection; a training loop's line sent from a GPU worker to
+	// the exporter's Service (kube-proxy, flannel) comes back from
+	// Prometheus (through the API server's service proxy) with the
+	// ServiceMonitor's cluster and node labels. What has no image here is
+	// turned off through the inventory's values (cluster.PlatformImages):
+	// Grafana, kube-state-metrics, node exporter, Alertmanager, the DCGM
+	// exporter; Traefik is off (its modules are not all on the proxy).
+	t.Run("init with monitoring: Prometheus scrapes a metric pushed to the statsd exporter", func(t *testing.T) {
+		// init writes Grafana's generated login to ./<cluster>.credentials:
+		// into a temporary directory, not the package's.
+		t.Chdir(t.TempDir())
+		mon := site.WithPlatform(t, l, kubeflow.MonitoringChart, kubeflow.StatsdImage)
+		invMon := filepath.Join(dir, "kubernetes-3-monitoring.yaml")
+		if err := mon.WriteInventory(gpuInv3, invMon, cluster.LabKubernetes); err != nil {
+			t.Fatal(err)
+		}
+		dump := func() string {
+			return kubectl(t, "get", "pods,statefulsets,servicemonitors", "-n", "monitoring", "-o", "wide") + "\n" +
+				kubectl(t, "get", "events", "-n", "monitoring", "--sort-by=.lastTimestamp")
+		}
+		start := time.Now()
+		r := runInit(t, "init", "-i", invMon, "--kubeconfig-out", kubeconfig)
+		if r.code != ExitOK || r.counts.Changed != 1 { // the first control plane, whose connection deploys
+			t.Fatalf("init with monitoring: exit %d %+v %v\n%s\n%s", r.code, r.counts, r.failed, r.out, dump())
+		}
+		t.Logf("init with monitoring on a converged cluster: %s (platform/monitoring %s, platform/training-metrics %s)",
+			time.Since(start).Round(100*time.Millisecond), phaseTime(r, "platform/monitoring"), phaseTime(r, "platform/training-metrics"))
+		if got := kubectl(t, "get", "servicemonitors", "-A", "-o", "name"); strings.Contains(got, "dcgm") || !strings.Contains(got, "statsd-exporter") {
+			t.Errorf("ServiceMonitors:\n%s", got)
+		}
+		// The phase applies the exporter; its pod pulls and starts after.
+		if out, err := exec.Command(filepath.Join(cluster.Binaries(t), "kubectl"), "--kubeconfig", kubeconfig, "-n", "monitoring", "rollout", "status", "deployment/statsd-exporter", "--timeout=180s").CombinedOutput(); err != nil {
+			t.Fatalf("statsd exporter: %v\n%s\n%s", err, out, dump())
+		}
+		svc := kubectl(t, "-n", "monitoring", "get", "service", "statsd-exporter", "-o", "jsonpath={.spec.clusterIP}")
+		exporterNode := kubectl(t, "-n", "monitoring", "get", "pods", "-l", "app.kubernetes.io/name=statsd-exporter", "-o", "jsonpath={.items[0].spec.nodeName}")
+		line := "training.loss:0.42|g|#namespace:team-a,pod:mnist-0"
+		query := "/api/v1/namespaces/monitoring/services/kube-prometheus-stack-prometheus:9090/proxy/api/v1/query?query=training_loss"
+		type sample struct {
+			Metric map[string]string
+			Value  []any
+		}
+		var got []sample
+		var last string
+		deadline := time.Now().Add(5 * time.Minute)
+		for len(got) == 0 && time.Now().Before(deadline) {
+			// UDP: resent each round, as a training loop sends each step.
+			l.SSH(t, "lab-3", "bash -c 'echo \""+line+"\" >/dev/udp/"+svc+"/9125' || true")
+			out, err := exec.Command(filepath.Join(cluster.Binaries(t), "kubectl"), "--kubeconfig", kubeconfig, "get", "--raw", query).CombinedOutput()
+			last = string(out)
+			var resp struct {
+				Status string
+				Data   struct{ Result []sample }
+			}
+			if err == nil && json.Unmarshal(out, &resp) == nil && resp.Status == "success" {
+				got = resp.Data.Result
+			}
+			if len(got) == 0 {
+				time.Sleep(5 * time.Second)
+			}
+		}
+		if len(got) != 1 {
+			t.Fatalf("Prometheus has %d training_loss series after %s; last answer: %s\n%s", len(got), time.Since(start).Round(time.Second), last, dump())
+		}
+		m := got[0].Metric
+		if m["exported_namespace"] != "team-a" || m["exported_pod"] != "mnist-0" || m["node"] != exporterNode || m["cluster"] == "" || m["job"] != "statsd-exporter" || len(got[0].Value) != 2 || got[0].Value[1] != "0.42" {
+			t.Errorf("training_loss = %+v, want team-a/mnist-0 0.42 from the exporter on %s with a cluster label", got[0], exporterNode)
+		}
+		t.Logf("Prometheus scraped %v %v, %s after init began", m, got[0].Value[1], time.Since(start).Round(time.Second))
+
+		if r := runInit(t, "init", "-i", invMon, "--kubeconfig-out", kubeconfig); r.code != ExitOK || r.counts.Changed != 0 || len(r.writeSteps()) != 0 {
+			t.Fatalf("second init with monitoring: exit %d %+v writes %v\n%s", r.code, r.counts, r.writeSteps(), r.out)
+		}
+		code, out, errOut := run(t, "kubeflow", "status", "-i", invMon, "-o", "json", "--log-dir", t.TempDir())
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var st struct {
+			Releases []struct{ Name, Status string }
+			Platform struct{ Deployments, Available int }
+		}
+		if code != ExitOK || json.Unmarshal([]byte(lines[len(lines)-1]), &st) != nil || len(st.Releases) != 1 || st.Releases[0].Name != "kube-prometheus-stack" || st.Platform.Available != 1 {
+			t.Errorf("kubeflow status: exit %d %+v\n%s\n%s", code, st, out, errOut)
 		}
 	})
 

@@ -120,6 +120,8 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		d.decodeSlice(n, v, path)
 	case reflect.Map:
 		d.decodeMap(n, v, path)
+	case reflect.Interface:
+		d.decodeAny(n, v, path)
 	case reflect.String:
 		d.decodeString(n, v, path)
 	case reflect.Int:
@@ -244,6 +246,34 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
 		m.SetMapIndex(reflect.ValueOf(name).Convert(t.Key()), elem)
 	}
 	v.Set(m)
+}
+
+// decodeAny stores free-form YAML (Helm values) as a values file gives
+// it to Helm: mappings with string keys, lists, and scalars as YAML types
+// them, except timestamps, which stay text (Helm's values are JSON's
+// types). Aliases count against the same budget as elsewhere.
+func (d *decoder) decodeAny(n *yaml.Node, v reflect.Value, path string) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		m := reflect.New(reflect.TypeFor[map[string]any]()).Elem()
+		d.decodeMap(n, m, path)
+		v.Set(m)
+	case yaml.SequenceNode:
+		l := reflect.New(reflect.TypeFor[[]any]()).Elem()
+		d.decodeSlice(n, l, path)
+		v.Set(l)
+	default:
+		if n.ShortTag() == tagTimestamp {
+			v.Set(reflect.ValueOf(n.Value))
+			return
+		}
+		var x any
+		if err := n.Decode(&x); err != nil {
+			d.errorf(n, path, "%v", err)
+			return
+		}
+		v.Set(reflect.ValueOf(x))
+	}
 }
 
 func (d *decoder) decodeString(n *yaml.Node, v reflect.Value, path string) {

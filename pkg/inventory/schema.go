@@ -40,6 +40,10 @@ func Schema() ([]byte, error) {
 		// Role is a named string; the schema lists its values (which of
 		// them an orchestrator accepts is Load's business).
 		Mapper: func(t reflect.Type) *jsonschema.Schema {
+			if t == reflect.TypeFor[Values]() {
+				// A chart's values: their schema is the chart's.
+				return &jsonschema.Schema{Type: "object", Description: comments["Values"]}
+			}
 			if t != reflect.TypeFor[Role]() {
 				return nil
 			}

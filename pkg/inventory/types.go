@@ -281,13 +281,34 @@ type Ingress struct {
 	Enabled *bool `yaml:"enabled,omitempty" json:"enabled,omitempty"`
 	// Domain for ingress hosts; default "<first ingress host address>.nip.io".
 	Domain string `yaml:"domain,omitempty" json:"domain,omitempty"`
+	// Values are Helm values for the traefik chart, merged over gpukit's.
+	Values Values `yaml:"values,omitempty" json:"values,omitempty"`
 }
 
 // Monitoring is Prometheus, Grafana and the DCGM exporter.
 type Monitoring struct {
 	// Enabled deploys the monitoring stack. Default true.
 	Enabled *bool `yaml:"enabled,omitempty" json:"enabled,omitempty"`
+	// Values are Helm values for the kube-prometheus-stack chart, merged
+	// over gpukit's (turn off a component, pin an image, size storage).
+	Values Values `yaml:"values,omitempty" json:"values,omitempty"`
+	// GPUMetrics is NVIDIA's DCGM exporter.
+	GPUMetrics GPUMetrics `yaml:"gpuMetrics,omitempty" json:"gpuMetrics,omitempty"`
 }
+
+// GPUMetrics is NVIDIA's DCGM exporter on the GPU nodes.
+type GPUMetrics struct {
+	// Enabled deploys the exporter when monitoring is on. Default true;
+	// false where another one runs (the GPU Operator's): the GPU dashboard
+	// reads its metrics all the same.
+	Enabled *bool `yaml:"enabled,omitempty" json:"enabled,omitempty"`
+	// Values are Helm values for the dcgm-exporter chart, merged over gpukit's.
+	Values Values `yaml:"values,omitempty" json:"values,omitempty"`
+}
+
+// Values are a chart's Helm values, as in a values file: maps merge key by
+// key over gpukit's values, anything else replaces them, null removes one.
+type Values map[string]any
 
 // Storage is the default StorageClass.
 type Storage struct {
@@ -295,6 +316,8 @@ type Storage struct {
 	Type string `yaml:"type,omitempty" json:"type,omitempty" jsonschema:"enum=local-path,enum=nfs,enum=none"`
 	// NFS is the export used when Type is nfs.
 	NFS *NFS `yaml:"nfs,omitempty" json:"nfs,omitempty"`
+	// Values are Helm values for the provisioner's chart, merged over gpukit's.
+	Values Values `yaml:"values,omitempty" json:"values,omitempty"`
 }
 
 // NFS is an existing NFS export used by the nfs-subdir provisioner.

@@ -99,9 +99,37 @@ func (s Site) Releases() []charts.Release {
 		out = append(out, s.traefik())
 	}
 	if on(s.Addons.Monitoring.Enabled) {
-		out = append(out, s.monitoring(), s.dcgm())
+		out = append(out, s.monitoring())
+		if on(s.Addons.Monitoring.GPUMetrics.Enabled) {
+			out = append(out, s.dcgm())
+		}
 	}
 	return out
+}
+
+// withValues returns gpukit's values of a release with the inventory's over
+// them, as Helm merges a values file over a chart's: maps key by key,
+// anything else replaced. A null stays, for Helm to remove the key from
+// the chart's defaults too. Neither input changes.
+func withValues(base map[string]any, over inventory.Values) map[string]any {
+	out := make(map[string]any, len(base)+len(over))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range over {
+		switch {
+		case isMap(v) && isMap(out[k]):
+			out[k] = withValues(out[k].(map[string]any), v.(map[string]any))
+		default:
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func isMap(v any) bool {
+	_, ok := v.(map[string]any)
+	return ok
 }
 
 func (s Site) storage() (charts.Release, bool) {
@@ -114,12 +142,12 @@ func (s Site) storage() (charts.Release, bool) {
 			nfs = map[string]any{"server": n.Server, "path": n.Path}
 		}
 		return charts.Release{Name: "nfs-subdir-external-provisioner", Namespace: "nfs-provisioner", Chart: NFSChart,
-			Values: map[string]any{"nfs": nfs, "storageClass": map[string]any{"name": "nfs", "defaultClass": true, "archiveOnDelete": false}},
+			Values: withValues(map[string]any{"nfs": nfs, "storageClass": map[string]any{"name": "nfs", "defaultClass": true, "archiveOnDelete": false}}, s.Addons.Storage.Values),
 			Wait:   true, Timeout: releaseTimeout}, true
 	}
 	// Its helper pods mount host paths: a privileged namespace.
 	return charts.Release{Name: "local-path-provisioner", Namespace: StorageNamespace, Chart: LocalPathChart, NamespaceLabels: privileged,
-		Values: map[string]any{"storageClass": map[string]any{"name": "local-path", "defaultClass": true}},
+		Values: withValues(map[string]any{"storageClass": map[string]any{"name": "local-path", "defaultClass": true}}, s.Addons.Storage.Values),
 		Wait:   true, Timeout: releaseTimeout}, true
 }
 
@@ -145,7 +173,7 @@ func (s Site) traefik() charts.Release {
 		v["service"] = map[string]any{"spec": map[string]any{"type": "ClusterIP"}}
 		v["updateStrategy"] = map[string]any{"rollingUpdate": map[string]any{"maxUnavailable": 1, "maxSurge": 0}}
 	}
-	return charts.Release{Name: "traefik", Namespace: IngressNamespace, Chart: TraefikChart, Values: v,
+	return charts.Release{Name: "traefik", Namespace: IngressNamespace, Chart: TraefikChart, Values: withValues(v, s.Addons.Ingress.Values),
 		CRDsServerSide: true, Wait: true, Timeout: releaseTimeout}
 }
 
@@ -163,7 +191,7 @@ func (s Site) monitoring() charts.Release {
 	if d := s.Addons.Ingress.Domain; d != "" && on(s.Addons.Ingress.Enabled) {
 		v["grafana"].(map[string]any)["grafana.ini"] = map[string]any{"server": map[string]any{"root_url": "https://grafana." + d}}
 	}
-	return charts.Release{Name: MonitoringRelease, Namespace: MonitoringNamespace, Chart: MonitoringChart, Values: v,
+	return charts.Release{Name: MonitoringRelease, Namespace: MonitoringNamespace, Chart: MonitoringChart, Values: withValues(v, s.Addons.Monitoring.Values),
 		NamespaceLabels: privileged, CRDsServerSide: true, Wait: true, Timeout: releaseTimeout}
 }
 
@@ -180,7 +208,7 @@ func (s Site) dcgm() charts.Release {
 	if s.RuntimeClass != "" {
 		v["runtimeClassName"] = s.RuntimeClass
 	}
-	return charts.Release{Name: "dcgm-exporter", Namespace: MonitoringNamespace, Chart: DCGMChart, Values: v,
+	return charts.Release{Name: "dcgm-exporter", Namespace: MonitoringNamespace, Chart: DCGMChart, Values: withValues(v, s.Addons.Monitoring.GPUMetrics.Values),
 		NamespaceLabels: privileged, Wait: true, Timeout: releaseTimeout}
 }
 

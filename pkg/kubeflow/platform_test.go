@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,9 +34,9 @@ func site(t *testing.T, spec, hosts string) Site {
 	return SiteOf(inv)
 }
 
-var siteCases = []struct {
-	name, spec, hosts string
-}{
+type siteCase struct{ name, spec, hosts string }
+
+var siteCases = []siteCase{
 	{"ingress-host", "", `
     - {name: cp-1, address: 10.0.0.1, roles: [control-plane]}
     - {name: edge-1, address: 10.0.0.5, roles: [worker, ingress]}
@@ -47,6 +49,24 @@ var siteCases = []struct {
 	{"nfs-custom-domain", "  addons: {ingress: {domain: ml.example.com}, storage: {type: nfs, nfs: {server: 10.0.0.2, path: /export/k8s}}}\n", `
     - {name: cp-1, address: 10.0.0.1, roles: [control-plane]}`},
 	{"all-off", "  addons: {ingress: {enabled: false}, monitoring: {enabled: false}, storage: {type: none}}\n", `
+    - {name: cp-1, address: 10.0.0.1, roles: [control-plane]}`},
+	// The inventory's values over gpukit's: a map merges key by key (the
+	// redirection stays beside the new access log), a scalar replaces
+	// gpukit's; no DCGM exporter.
+	{"site-values", `  addons:
+    ingress:
+      values:
+        ports: {web: {hostPort: 8080}}
+        accessLog: {enabled: true}
+    monitoring:
+      values:
+        grafana: {enabled: false}
+        alertmanager: {enabled: false}
+        prometheus: {prometheusSpec: {image: {tag: v3.16.0}}}
+      gpuMetrics: {enabled: false}
+    storage:
+      values: {storageClass: {defaultClass: false}}
+`, `
     - {name: cp-1, address: 10.0.0.1, roles: [control-plane]}`},
 	// A cluster gpukit did not build: no hosts, Traefik behind the
 	// cluster's load balancer.
@@ -120,6 +140,89 @@ func TestReleasesRenderFromTheFixtureCharts(t *testing.T) {
 			has("DaemonSet/dcgm-exporter", "nvidia.com/gpu.present: \"true\"")
 			if tc.name == "control-plane-ingress" {
 				has("DaemonSet/dcgm-exporter", "runtimeClassName: nvidia")
+			}
+		})
+	}
+}
+
+// The inventory's values reach the charts: components it turns off are
+// not rendered, its image tag is the one Prometheus runs, and gpukit's
+// values it does not name stay.
+func TestSiteValuesRenderFromTheFixtureCharts(t *testing.T) {
+	src := charts.Source(fixtures.Dir(t, "charts"))
+	i := slices.IndexFunc(siteCases, func(c siteCase) bool { return c.name == "site-values" })
+	tc := siteCases[i]
+	objs := map[string]string{}
+	var names []string
+	for _, r := range site(t, tc.spec, tc.hosts).Releases() {
+		names = append(names, r.Name)
+		ch, err := src.Load(context.Background(), r.Chart)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := charts.Render(context.Background(), r, ch, "v1.37.2", "monitoring.coreos.com/v1")
+		if err != nil {
+			t.Fatalf("%s: %v", r.Name, err)
+		}
+		nodes, err := kio.FromBytes([]byte(m))
+		if err != nil {
+			t.Fatalf("%s: %v", r.Name, err)
+		}
+		for _, n := range nodes {
+			objs[n.GetKind()+"/"+n.GetName()] = n.MustString()
+		}
+	}
+	if got := strings.Join(names, " "); got != "local-path-provisioner traefik kube-prometheus-stack" {
+		t.Errorf("releases %s, want no dcgm-exporter", got)
+	}
+	for _, k := range []string{"Deployment/kube-prometheus-stack-grafana", "Alertmanager/kube-prometheus-stack-alertmanager"} {
+		if _, ok := objs[k]; ok {
+			t.Errorf("%s rendered; the inventory turned it off", k)
+		}
+	}
+	for key, wants := range map[string][]string{
+		"Prometheus/kube-prometheus-stack-prometheus": {`image: "quay.io/prometheus/prometheus:v3.16.0"`},
+		"DaemonSet/traefik":                           {"hostPort: 8080", "--accesslog=true", "--entryPoints.web.http.redirections.entryPoint.scheme=https"},
+		"StorageClass/local-path":                     {`storageclass.kubernetes.io/is-default-class: "false"`},
+	} {
+		y, ok := objs[key]
+		if !ok {
+			t.Errorf("no %s rendered", key)
+			continue
+		}
+		for _, w := range wants {
+			if !strings.Contains(y, w) {
+				t.Errorf("%s lacks %q:\n%s", key, w, y)
+			}
+		}
+	}
+}
+
+func TestWithValues(t *testing.T) {
+	base := map[string]any{"a": map[string]any{"x": 1, "y": 2}, "b": "keep", "c": []any{1}}
+	for _, tc := range []struct {
+		name string
+		over inventory.Values
+		want string
+	}{
+		{"none", nil, `{"a":{"x":1,"y":2},"b":"keep","c":[1]}`},
+		{"map merges", inventory.Values{"a": map[string]any{"y": 3, "z": 4}}, `{"a":{"x":1,"y":3,"z":4},"b":"keep","c":[1]}`},
+		{"scalar replaces map", inventory.Values{"a": false}, `{"a":false,"b":"keep","c":[1]}`},
+		{"list replaces", inventory.Values{"c": []any{2, 3}}, `{"a":{"x":1,"y":2},"b":"keep","c":[2,3]}`},
+		{"null stays for Helm", inventory.Values{"b": nil, "d": nil}, `{"a":{"x":1,"y":2},"b":null,"c":[1],"d":null}`},
+		{"new key", inventory.Values{"e": map[string]any{"f": "g"}}, `{"a":{"x":1,"y":2},"b":"keep","c":[1],"e":{"f":"g"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, _ := json.Marshal(base)
+			got, err := json.Marshal(withValues(base, tc.over))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Errorf("withValues = %s, want %s", got, tc.want)
+			}
+			if after, _ := json.Marshal(base); string(after) != string(before) {
+				t.Errorf("withValues changed its base: %s", after)
 			}
 		})
 	}

@@ -31,6 +31,9 @@ type Site struct {
 	// ../shared/fixtures/charts, a local directory as at an air-gapped site;
 	// "" when they are absent (the site installs no CNI then).
 	Charts string
+	// Monitoring is spec.addons.monitoring (YAML) where the registry holds
+	// the platform's images (WithPlatform); "" turns monitoring off.
+	Monitoring string
 }
 
 // mirrorPath is where the lab registry keeps the public registries' images.
@@ -112,13 +115,20 @@ func (s Site) WriteInventory(src, dst, kube string) error {
 		setScalar(m, "charts", s.Charts)
 	}
 	setScalar(mapping(spec, "network"), "cni", cni)
-	// The platform's images (Traefik, Prometheus, Grafana, the DCGM
-	// exporter, the storage provisioner) are not in the lab registry: its
-	// releases are installed against a real API server (pkg/kubeflow).
+	// Traefik's, Grafana's, the DCGM exporter's and the storage
+	// provisioner's images are not in the lab registry: their releases are
+	// installed against a real API server (pkg/kubeflow). The monitoring
+	// path's are, after WithPlatform.
 	a := mapping(spec, "addons")
 	off := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "false"}
 	set(mapping(a, "ingress"), "enabled", off)
-	set(mapping(a, "monitoring"), "enabled", off)
+	if s.Monitoring != "" {
+		if err := s.setMonitoring(a); err != nil {
+			return err
+		}
+	} else {
+		set(mapping(a, "monitoring"), "enabled", off)
+	}
 	setScalar(mapping(a, "storage"), "type", "none")
 	v := mapping(spec, "versions")
 	setScalar(v, "kubernetes", s.Version)

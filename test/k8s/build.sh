@@ -10,7 +10,7 @@
 #   build.sh flannel    the lab's pod network (module flannel: flanneld, install-conf;
 #                       its nested module cni: the flannel CNI plugin)
 #   build.sh platform   the platform's programs (module platform: statsd_exporter, prometheus;
-#                       its nested module operator: prometheus-operator)
+#                       its nested module operator: prometheus-operator and its config reloader)
 #   build.sh versions   the Kubernetes versions there are modules for, newest first
 #   build.sh all        every set, one after the other (make test builds them before
 #                       the tests start: cold builds beside lab tests starve them)
@@ -24,7 +24,8 @@
 # (name version per line).
 # The flannel set: flanneld (cgo, static), install-conf, cp (the chart's init
 # container copies the CNI plugin with it), flannel (the CNI plugin); versions.
-# The platform set: statsd_exporter, prometheus (no web UI assets), prometheus-operator; versions.
+# The platform set: statsd_exporter, prometheus (no web UI assets), prometheus-operator,
+# prometheus-config-reloader; versions.
 #
 # A cold Kubernetes set takes about 6 minutes and 2-3 GB of memory per link
 # step on 2 cores; a second build never runs at once (flock). The cache lives
@@ -158,6 +159,8 @@ build_platform() {
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=${p#v}" -o "$tmp/" github.com/prometheus/prometheus/cmd/prometheus >&2
 	o=$(cd operator && modversion . github.com/prometheus-operator/prometheus-operator)
 	(cd operator && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=${o#v}" -o "$tmp/prometheus-operator" github.com/prometheus-operator/prometheus-operator/cmd/operator) >&2
+	# The sidecar and init container the operator adds to each Prometheus pod.
+	(cd operator && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=${o#v}" -o "$tmp/prometheus-config-reloader" github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader) >&2
 	printf 'statsd_exporter %s\nprometheus %s\nprometheus-operator %s\n' "$v" "$p" "$o" >"$tmp/versions"
 }
 

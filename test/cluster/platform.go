@@ -1,0 +1,118 @@
+package cluster
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gpukit/gpukit/pkg/charts"
+	"github.com/gpukit/gpukit/test/lab"
+)
+
+// PlatformImages are the images of the platform's monitoring path that Go
+// modules make (test/k8s/build.sh platform), under their public names:
+// prometheus-operator and its config reloader at kube-prometheus-stack's
+// appVersion (the chart's default images), Prometheus at the version the
+// module proxy serves (the chart pins another: the inventory's values name
+// this one, as a site pins what its mirror holds), and the statsd
+// exporter gpukit's platform/training-metrics phase runs.
+//
+// What the chart also runs but Go modules cannot make here is left out,
+// and the lab's values turn it off: Grafana (AGPL: its modules are not to
+// be used), kube-state-metrics and node exporter (not built: nothing in the
+// lab reads them), Alertmanager, and the admission webhook's certificate
+// job (kube-webhook-certgen). The DCGM exporter needs NVIDIA's libdcgm: no
+// image, so gpuMetrics is off.
+//
+// monitoring is gpukit's kube-prometheus-stack chart and statsd its statsd
+// exporter image (pkg/kubeflow's MonitoringChart and StatsdImage: that
+// package's tests use this one).
+func PlatformImages(t testing.TB, chartsDir string, monitoring charts.Chart, statsd string) (images []Image, prometheusVersion string) {
+	t.Helper()
+	ch, err := charts.Source(chartsDir).Load(t.Context(), monitoring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := Build(t, "platform")
+	v := runtimeVersions(t, set)
+	operator := v["prometheus-operator"]
+	if operator != ch.Metadata.AppVersion {
+		t.Fatalf("%s/versions: prometheus-operator %s, but chart %s runs %s: build the chart's (test/k8s/platform/operator/go.mod)",
+			set, operator, monitoring.Name, ch.Metadata.AppVersion)
+	}
+	// The module's v0.3XY.Z is Prometheus v3.XY.Z.
+	minor, patch, ok := strings.Cut(strings.TrimPrefix(v["prometheus"], "v0.3"), ".")
+	if !ok || len(minor) != 2 {
+		t.Fatalf("%s/versions: prometheus %q is not a module version v0.3XY.Z", set, v["prometheus"])
+	}
+	prometheusVersion = "v3." + strings.TrimPrefix(minor, "0") + "." + patch
+	bin := func(ref, file, at string) Image {
+		return Image{Ref: ref, Upstream: ref, Files: map[string]string{at: filepath.Join(set, file)},
+			Entrypoint: []string{at}, VersionCmd: []string{at, "--version"}}
+	}
+	images = []Image{
+		bin("quay.io/prometheus-operator/prometheus-operator:"+operator, "prometheus-operator", "/bin/operator"),
+		bin("quay.io/prometheus-operator/prometheus-config-reloader:"+operator, "prometheus-config-reloader", "/bin/prometheus-config-reloader"),
+		bin("quay.io/prometheus/prometheus:"+prometheusVersion, "prometheus", "/bin/prometheus"),
+		bin(statsd, "statsd_exporter", "/bin/statsd_exporter"),
+	}
+	if tag := "v" + strings.TrimPrefix(v["statsd_exporter"], "v"); !strings.HasSuffix(statsd, ":"+tag) {
+		t.Fatalf("gpukit runs %s, the build is statsd_exporter %s", statsd, tag)
+	}
+	return images, prometheusVersion
+}
+
+// LabMonitoring is spec.addons.monitoring for a lab cluster whose registry
+// holds PlatformImages: the stack on, with the components that have no
+// image turned off through the inventory's values, Prometheus at
+// prometheusVersion, scraping every 5 s (tests wait for samples), the
+// operator without its TLS (its certificate comes from the job left out).
+func LabMonitoring(prometheusVersion string) string {
+	return fmt.Sprintf(`enabled: true
+values:
+  grafana: {enabled: false}
+  alertmanager: {enabled: false}
+  kubeStateMetrics: {enabled: false}
+  nodeExporter: {enabled: false}
+  prometheusOperator:
+    admissionWebhooks: {enabled: false}
+    tls: {enabled: false}
+  prometheus:
+    prometheusSpec:
+      image: {tag: %s}
+      version: %s
+      scrapeInterval: 5s
+gpuMetrics: {enabled: false}
+`, prometheusVersion, prometheusVersion)
+}
+
+// WithPlatform pushes PlatformImages to l's registry as quay.io's and
+// docker.io's mirror and returns the site with its inventories' monitoring
+// on (LabMonitoring).
+func (s Site) WithPlatform(t testing.TB, l *lab.Lab, monitoring charts.Chart, statsd string) Site {
+	t.Helper()
+	if s.Charts == "" {
+		t.Skip("no chart archives (../shared/fixtures/charts): no monitoring chart to install")
+	}
+	began := time.Now()
+	images, prom := PlatformImages(t, s.Charts, monitoring, statsd)
+	PushImages(t, images, func(img Image) string { return mirrorPath + "/" + img.Upstream }, l.PushImage)
+	t.Logf("the platform's %d images (prometheus-operator, its config reloader, Prometheus %s, the statsd exporter) pushed to the lab registry in %s",
+		len(images), prom, time.Since(began).Round(time.Millisecond))
+	s.Monitoring = LabMonitoring(prom)
+	return s
+}
+
+// setMonitoring puts the site's spec.addons.monitoring into addons.
+func (s Site) setMonitoring(addons *yaml.Node) error {
+	var m yaml.Node
+	if err := yaml.Unmarshal([]byte(s.Monitoring), &m); err != nil {
+		return fmt.Errorf("spec.addons.monitoring: %w", err)
+	}
+	set(addons, "monitoring", m.Content[0])
+	return nil
+}
