@@ -96,24 +96,7 @@ func TestReleasesRenderFromTheFixtureCharts(t *testing.T) {
 	src := charts.Source(fixtures.Dir(t, "charts"))
 	for _, tc := range siteCases[:2] {
 		t.Run(tc.name, func(t *testing.T) {
-			objs := map[string]string{} // kind/name -> YAML
-			for _, r := range site(t, tc.spec, tc.hosts).Releases() {
-				ch, err := src.Load(context.Background(), r.Chart)
-				if err != nil {
-					t.Fatal(err)
-				}
-				m, err := charts.Render(context.Background(), r, ch, "v1.37.2", "monitoring.coreos.com/v1")
-				if err != nil {
-					t.Fatal(err)
-				}
-				nodes, err := kio.FromBytes([]byte(m))
-				if err != nil {
-					t.Fatalf("%s: %v", r.Name, err)
-				}
-				for _, n := range nodes {
-					objs[n.GetKind()+"/"+n.GetName()] = n.MustString()
-				}
-			}
+			objs, _ := renderReleases(t, src, site(t, tc.spec, tc.hosts))
 			has := func(key string, wants ...string) {
 				t.Helper()
 				y, ok := objs[key]
@@ -152,26 +135,7 @@ func TestSiteValuesRenderFromTheFixtureCharts(t *testing.T) {
 	src := charts.Source(fixtures.Dir(t, "charts"))
 	i := slices.IndexFunc(siteCases, func(c siteCase) bool { return c.name == "site-values" })
 	tc := siteCases[i]
-	objs := map[string]string{}
-	var names []string
-	for _, r := range site(t, tc.spec, tc.hosts).Releases() {
-		names = append(names, r.Name)
-		ch, err := src.Load(context.Background(), r.Chart)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := charts.Render(context.Background(), r, ch, "v1.37.2", "monitoring.coreos.com/v1")
-		if err != nil {
-			t.Fatalf("%s: %v", r.Name, err)
-		}
-		nodes, err := kio.FromBytes([]byte(m))
-		if err != nil {
-			t.Fatalf("%s: %v", r.Name, err)
-		}
-		for _, n := range nodes {
-			objs[n.GetKind()+"/"+n.GetName()] = n.MustString()
-		}
-	}
+	objs, names := renderReleases(t, src, site(t, tc.spec, tc.hosts))
 	if got := strings.Join(names, " "); got != "local-path-provisioner traefik kube-prometheus-stack" {
 		t.Errorf("releases %s, want no dcgm-exporter", got)
 	}
@@ -196,6 +160,33 @@ func TestSiteValuesRenderFromTheFixtureCharts(t *testing.T) {
 			}
 		}
 	}
+}
+
+// renderReleases renders the site's releases from the charts in src: the
+// objects by kind/name (their YAML) and the releases' names.
+func renderReleases(t *testing.T, src charts.Source, s Site) (map[string]string, []string) {
+	t.Helper()
+	objs := map[string]string{}
+	var names []string
+	for _, r := range s.Releases() {
+		names = append(names, r.Name)
+		ch, err := src.Load(context.Background(), r.Chart)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := charts.Render(context.Background(), r, ch, "v1.37.2", "monitoring.coreos.com/v1")
+		if err != nil {
+			t.Fatalf("%s: %v", r.Name, err)
+		}
+		nodes, err := kio.FromBytes([]byte(m))
+		if err != nil {
+			t.Fatalf("%s: %v", r.Name, err)
+		}
+		for _, n := range nodes {
+			objs[n.GetKind()+"/"+n.GetName()] = n.MustString()
+		}
+	}
+	return objs, names
 }
 
 func TestWithValues(t *testing.T) {
