@@ -97,19 +97,7 @@ func TestReleasesRenderFromTheFixtureCharts(t *testing.T) {
 	for _, tc := range siteCases[:2] {
 		t.Run(tc.name, func(t *testing.T) {
 			objs, _ := renderReleases(t, src, site(t, tc.spec, tc.hosts))
-			has := func(key string, wants ...string) {
-				t.Helper()
-				y, ok := objs[key]
-				if !ok {
-					t.Errorf("no %s rendered", key)
-					return
-				}
-				for _, w := range wants {
-					if !strings.Contains(y, w) {
-						t.Errorf("%s lacks %q:\n%s", key, w, y)
-					}
-				}
-			}
+			has := func(key string, wants ...string) { t.Helper(); renderedWith(t, objs, key, wants...) }
 			selector := "gpukit.dev/ingress: \"true\""
 			if tc.name == "control-plane-ingress" {
 				selector = "kubernetes.io/hostname: cp-1"
@@ -149,15 +137,21 @@ func TestSiteValuesRenderFromTheFixtureCharts(t *testing.T) {
 		"DaemonSet/traefik":                           {"hostPort: 8080", "--accesslog=true", "--entryPoints.web.http.redirections.entryPoint.scheme=https"},
 		"StorageClass/local-path":                     {`storageclass.kubernetes.io/is-default-class: "false"`},
 	} {
-		y, ok := objs[key]
-		if !ok {
-			t.Errorf("no %s rendered", key)
-			continue
-		}
-		for _, w := range wants {
-			if !strings.Contains(y, w) {
-				t.Errorf("%s lacks %q:\n%s", key, w, y)
-			}
+		renderedWith(t, objs, key, wants...)
+	}
+}
+
+// renderedWith checks that objs holds key, its YAML containing each want.
+func renderedWith(t *testing.T, objs map[string]string, key string, wants ...string) {
+	t.Helper()
+	y, ok := objs[key]
+	if !ok {
+		t.Errorf("no %s rendered", key)
+		return
+	}
+	for _, w := range wants {
+		if !strings.Contains(y, w) {
+			t.Errorf("%s lacks %q:\n%s", key, w, y)
 		}
 	}
 }
