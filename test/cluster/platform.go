@@ -51,8 +51,7 @@ func PlatformImages(t testing.TB, chartsDir string, monitoring charts.Chart, sta
 	}
 	prometheusVersion = "v3." + strings.TrimPrefix(minor, "0") + "." + patch
 	bin := func(ref, file, at string) Image {
-		return Image{Ref: ref, Upstream: ref, Files: map[string]string{at: filepath.Join(set, file)},
-			Entrypoint: []string{at}, VersionCmd: []string{at, "--version"}}
+		return Image{Ref: ref, Upstream: ref, Files: map[string]string{at: filepath.Join(set, file)}, Entrypoint: []string{at}}
 	}
 	images = []Image{
 		bin("quay.io/prometheus-operator/prometheus-operator:"+operator, "prometheus-operator", "/bin/operator"),
@@ -69,7 +68,7 @@ func PlatformImages(t testing.TB, chartsDir string, monitoring charts.Chart, sta
 // LabMonitoring is spec.addons.monitoring for a lab cluster whose registry
 // holds PlatformImages: the stack on, with the components that have no
 // image turned off through the inventory's values, Prometheus at
-// prometheusVersion, scraping every 5 s (tests wait for samples), the
+// prometheusVersion (the chart's CR takes its version from the tag), scraping every 5 s (tests wait for samples), the
 // operator without its TLS (its certificate comes from the job left out).
 func LabMonitoring(prometheusVersion string) string {
 	return fmt.Sprintf(`enabled: true
@@ -84,10 +83,9 @@ values:
   prometheus:
     prometheusSpec:
       image: {tag: %s}
-      version: %s
       scrapeInterval: 5s
 gpuMetrics: {enabled: false}
-`, prometheusVersion, prometheusVersion)
+`, prometheusVersion)
 }
 
 // WithPlatform pushes PlatformImages to l's registry as quay.io's and
