@@ -136,7 +136,7 @@ func (r *Runner) Run(ctx context.Context, machines []inventory.Machine, dial Dia
 	names := make([]string, 0, len(phases)+1)
 	names = append(names, ConnectPhase)
 	for _, p := range phases {
-		names = append(names, p.Name())
+		names = append(names, phaseNames(p)...)
 	}
 	st.emit(event.Event{Type: event.RunStart, Time: start, Title: r.Name, Total: len(hosts),
 		Phases: names, Log: logs.dir, DryRun: r.DryRun})
@@ -152,6 +152,10 @@ func (r *Runner) Run(ctx context.Context, machines []inventory.Machine, dial Dia
 			break
 		}
 		p := phases[next]
+		if ro, ok := asRollout(p); ok {
+			r.runRollout(ctx, st, limit, ro, healthy)
+			continue
+		}
 		if failed := r.runPhase(ctx, st, limit, p, healthy); failed > 0 && stopsRun(p) {
 			stopped = fmt.Sprintf("run stopped: phase %s failed on %d hosts", p.Name(), failed)
 		}

@@ -69,6 +69,15 @@ func cases() []goldenCase {
 				map[string]string{"/etc/containerd/certs.d/docker.io/hosts.toml": "server = 'x'"})
 		}},
 		{nvidiaHealthTemplate.name, anyFamily, "", NVIDIAHealth},
+		{gpuConsumersStopTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return GPUConsumersStop(GPUConsumersStopParams{Units: GPUConsumerUnits})
+		}},
+		{gpuConsumersStopTemplate.name, anyFamily, "force", func() (ssh.Command, error) {
+			return GPUConsumersStop(GPUConsumersStopParams{Units: GPUConsumerUnits, Force: true})
+		}},
+		{etcdSnapshotTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return EtcdSnapshot(EtcdSnapshotParams{Dir: "/var/lib/gpukit/etcd-snapshots", Name: "before-driver-580.95.05-20261202T170000Z.db"})
+		}},
 		{waitBootTemplate.name, anyFamily, "", func() (ssh.Command, error) { return WaitBoot(WaitBootParams{TimeoutSeconds: 300}) }},
 		{dockerConfigTemplate.name, anyFamily, "", func() (ssh.Command, error) {
 			return DockerConfig(BackupParams{BackupDir: "/var/lib/gpukit/swarm/originals"}, "{}", "")

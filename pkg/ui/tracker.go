@@ -49,6 +49,12 @@ type phaseStat struct {
 	startedAt    time.Time
 	took         time.Duration
 	lastActivity time.Time
+	// before are the counts of the earlier waves of a rollout's phase
+	// (engine.Rollout: one PhaseStart and PhaseDone per wave).
+	before struct {
+		total, ok, failed, skipped int
+		took                       time.Duration
+	}
 }
 
 type hostStat struct {
@@ -110,7 +116,13 @@ func (t *tracker) apply(e event.Event) {
 		}
 	case event.PhaseStart:
 		p := t.phase(e.Phase)
-		p.title, p.total, p.started, p.startedAt = e.Title, e.Total, true, e.Time
+		if p.finished { // the next wave of a rollout
+			p.before.total, p.before.ok, p.before.failed, p.before.skipped, p.before.took = p.total, p.ok, p.failed, p.skipped, p.took
+			p.finished = false
+			p.total = p.before.total + e.Total
+		} else {
+			p.title, p.total, p.started, p.startedAt = e.Title, e.Total, true, e.Time
+		}
 	case event.HostStart:
 		h := t.host(e.Host)
 		t.leave(h)
@@ -147,8 +159,9 @@ func (t *tracker) apply(e event.Event) {
 		p := t.phase(e.Phase)
 		// The engine's counts are authoritative (hosts never started after a
 		// cancel have no events of their own).
-		p.finished, p.took = true, e.Duration()
-		p.total, p.ok, p.failed, p.skipped = e.Total, e.Done, e.Failed, e.Skipped
+		b := p.before
+		p.finished, p.took = true, b.took+e.Duration()
+		p.total, p.ok, p.failed, p.skipped = b.total+e.Total, b.ok+e.Done, b.failed+e.Failed, b.skipped+e.Skipped
 	case event.RunDone:
 		t.done, t.result = true, e
 		if e.Log != "" {

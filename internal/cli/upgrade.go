@@ -1,0 +1,349 @@
+package cli
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gpukit/gpukit/internal/flow"
+	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/ui"
+	"github.com/gpukit/gpukit/pkg/upgrade"
+)
+
+func newUpgradeCmd(s Streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "upgrade",
+		Short: "Upgrade a layer of a running cluster",
+		Args:  exactArgs(0),
+		RunE:  func(cmd *cobra.Command, _ []string) error { return usage(errors.New("name what to upgrade: gpukit upgrade driver")) },
+	}
+	cmd.AddCommand(newUpgradeDriverCmd(s))
+	return cmd
+}
+
+// upgradeOptions are upgrade driver's flags.
+type upgradeOptions struct {
+	initOptions
+	maxUnavailable     string
+	hosts              []string
+	selector           string
+	canary             int
+	waitForJobs        time.Duration
+	force              bool
+	continueOnFailure  bool
+	resume             bool
+	statePath          string
+	kubeconfig         string
+	writeInventory     bool
+	drainTimeout       time.Duration
+	gracePeriod        time.Duration
+	deleteEmptyDirData bool
+	gpuTimeout         time.Duration
+	skipEtcdSnapshot   bool
+}
+
+const upgradeDriverLong = `Upgrade the NVIDIA driver (and, with --cuda and --toolkit, the CUDA toolkit and the
+container toolkit) on the GPU nodes of a running Kubernetes cluster, a wave at a time.
+
+Before the first node, an etcd snapshot is taken on the first control plane (its path
+is reported). Then, per node: cordon (marked as gpukit's); training workloads (pods
+using nvidia.com/gpu owned by a Job or a training CRD such as PyTorchJob or TrainJob,
+or annotated gpukit.dev/training=true) get their checkpoint hook
+(gpukit.dev/checkpoint: signal:SIGUSR1 or exec:COMMAND), are waited for up to
+--wait-for-jobs, and otherwise the node is handed back untouched and reported - never
+evicted unless --force; other pods are drained through their PodDisruptionBudgets and
+grace periods (kubectl drain); no process may be computing on the GPUs outside the
+cluster; the persistence daemon, the fabric manager and DCGM stop; the driver packages
+are unheld, installed at the new release and held again; a reboot only where the new
+driver needs one; nvidia-smi verifies every GPU and the version; the device plugin
+advertises the GPUs again; uncordon.
+
+Never more than --max-unavailable GPU nodes (a number, or a percentage of the GPU
+nodes) are out of service at once, counting nodes that failed (they stay cordoned)
+and nodes someone else cordoned (those are left alone unless named with --hosts). A
+node that fails stops the rollout (--continue-on-failure goes on). The rollout's
+state is kept in ~/.gpukit/upgrades/<cluster>.driver.json (0600; --state): after
+Ctrl-C, a crash, or a fix, --resume goes on where it stopped without redoing finished
+nodes. Every node already at the asked versions is left alone: a second run changes
+nothing.
+
+The inventory's spec.versions stay the source of truth: the command says how to
+record the new versions, or rewrites them in the file with --write-inventory.
+
+Exit code 0 when every node is done, 3 when some failed or were left alone, 2 on bad
+input (nothing changed on any host).`
+
+func newUpgradeDriverCmd(s Streams) *cobra.Command {
+	o := &upgradeOptions{}
+	cmd := &cobra.Command{
+		Use:   "driver -i FILE --driver VERSION",
+		Short: "Rolling, drain-aware, training-safe upgrade of the NVIDIA driver on the GPU nodes",
+		Long:  upgradeDriverLong,
+		Args:  exactArgs(0),
+		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd, s) },
+	}
+	f := cmd.Flags()
+	o.initOptions.addFlags(f)
+	for _, name := range []string{"kubeconfig-out", "merge-kubeconfig"} {
+		_ = f.MarkHidden(name)
+	}
+	f.BoolVar(&o.dryRun, "dry-run", false, "show the order of the nodes and each node's steps and scripts; change nothing")
+	f.StringVar(&o.maxUnavailable, "max-unavailable", "1", "GPU nodes out of service at once, at most: N, or P% of the GPU nodes")
+	f.StringSliceVar(&o.hosts, "hosts", nil, "upgrade only these hosts (comma-separated inventory names), even if someone else cordoned them")
+	f.StringVar(&o.selector, "selector", "", "upgrade only the nodes with these labels (a label selector: gpu=h100,zone in (a,b))")
+	f.IntVar(&o.canary, "canary", 0, "upgrade this many nodes first; go on only if all of them verified")
+	f.DurationVar(&o.waitForJobs, "wait-for-jobs", 0, "how long to wait for a node's training to finish before leaving the node alone")
+	f.BoolVar(&o.force, "force", false, "evict training pods (after their checkpoint hook) and let the reboot end processes computing on the GPUs")
+	f.BoolVar(&o.continueOnFailure, "continue-on-failure", false, "go on after a node fails (it stays cordoned and counts against --max-unavailable)")
+	f.BoolVar(&o.resume, "resume", false, "continue the rollout that stopped (its versions, unless given again)")
+	f.StringVar(&o.statePath, "state", "", "the rollout's state file (default ~/.gpukit/upgrades/<cluster>.driver.json)")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "reach the API from this machine with this kubeconfig, instead of through the first control plane")
+	f.BoolVar(&o.writeInventory, "write-inventory", false, "when every node is done, record the new versions in the inventory's spec.versions")
+	f.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Minute, "how long a node's drain may take (PodDisruptionBudgets may hold it)")
+	f.DurationVar(&o.gracePeriod, "grace-period", -1, "termination grace period for drained pods (default: each pod's own)")
+	f.BoolVar(&o.deleteEmptyDirData, "delete-emptydir-data", false, "drain pods with emptyDir volumes too (their data is lost)")
+	f.DurationVar(&o.gpuTimeout, "gpu-timeout", 5*time.Minute, "how long a node may take to advertise its GPUs again")
+	f.BoolVar(&o.skipEtcdSnapshot, "skip-etcd-snapshot", false, "take no etcd snapshot before the first node")
+	return cmd
+}
+
+func (o *upgradeOptions) run(cmd *cobra.Command, s Streams) error {
+	if err := o.checkFlags(); err != nil {
+		return err
+	}
+	budget, err := upgrade.ParseBudget(o.maxUnavailable)
+	if err != nil {
+		return usage(fmt.Errorf("--max-unavailable %w", err))
+	}
+	var sel labels.Selector
+	if o.selector != "" {
+		if sel, err = labels.Parse(o.selector); err != nil {
+			return usage(fmt.Errorf("--selector %q: %w", o.selector, err))
+		}
+	}
+	switch {
+	case o.canary < 0:
+		return usage(fmt.Errorf("--canary %d: want 0 or more", o.canary))
+	case o.waitForJobs < 0 || o.drainTimeout <= 0 || o.gpuTimeout <= 0:
+		return usage(errors.New("--wait-for-jobs, --drain-timeout and --gpu-timeout: want positive durations"))
+	case o.resume && o.dryRun:
+		return usage(errors.New("--resume and --dry-run: a dry-run changes nothing, so there is nothing to resume"))
+	}
+	// The state: a new rollout's, or the one to resume (its versions unless
+	// the flags give them again, and then they must be its own).
+	state, err := o.loadState()
+	if err != nil {
+		return err
+	}
+	if o.overrides.NvidiaDriver.Value == "" {
+		return usage(errors.New("--driver VERSION: the release (or branch) to upgrade to"))
+	}
+	l, err := o.load(s)
+	if err != nil {
+		return err
+	}
+	target := upgrade.Target{Driver: l.inv.Cluster.Spec.Versions.NvidiaDriver, CUDA: o.overrides.CUDA.Value, Toolkit: o.overrides.ContainerToolkit.Value}
+	fresh := state == nil && !o.dryRun
+	if fresh {
+		path := cmp.Or(o.statePath, upgrade.DefaultStatePath(l.inv.Cluster.Metadata.Name))
+		state = upgrade.NewState(path, l.inv.Cluster.Metadata.Name, o.inventory, target, time.Now())
+	}
+	uo := flow.UpgradeOptions{NVIDIA: o.nvidiaOptions(), Upgrade: upgrade.Options{
+		Budget: budget, Canary: o.canary, Named: o.hosts, Selector: sel, WaitForJobs: o.waitForJobs, Force: o.force,
+		ContinueOnFailure: o.continueOnFailure, GPUTimeout: o.gpuTimeout, SkipEtcdSnapshot: o.skipEtcdSnapshot, State: state,
+		Drain: upgrade.DrainOptions{Force: o.force, GracePeriod: o.gracePeriod, Timeout: o.drainTimeout, DeleteEmptyDirData: o.deleteEmptyDirData},
+	}}
+	if o.kubeconfig != "" {
+		if uo.Kubeconfig, err = os.ReadFile(o.kubeconfig); err != nil {
+			return usage(fmt.Errorf("--kubeconfig: %w", err))
+		}
+	}
+	f, err := flow.NewUpgradeDriver(l.inv, uo)
+	if err != nil {
+		return usage(err)
+	}
+	if fresh { // only once the input is known good: bad input leaves nothing behind
+		if err := state.Save(); err != nil {
+			return usage(fmt.Errorf("rollout state %s: %w", state.Path(), err))
+		}
+	}
+	sum, runErr := o.execute(cmd.Context(), s, l, f.Flow)
+	if sum == nil {
+		return runErr
+	}
+	if err := o.report(l, f.Upgrade, state, sum); err != nil && runErr == nil {
+		runErr = err
+	}
+	return runError(runErr)
+}
+
+// loadState reads the rollout to resume, or checks that none is unfinished.
+func (o *upgradeOptions) loadState() (*upgrade.State, error) {
+	if o.dryRun {
+		return nil, nil
+	}
+	path := o.statePath
+	if path == "" {
+		// The default path needs the cluster's name: read the inventory
+		// once without the overrides.
+		inv, err := loadInventoryWith(o.inventory, inventory.Overrides{})
+		if err != nil {
+			return nil, err
+		}
+		path = upgrade.DefaultStatePath(inv.Cluster.Metadata.Name)
+		o.statePath = path
+	}
+	st, err := upgrade.LoadState(path)
+	switch {
+	case errors.Is(err, upgrade.ErrNoState):
+		if o.resume {
+			return nil, usage(fmt.Errorf("--resume: no rollout to resume (%s does not exist)", path))
+		}
+		return nil, nil
+	case err != nil:
+		return nil, usage(fmt.Errorf("rollout state: %w", err))
+	}
+	// A rollout that never took a node out of service holds nothing back.
+	unfinished := st.Finished == nil && len(st.Nodes) > 0
+	if !o.resume {
+		if unfinished {
+			return nil, usage(fmt.Errorf("a rollout to driver %s started %s is unfinished (%s): --resume to go on, or remove %s to start over",
+				st.Target.Driver, st.Started.Format(time.RFC3339), describeState(st), path))
+		}
+		return nil, nil // a finished rollout: a new one replaces it
+	}
+	if st.Finished != nil {
+		return nil, usage(fmt.Errorf("--resume: the rollout to driver %s finished %s; nothing to resume", st.Target.Driver, st.Finished.Format(time.RFC3339)))
+	}
+	for _, c := range []struct {
+		o    *inventory.Override
+		have string
+	}{{&o.overrides.NvidiaDriver, st.Target.Driver}, {&o.overrides.CUDA, st.Target.CUDA}, {&o.overrides.ContainerToolkit, st.Target.Toolkit}} {
+		switch {
+		case c.o.Value == "":
+			c.o.Value = c.have
+		case c.o.Value != c.have:
+			return nil, usage(fmt.Errorf("--resume %s %s: the rollout being resumed installs %q; give the same, or none", c.o.Flag, c.o.Value, c.have))
+		}
+	}
+	return st, nil
+}
+
+func describeState(st *upgrade.State) string {
+	var parts []string
+	for _, s := range []string{upgrade.InProgress, upgrade.Failed, upgrade.Skipped, upgrade.Done} {
+		if n := st.Names(s); len(n) > 0 {
+			parts = append(parts, fmt.Sprintf("%s: %s", s, strings.Join(n, ", ")))
+		}
+	}
+	if len(parts) == 0 {
+		return "no node started"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// report says where the etcd snapshot is, how far the rollout got, and how
+// to record the new versions (or records them).
+func (o *upgradeOptions) report(l *loaded, up *upgrade.Upgrade, st *upgrade.State, sum *engine.Summary) error {
+	complete := len(sum.Failed()) == 0 && !sum.Cancelled
+	for _, h := range sum.Hosts {
+		if h.Status == engine.StatusSkipped && h.Reason != "" && !strings.HasPrefix(h.Reason, "nothing to change") &&
+			!strings.HasPrefix(h.Reason, "the driver, CUDA") && !strings.HasPrefix(h.Reason, "no NVIDIA GPU") && !strings.HasPrefix(h.Reason, "not a node") {
+			complete = false
+		}
+	}
+	v := l.inv.Cluster.Spec.Versions
+	values := map[string]string{"nvidiaDriver": v.NvidiaDriver, "cuda": o.overrides.CUDA.Value, "containerToolkit": o.overrides.ContainerToolkit.Value}
+	var record []string
+	for _, k := range []string{"nvidiaDriver", "cuda", "containerToolkit"} {
+		if values[k] != "" {
+			record = append(record, "spec.versions."+k+": "+values[k])
+		}
+	}
+	written := ""
+	if complete && !o.dryRun {
+		if st != nil {
+			if err := st.Finish(time.Now()); err != nil {
+				return fmt.Errorf("rollout state: %w", err)
+			}
+		}
+		if o.writeInventory {
+			data, err := os.ReadFile(o.inventory)
+			if err == nil {
+				data, err = inventory.SetVersions(data, values)
+			}
+			if err == nil {
+				err = writeFileKeepMode(o.inventory, data)
+			}
+			if err != nil {
+				return fmt.Errorf("--write-inventory: %w", err)
+			}
+			written = o.inventory
+		}
+	}
+	if l.out.Format == ui.FormatJSON {
+		return json.NewEncoder(l.out.W).Encode(struct {
+			Type      string   `json:"type"`
+			Complete  bool     `json:"complete"`
+			Order     []string `json:"order"`
+			Waves     int      `json:"waves"`
+			Snapshot  string   `json:"etcdSnapshot,omitempty"`
+			State     string   `json:"state,omitempty"`
+			Record    []string `json:"record"`
+			Written   string   `json:"inventoryWritten,omitempty"`
+			Requests  int      `json:"apiRequests"`
+			DryRunned bool     `json:"dryRun,omitempty"`
+		}{"upgrade", complete, up.Order(), up.Waves(), up.Snapshot(), statePath(st), record, written, up.APIRequests(), o.dryRun})
+	}
+	w := l.out.W
+	if p := up.Snapshot(); p != "" {
+		fmt.Fprintf(w, "\netcd snapshot before the rollout: %s\n", p)
+	}
+	if order := up.Order(); len(order) > 0 {
+		verb := "Upgraded"
+		if o.dryRun {
+			verb = "Would upgrade"
+		}
+		fmt.Fprintf(w, "%s in %d waves: %s\n", verb, up.Waves(), strings.Join(order, ", "))
+	}
+	switch {
+	case o.dryRun:
+	case !complete:
+		fmt.Fprintf(w, "The rollout is not finished (state in %s): fix what is named above, then gpukit upgrade driver -i %s --resume\n", statePath(st), o.inventory)
+	case written != "":
+		fmt.Fprintf(w, "Recorded in %s: %s\n", written, strings.Join(record, ", "))
+	default:
+		fmt.Fprintf(w, "Record the new versions in %s (the inventory is the source of truth; --write-inventory does it): %s\n", o.inventory, strings.Join(record, ", "))
+	}
+	return nil
+}
+
+func statePath(st *upgrade.State) string {
+	if st == nil {
+		return ""
+	}
+	return st.Path()
+}
+
+// writeFileKeepMode replaces path's content whole (a temporary file renamed
+// over it), keeping its mode.
+func writeFileKeepMode(path string, data []byte) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".gpukit-new"
+	if err := os.WriteFile(tmp, data, fi.Mode().Perm()); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,14 @@
+set -euo pipefail
+export LC_ALL=C DEBIAN_FRONTEND=noninteractive
+# Before the driver's packages change: no process may be computing on the
+# GPUs (the reboot that loads the new module would kill it: a training run
+# started outside the orchestrator, in screen or under Slurm, loses its
+# hours), then the host's own GPU consumers stop, so that the packages'
+# scripts find the module unused. They start again at the boot that loads the
+# new driver.
+for unit in nvidia-persistenced nvidia-fabricmanager nvidia-dcgm dcgm; do
+  if systemctl is-active --quiet "$unit" 2>/dev/null; then
+    systemctl stop "$unit"
+    echo "gpukit: stopped $unit"
+  fi
+done

@@ -1,0 +1,65 @@
+package scripts
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/gpukit/gpukit/pkg/ssh"
+)
+
+// The rolling upgrade's scripts (pkg/upgrade).
+var (
+	gpuConsumersStopTemplate = parse[GPUConsumersStopParams]("gpu-consumers-stop.sh")
+	etcdSnapshotTemplate     = parse[EtcdSnapshotParams]("etcd-snapshot.sh")
+)
+
+var (
+	unitName     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9@_.:-]*$`)
+	snapshotName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*\.db$`)
+)
+
+// GPUConsumerUnits are the host's services that hold the GPUs: the
+// persistence daemon, the fabric manager, DCGM's host engine.
+var GPUConsumerUnits = []string{"nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm", "dcgm"}
+
+// GPUConsumersStopParams stop the host's GPU consumers before a driver
+// change; unless Force, only when no process computes on the GPUs.
+type GPUConsumersStopParams struct {
+	Units []string
+	Force bool
+}
+
+// Validate checks the unit names.
+func (p GPUConsumersStopParams) Validate() error {
+	if len(p.Units) == 0 {
+		return fmt.Errorf("no units")
+	}
+	for _, u := range p.Units {
+		if !unitName.MatchString(u) {
+			return fmt.Errorf("unit name %q", u)
+		}
+	}
+	return nil
+}
+
+// GPUConsumersStop returns the command that stops them.
+func GPUConsumersStop(p GPUConsumersStopParams) (ssh.Command, error) {
+	return command("stop the GPU consumers", gpuConsumersStopTemplate, p)
+}
+
+// EtcdSnapshotParams take a snapshot of a kubeadm control plane's etcd into
+// Dir/Name.
+type EtcdSnapshotParams struct{ Dir, Name string }
+
+// Validate checks the path.
+func (p EtcdSnapshotParams) Validate() error {
+	if !filePath.MatchString(p.Dir) || !snapshotName.MatchString(p.Name) {
+		return fmt.Errorf("snapshot path %q/%q", p.Dir, p.Name)
+	}
+	return nil
+}
+
+// EtcdSnapshot returns the command that takes it.
+func EtcdSnapshot(p EtcdSnapshotParams) (ssh.Command, error) {
+	return command("etcd snapshot", etcdSnapshotTemplate, p)
+}

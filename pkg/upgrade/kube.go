@@ -1,0 +1,270 @@
+package upgrade
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/kubectl/pkg/drain"
+)
+
+// AnnotationCordoned is put on a node gpukit cordons for the upgrade (the
+// time): only such a node is uncordoned by gpukit, and a resumed run knows
+// the nodes a killed one left out of service. A node cordoned without it is
+// someone else's and is left alone unless named.
+const AnnotationCordoned = "gpukit.dev/upgrade-cordoned"
+
+// GPUResource is what the device plugin advertises.
+const GPUResource corev1.ResourceName = "nvidia.com/gpu"
+
+// Kube does the upgrade's work on Kubernetes nodes through the API.
+type Kube struct {
+	Client kubernetes.Interface
+	// Config is the client's REST configuration, for exec (checkpoint
+	// hooks); nil: hooks cannot run.
+	Config *rest.Config
+	// Poll is how often waits look again (default 2s).
+	Poll time.Duration
+}
+
+func (k *Kube) poll() time.Duration {
+	if k.Poll > 0 {
+		return k.Poll
+	}
+	return 2 * time.Second
+}
+
+// IsGPUNode says whether n has NVIDIA GPUs: advertised by the device
+// plugin, or labelled present by gpukit or GPU feature discovery.
+func IsGPUNode(n *corev1.Node) bool {
+	if q, ok := n.Status.Capacity[GPUResource]; ok && !q.IsZero() {
+		return true
+	}
+	return n.Labels["nvidia.com/gpu.present"] == "true"
+}
+
+// CordonedByUs says whether gpukit's upgrade cordoned n.
+func CordonedByUs(n *corev1.Node) bool {
+	_, ok := n.Annotations[AnnotationCordoned]
+	return ok && n.Spec.Unschedulable
+}
+
+// Cordon makes the node unschedulable, marked as gpukit's, in one patch.
+func (k *Kube) Cordon(ctx context.Context, name string, now time.Time) error {
+	return k.patch(ctx, name, map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{AnnotationCordoned: now.UTC().Format(time.RFC3339)}},
+		"spec":     map[string]any{"unschedulable": true},
+	})
+}
+
+// Uncordon makes the node schedulable again and drops gpukit's mark.
+func (k *Kube) Uncordon(ctx context.Context, name string) error {
+	return k.patch(ctx, name, map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{AnnotationCordoned: nil}},
+		"spec":     map[string]any{"unschedulable": nil},
+	})
+}
+
+func (k *Kube) patch(ctx context.Context, name string, p map[string]any) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	_, err = k.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, b, metav1.PatchOptions{FieldManager: "gpukit"})
+	return err
+}
+
+// PodsOn lists the pods bound to the node that have not finished.
+func (k *Kube) PodsOn(ctx context.Context, node string) ([]corev1.Pod, error) {
+	list, err := k.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		return nil, fmt.Errorf("list the pods on %s: %w", node, err)
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// TrainingPods are the node's pods that look like training, each with why.
+func (k *Kube) TrainingPods(ctx context.Context, node string) ([]corev1.Pod, []string, error) {
+	pods, err := k.PodsOn(ctx, node)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []corev1.Pod
+	var why []string
+	for _, p := range pods {
+		if ok, reason := Training(&p); ok {
+			out = append(out, p)
+			why = append(why, reason)
+		}
+	}
+	return out, why, nil
+}
+
+// RunHook runs a training pod's checkpoint hook in its container, within
+// the hook's timeout; what the command printed comes back for the log.
+func (k *Kube) RunHook(ctx context.Context, p *corev1.Pod, h *Hook) (string, error) {
+	if k.Config == nil {
+		return "", errors.New("checkpoint hooks need the API's exec, which this connection does not offer")
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
+	defer cancel()
+	req := k.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(p.Namespace).Name(p.Name).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: h.Container, Command: h.Argv(), Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	ex, err := remotecommand.NewSPDYExecutor(k.Config, "POST", req.URL())
+	if err != nil {
+		return "", err
+	}
+	var out bytes.Buffer
+	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out})
+	if ctx.Err() == context.DeadlineExceeded {
+		err = fmt.Errorf("timed out after %s", h.Timeout)
+	}
+	return out.String(), err
+}
+
+// DrainOptions are kubectl drain's, as the upgrade sets them.
+type DrainOptions struct {
+	// Force evicts training pods and pods no controller recreates.
+	Force bool
+	// GracePeriod overrides the pods' own when >= 0.
+	GracePeriod time.Duration
+	// Timeout bounds the whole drain.
+	Timeout time.Duration
+	// DeleteEmptyDirData lets pods with emptyDir volumes go (their data
+	// is lost).
+	DeleteEmptyDirData bool
+}
+
+// Drain evicts the node's pods with kubectl's drain: through the eviction
+// API, so PodDisruptionBudgets hold (an eviction they refuse is retried
+// until Timeout), DaemonSet pods stay, and each pod gets its grace period.
+// Training pods are refused here unless Force: they are dealt with before.
+func (k *Kube) Drain(ctx context.Context, node string, o DrainOptions, log io.Writer) error {
+	grace := -1
+	if o.GracePeriod >= 0 {
+		grace = int(o.GracePeriod / time.Second)
+	}
+	d := &drain.Helper{
+		Ctx: ctx, Client: k.Client, Force: o.Force, GracePeriodSeconds: grace, IgnoreAllDaemonSets: true,
+		Timeout: o.Timeout, DeleteEmptyDirData: o.DeleteEmptyDirData, Out: log, ErrOut: log,
+		EvictErrorRetryDelay: k.poll(),
+		OnPodDeletionOrEvictionFinished: func(p *corev1.Pod, eviction bool, err error) {
+			switch {
+			case err != nil:
+				fmt.Fprintf(log, "pod %s/%s: %v\n", p.Namespace, p.Name, err)
+			case eviction:
+				fmt.Fprintf(log, "pod %s/%s evicted\n", p.Namespace, p.Name)
+			default:
+				fmt.Fprintf(log, "pod %s/%s deleted\n", p.Namespace, p.Name)
+			}
+		},
+	}
+	if !o.Force {
+		d.AdditionalFilters = append(d.AdditionalFilters, func(p corev1.Pod) drain.PodDeleteStatus {
+			if ok, why := Training(&p); ok {
+				return drain.MakePodDeleteStatusWithError("training (" + why + "): not evicted without --force")
+			}
+			return drain.MakePodDeleteStatusOkay()
+		})
+	}
+	list, errs := d.GetPodsForDeletion(node)
+	if len(errs) > 0 {
+		return fmt.Errorf("drain %s: %w", node, errors.Join(errs...))
+	}
+	if w := list.Warnings(); w != "" {
+		fmt.Fprintf(log, "warning: %s\n", w)
+	}
+	if err := d.DeleteOrEvictPods(list.Pods()); err != nil {
+		return fmt.Errorf("drain %s: %w", node, err)
+	}
+	return nil
+}
+
+// WaitGPUs waits until the node is Ready and advertises want GPUs as
+// allocatable (the device plugin registered with the new driver).
+func (k *Kube) WaitGPUs(ctx context.Context, node string, want int64, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	last := ""
+	for {
+		n, err := k.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			last = err.Error()
+		case !ready(n):
+			last = "the node is not Ready"
+		default:
+			q := n.Status.Allocatable[GPUResource]
+			if q.Value() >= want {
+				return nil
+			}
+			last = fmt.Sprintf("%d of %d GPUs allocatable", q.Value(), want)
+		}
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("%s: not back after %s: %s", node, timeout, last)
+			}
+			return ctx.Err()
+		case <-time.After(k.poll()):
+		}
+	}
+}
+
+// RestartDevicePlugin deletes the NVIDIA device plugin's pod on the node,
+// so that its DaemonSet starts one that loads the new driver's libraries.
+func (k *Kube) RestartDevicePlugin(ctx context.Context, node string) (int, error) {
+	pods, err := k.PodsOn(ctx, node)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range pods {
+		if !devicePlugin(&p) {
+			continue
+		}
+		err := k.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return n, fmt.Errorf("restart %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+func devicePlugin(p *corev1.Pod) bool {
+	for _, k := range []string{"app.kubernetes.io/name", "app", "name"} {
+		if v := p.Labels[k]; strings.Contains(v, "nvidia-device-plugin") {
+			return true
+		}
+	}
+	return false
+}
+
+func ready(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,471 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/nvidia"
+	"github.com/gpukit/gpukit/pkg/scripts"
+)
+
+// next is the rollout's wave planner. Between waves it reads the nodes
+// again: every GPU node that cannot take pods counts against the budget -
+// ours that failed (left cordoned), and those someone else cordoned - so
+// that never more than the budget is out of service, whoever took it out.
+func (u *Upgrade) next(ctx context.Context, pending []*engine.Host, done []engine.Outcome) engine.Wave {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	w := engine.Wave{Skip: map[*engine.Host]string{}}
+	if u.kube == nil {
+		w.Stop = "the rollout has no plan (" + PhasePlan + " did not run)"
+		return w
+	}
+	// The outcome of the last wave, into the state.
+	var failed []string
+	for _, o := range done {
+		switch {
+		case o.Err != nil:
+			failed = append(failed, o.Host.Name())
+		}
+	}
+	for _, o := range done[u.seen:] {
+		switch {
+		case o.Err != nil:
+			_ = u.recordLocked(o.Host.Name(), Failed, o.Err.Error())
+		case o.Left != "":
+			_ = u.recordLocked(o.Host.Name(), Skipped, o.Left)
+		}
+	}
+	u.seen = len(done)
+	if len(failed) > 0 && (!u.o.ContinueOnFailure || (u.o.Canary > 0 && u.waves == 1)) {
+		what := "stopped: " + strings.Join(failed, ", ") + " failed and stays cordoned"
+		if u.o.Canary > 0 && u.waves == 1 {
+			what = "stopped: the canary " + strings.Join(failed, ", ") + " failed and stays cordoned"
+		}
+		w.Stop = what + " (fix it, then run again with --resume; --continue-on-failure goes on past failed nodes)"
+		return w
+	}
+	var take []*engine.Host
+	for _, h := range pending {
+		if why := u.skipLocked(h); why != "" {
+			w.Skip[h] = why
+			continue
+		}
+		take = append(take, h)
+	}
+	if len(take) == 0 {
+		return w
+	}
+	// Nodes a killed run left cordoned go first: they are out of service.
+	slices.SortStableFunc(take, func(a, b *engine.Host) int {
+		switch {
+		case u.ours[a.Name()] && !u.ours[b.Name()]:
+			return -1
+		case !u.ours[a.Name()] && u.ours[b.Name()]:
+			return 1
+		}
+		return 0
+	})
+	list, err := u.kube.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		w.Stop = "stopped: list the nodes: " + err.Error()
+		return w
+	}
+	out := 0
+	var outNames []string
+	for i := range list.Items {
+		n := &list.Items[i]
+		if IsGPUNode(n) && n.Spec.Unschedulable && !CordonedByUsAndTaken(n, take) {
+			out++
+			outNames = append(outNames, n.Name)
+		}
+	}
+	room := u.budget - out
+	if u.o.Canary > 0 && u.waves == 0 {
+		room = min(room, u.o.Canary)
+	}
+	if room <= 0 {
+		w.Stop = fmt.Sprintf("stopped: %d GPU nodes cannot take pods (%s): --max-unavailable %s (%d nodes) leaves no room", out, strings.Join(outNames, ", "), u.o.Budget, u.budget)
+		return w
+	}
+	// Nodes a killed run left cordoned are already out: they take no room
+	// beyond their own.
+	for _, h := range take {
+		if len(w.Hosts) == room {
+			break
+		}
+		w.Hosts = append(w.Hosts, h)
+		u.planned = append(u.planned, h.Name())
+	}
+	u.waves++
+	return w
+}
+
+// CordonedByUsAndTaken: n is cordoned by a gpukit upgrade and its host is
+// among take (it goes into a wave, where it counts as the wave's).
+func CordonedByUsAndTaken(n *corev1.Node, take []*engine.Host) bool {
+	if !CordonedByUs(n) {
+		return false
+	}
+	return slices.ContainsFunc(take, func(h *engine.Host) bool { return h.Name() == n.Name })
+}
+
+func (u *Upgrade) recordLocked(name, status, reason string) error {
+	if u.o.State == nil {
+		return nil
+	}
+	return u.o.State.Set(name, status, reason, u.now())
+}
+
+// skipLocked says why a host takes no part in the rollout, or "".
+func (u *Upgrade) skipLocked(h *engine.Host) string {
+	name := h.Name()
+	if why := u.skips[name]; why != "" && !u.ours[name] {
+		return why
+	}
+	n := u.nodes[name]
+	switch {
+	case n == nil:
+		return "not a node of the cluster"
+	case u.o.Selector != nil && !u.o.Selector.Matches(labels.Set(n.Labels)):
+		return "not selected by --selector " + u.o.Selector.String()
+	case n.Spec.Unschedulable && !u.ours[name] && !slices.Contains(u.o.Named, name):
+		return "cordoned by someone else: left alone (name it with --hosts to upgrade it)"
+	case len(u.pending[name]) == 0 && !u.ours[name]:
+		return "nothing to change"
+	}
+	return ""
+}
+
+// ---- upgrade/etcd-snapshot
+
+type snapshotPhase struct{ u *Upgrade }
+
+func (*snapshotPhase) Name() string  { return PhaseEtcdSnapshot }
+func (*snapshotPhase) Title() string { return "Snapshot etcd before the first node" }
+
+func (p *snapshotPhase) Targets(hosts []*engine.Host) []*engine.Host { return p.u.target(hosts) }
+
+func (p *snapshotPhase) ShouldRun(_ context.Context, h *engine.Host) (bool, string, error) {
+	u := p.u
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.o.SkipEtcdSnapshot {
+		return false, "--skip-etcd-snapshot", nil
+	}
+	todo := 0
+	for _, m := range u.inv.Machines {
+		if len(u.pending[m.Name]) > 0 || u.ours[m.Name] {
+			todo++
+		}
+	}
+	if todo == 0 {
+		return false, "no node to upgrade", nil
+	}
+	if s := u.o.State; s != nil && s.Snapshot != "" {
+		u.snapshot = s.Snapshot
+		return false, "taken when the rollout started: " + s.Snapshot, nil
+	}
+	return true, "", nil
+}
+
+// SnapshotDir is where snapshots are kept on the control plane.
+const SnapshotDir = "/var/lib/gpukit/etcd-snapshots"
+
+func (p *snapshotPhase) Run(ctx context.Context, h *engine.Host) error {
+	name := fmt.Sprintf("before-driver-%s-%s.db", p.u.target0(), p.u.now().UTC().Format("20060102T150405Z"))
+	cmd, err := scripts.EtcdSnapshot(scripts.EtcdSnapshotParams{Dir: SnapshotDir, Name: name})
+	if err != nil {
+		return err
+	}
+	if _, err := h.Apply(ctx, "etcd snapshot "+SnapshotDir+"/"+name, cmd); err != nil {
+		return fmt.Errorf("%w (--skip-etcd-snapshot goes on without one)", err)
+	}
+	path := SnapshotDir + "/" + name
+	if h.DryRun() {
+		return nil
+	}
+	p.u.mu.Lock()
+	p.u.snapshot = path
+	p.u.mu.Unlock()
+	h.Logf("%s: etcd snapshot at %s on %s", PhaseEtcdSnapshot, path, h.Name())
+	if s := p.u.o.State; s != nil {
+		s.mu.Lock()
+		s.Snapshot = h.Name() + ":" + path
+		s.mu.Unlock()
+		return s.Save()
+	}
+	return nil
+}
+
+func (u *Upgrade) target0() string {
+	v := u.inv.Cluster.Spec.Versions.NvidiaDriver
+	if v == "" {
+		return "unknown"
+	}
+	return v
+}
+
+// ---- upgrade/cordon
+
+type cordonPhase struct{ u *Upgrade }
+
+func (*cordonPhase) Name() string  { return PhaseCordon }
+func (*cordonPhase) Title() string { return "Cordon the node" }
+
+func (p *cordonPhase) ShouldRun(_ context.Context, h *engine.Host) (bool, string, error) {
+	p.u.mu.Lock()
+	defer p.u.mu.Unlock()
+	if p.u.ours[h.Name()] {
+		return false, "cordoned by the upgrade run that stopped", nil
+	}
+	return true, "", nil
+}
+
+func (p *cordonPhase) Run(ctx context.Context, h *engine.Host) error {
+	name := p.u.node(h)
+	// Recorded first: a crash right after the cordon knows the node is out.
+	if err := p.u.record(h.Name(), InProgress, ""); err != nil {
+		return fmt.Errorf("rollout state: %w", err)
+	}
+	return h.WriteAPI(ctx, "cordon "+name, "Node "+name+": unschedulable, annotated "+AnnotationCordoned, func(ctx context.Context) error {
+		return p.u.client().Cordon(ctx, name, p.u.now())
+	})
+}
+
+// ---- upgrade/drain
+
+type drainPhase struct{ u *Upgrade }
+
+func (*drainPhase) Name() string { return PhaseDrain }
+func (*drainPhase) Title() string {
+	return "Checkpoint and wait for training, then drain the node through its PodDisruptionBudgets"
+}
+
+func (p *drainPhase) Run(ctx context.Context, h *engine.Host) error {
+	u, k, name := p.u, p.u.client(), p.u.node(h)
+	training, why, err := k.TrainingPods(ctx, name)
+	if err != nil {
+		return err
+	}
+	if len(training) > 0 {
+		for i, pod := range training {
+			h.Logf("%s: training pod %s/%s (%s)", PhaseDrain, pod.Namespace, pod.Name, why[i])
+		}
+		if err := p.checkpoint(ctx, h, training); err != nil {
+			return err
+		}
+		if !h.DryRun() && u.o.WaitForJobs > 0 {
+			if training, err = p.waitTraining(ctx, h, name); err != nil {
+				return err
+			}
+		}
+	}
+	if len(training) > 0 && !u.o.Force {
+		names := make([]string, len(training))
+		for i, pod := range training {
+			names[i] = pod.Namespace + "/" + pod.Name
+		}
+		why := fmt.Sprintf("training still running (%s): left alone, never evicted without --force", strings.Join(names, ", "))
+		if u.o.WaitForJobs > 0 {
+			why = fmt.Sprintf("training still running after %s (%s): left alone, never evicted without --force", u.o.WaitForJobs, strings.Join(names, ", "))
+		}
+		h.Logf("%s: %s", PhaseDrain, why)
+		if err := h.WriteAPI(ctx, "uncordon "+name, "Node "+name+": schedulable again, untouched", func(ctx context.Context) error {
+			return k.Uncordon(ctx, name)
+		}); err != nil {
+			return err
+		}
+		u.mu.Lock()
+		u.left[h.Name()] = why
+		u.mu.Unlock()
+		return nil
+	}
+	if h.DryRun() {
+		pods, err := k.PodsOn(ctx, name)
+		if err != nil {
+			return err
+		}
+		var evict []string
+		for _, pod := range pods {
+			if !ownedByDaemonSet(&pod) {
+				evict = append(evict, pod.Namespace+"/"+pod.Name)
+			}
+		}
+		return h.WriteAPI(ctx, "drain "+name, fmt.Sprintf("evict %d pods through their PodDisruptionBudgets: %s", len(evict), strings.Join(evict, ", ")), nil)
+	}
+	w := &logWriter{h: h, prefix: PhaseDrain + ": "}
+	err = h.WriteAPI(ctx, "drain "+name, "evict the node's pods through their PodDisruptionBudgets", func(ctx context.Context) error {
+		return k.Drain(ctx, name, u.o.Drain, w)
+	})
+	if err != nil {
+		// Nothing changed on the host: the node goes back into service.
+		if uerr := k.Uncordon(context.WithoutCancel(ctx), name); uerr == nil {
+			h.Logf("%s: the drain failed; %s is schedulable again, untouched", PhaseDrain, name)
+		}
+		return err
+	}
+	return nil
+}
+
+func ownedByDaemonSet(p *corev1.Pod) bool {
+	c := metav1.GetControllerOf(p)
+	return c != nil && c.Kind == "DaemonSet"
+}
+
+// checkpoint runs each training pod's hook, if it has one.
+func (p *drainPhase) checkpoint(ctx context.Context, h *engine.Host, pods []corev1.Pod) error {
+	k := p.u.client()
+	for i := range pods {
+		pod := &pods[i]
+		hook, err := HookOf(pod)
+		if err != nil {
+			return err
+		}
+		if hook == nil {
+			continue
+		}
+		what := fmt.Sprintf("pod %s/%s, container %s: %s", pod.Namespace, pod.Name, hook.Container, strings.Join(hook.Argv(), " "))
+		err = h.WriteAPI(ctx, "checkpoint "+pod.Namespace+"/"+pod.Name, what, func(ctx context.Context) error {
+			out, err := k.RunHook(ctx, pod, hook)
+			for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+				if l != "" {
+					h.Logf("%s: %s/%s: %s", PhaseDrain, pod.Namespace, pod.Name, l)
+				}
+			}
+			if err != nil {
+				// The pod's owner asked for a checkpoint; waiting for the
+				// job (or leaving the node) is still safe.
+				h.Logf("%s: checkpoint hook of %s/%s: %v", PhaseDrain, pod.Namespace, pod.Name, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitTraining waits up to --wait-for-jobs for the node's training pods to
+// finish and returns those still running.
+func (p *drainPhase) waitTraining(ctx context.Context, h *engine.Host, name string) ([]corev1.Pod, error) {
+	k := p.u.client()
+	deadline := time.Now().Add(p.u.o.WaitForJobs)
+	h.Logf("%s: waiting up to %s for the training on %s to finish", PhaseDrain, p.u.o.WaitForJobs, name)
+	for {
+		pods, _, err := k.TrainingPods(ctx, name)
+		if err != nil || len(pods) == 0 || time.Now().After(deadline) {
+			return pods, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(min(k.poll(), time.Until(deadline)+time.Millisecond)):
+		}
+	}
+}
+
+// logWriter turns drain's lines into the host's log lines.
+type logWriter struct {
+	h      *engine.Host
+	prefix string
+}
+
+func (w *logWriter) Write(b []byte) (int, error) {
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		w.h.Logf("%s%s", w.prefix, l)
+	}
+	return len(b), nil
+}
+
+// ---- upgrade/stop-gpu-consumers
+
+type stopPhase struct{ u *Upgrade }
+
+func (*stopPhase) Name() string { return PhaseStop }
+func (*stopPhase) Title() string {
+	return "Stop the host's GPU consumers (persistence daemon, fabric manager, DCGM)"
+}
+
+func (p *stopPhase) ShouldRun(_ context.Context, h *engine.Host) (bool, string, error) {
+	p.u.mu.Lock()
+	defer p.u.mu.Unlock()
+	todo := p.u.pending[h.Name()]
+	if slices.Contains(todo, nvidia.PhaseDriver) || slices.Contains(todo, nvidia.PhaseFabricManager) {
+		return true, "", nil
+	}
+	return false, "the driver does not change", nil
+}
+
+func (p *stopPhase) Run(ctx context.Context, h *engine.Host) error {
+	cmd, err := scripts.GPUConsumersStop(scripts.GPUConsumersStopParams{Units: scripts.GPUConsumerUnits, Force: p.u.o.Force})
+	if err != nil {
+		return err
+	}
+	_, err = h.Apply(ctx, "stop the GPU consumers", cmd)
+	return err
+}
+
+// ---- upgrade/gpus
+
+type gpusPhase struct{ u *Upgrade }
+
+func (*gpusPhase) Name() string  { return PhaseGPUs }
+func (*gpusPhase) Title() string { return "Wait for the node to advertise its GPUs again" }
+
+func (p *gpusPhase) Run(ctx context.Context, h *engine.Host) error {
+	k, name := p.u.client(), p.u.node(h)
+	want := int64(0)
+	if h.Facts != nil {
+		want = int64(len(h.Facts.GPUs))
+	}
+	if err := h.WriteAPI(ctx, "restart the device plugin on "+name, "delete the NVIDIA device plugin's pod on "+name+" (its DaemonSet starts it on the new driver)", func(ctx context.Context) error {
+		n, err := k.RestartDevicePlugin(ctx, name)
+		h.Logf("%s: %d device plugin pods restarted on %s", PhaseGPUs, n, name)
+		return err
+	}); err != nil {
+		return err
+	}
+	if h.DryRun() {
+		return nil
+	}
+	timeout := p.u.o.GPUTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Minute
+	}
+	if err := k.WaitGPUs(ctx, name, want, timeout); err != nil {
+		return fmt.Errorf("the node stays cordoned: %w", err)
+	}
+	h.Logf("%s: %s is Ready with %d GPUs allocatable", PhaseGPUs, name, want)
+	return nil
+}
+
+// ---- upgrade/uncordon
+
+type uncordonPhase struct{ u *Upgrade }
+
+func (*uncordonPhase) Name() string  { return PhaseUncordon }
+func (*uncordonPhase) Title() string { return "Uncordon the node" }
+
+func (p *uncordonPhase) Run(ctx context.Context, h *engine.Host) error {
+	name := p.u.node(h)
+	err := h.WriteAPI(ctx, "uncordon "+name, "Node "+name+": schedulable, gpukit's mark removed", func(ctx context.Context) error {
+		return p.u.client().Uncordon(ctx, name)
+	})
+	if err != nil {
+		return err
+	}
+	if err := p.u.record(h.Name(), Done, ""); err != nil {
+		return fmt.Errorf("rollout state: %w", err)
+	}
+	return nil
+}
