@@ -421,6 +421,105 @@ spec:
 			t.Errorf("lab-3 after init: %q", got)
 		}
 	})
+
+	// The rolling driver upgrade on the real cluster and the simulated GPUs:
+	// 580.95.05 -> 590.48.01 on the three GPU workers, one at a time. A
+	// serving Deployment's pods move off each node through the drain (and
+	// its PodDisruptionBudget) and run again after. lab-3 is broken on
+	// purpose (its GPU falls off the bus: nvidia-smi cannot reach it):
+	// verification catches it, it stays cordoned and the rollout
+	// stops before lab-4; fixed, --resume finishes it without touching
+	// lab-2 again. Packages change version and are held again, each worker
+	// reboots once (the control plane never), the nodes' driver labels
+	// follow, and a second run changes nothing.
+	t.Run("upgrade driver rolls the GPU workers to 590.48.01, one at a time", func(t *testing.T) {
+		pause := l.SSH(t, "lab-2", `awk -F'"' '/^sandbox/ {print $2}' /etc/containerd/config.toml`)
+		kubectlIn(t, kubeconfig, `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: serve, namespace: default}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: serve}}
+  template:
+    metadata: {labels: {app: serve}}
+    spec:
+      hostNetwork: true
+      containers: [{name: c, image: `+pause+`}]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: serve, namespace: default}
+spec:
+  maxUnavailable: 1
+  selector: {matchLabels: {app: serve}}
+`, "apply", "-f", "-")
+		kubectl(t, "rollout", "status", "deployment/serve", "--timeout=180s")
+		workers := []string{"lab-2", "lab-3", "lab-4"}
+		boots := map[string]string{}
+		for _, h := range all {
+			boots[h] = l.SSH(t, h, "cat /proc/sys/kernel/random/boot_id")
+		}
+		state := filepath.Join(t.TempDir(), "lab.driver.json")
+		l.SSH(t, "lab-3", "touch /etc/gpusim/gpu-lost")
+		args := []string{"upgrade", "driver", "-i", inv4, "--driver", "590.48.01", "--state", state, "--skip-etcd-snapshot", "--drain-timeout", "3m"}
+		start := time.Now()
+		r := runInit(t, args...)
+		if r.code != ExitHostsFailed || !strings.HasPrefix(r.failed["lab-3"], "nvidia/verify: not verified") || len(r.failed) != 1 {
+			t.Fatalf("first run: exit %d, failed %v\n%s", r.code, r.failed, r.out)
+		}
+		t.Logf("first run (lab-2 upgraded, lab-3 caught): %s", time.Since(start).Round(100*time.Millisecond))
+		if got := kubectl(t, "get", "node", "lab-3", "-o", "jsonpath={.spec.unschedulable}"); got != "true" {
+			t.Errorf("lab-3 after failing verification: unschedulable %q, want true", got)
+		}
+		if got := l.SSH(t, "lab-4", "nvidia-smi --query-gpu=driver_version --format=csv,noheader"); got != "580.95.05" {
+			t.Errorf("lab-4 runs %s: the rollout went on past a failed node", got)
+		}
+		l.SSH(t, "lab-3", "rm /etc/gpusim/gpu-lost")
+		lab2 := r.writeSteps()["lab-2"]
+		start = time.Now()
+		r = runInit(t, append(args, "--resume", "--write-inventory")...)
+		if r.code != ExitOK {
+			t.Fatalf("resume: exit %d, failed %v\n%s", r.code, r.failed, r.out)
+		}
+		t.Logf("resume (lab-3 verified, lab-4 upgraded): %s", time.Since(start).Round(100*time.Millisecond))
+		if w := r.writeSteps()["lab-2"]; len(w) != 0 {
+			t.Errorf("the resume changed lab-2 again: %v (first run: %v)", w, lab2)
+		}
+		for _, h := range workers {
+			if got := l.SSH(t, h, "nvidia-smi --query-gpu=driver_version --format=csv,noheader"); got != "590.48.01" {
+				t.Errorf("%s runs driver %s", h, got)
+			}
+			// Every installed package of the new release is held; none of
+			// the old one is left.
+			held := l.SSH(t, h, `dpkg-query -W -f='${Package} ${Version}\n' | awk '$2 ~ /^590\.48\.01-/ {print $1}' | sort; echo --; apt-mark showhold | sort; echo --; dpkg-query -W -f='${Package} ${Version}\n' | awk '$2 ~ /^580\.95\.05-/' | wc -l`)
+			parts := strings.Split(held, "--")
+			if len(parts) != 3 || strings.TrimSpace(parts[0]) == "" || strings.TrimSpace(parts[2]) != "0" {
+				t.Errorf("%s's packages (590 / held / count of 580):\n%s", h, held)
+			}
+			for _, p := range strings.Fields(parts[0]) {
+				if !slices.Contains(strings.Fields(parts[1]), p) {
+					t.Errorf("%s: %s at 590.48.01 is not held", h, p)
+				}
+			}
+			if got := l.SSH(t, h, "cat /proc/sys/kernel/random/boot_id"); got == boots[h] {
+				t.Errorf("%s did not reboot for its new driver", h)
+			}
+			if got := kubectl(t, "get", "node", h, "-o", `jsonpath={.spec.unschedulable}/{.metadata.labels.gpukit\.dev/nvidia\.driver}`); got != "/590.48.01" {
+				t.Errorf("%s after the rollout: unschedulable/driver label %q", h, got)
+			}
+		}
+		if got := l.SSH(t, "lab-1", "cat /proc/sys/kernel/random/boot_id"); got != boots["lab-1"] {
+			t.Error("the control plane rebooted: it has no GPU")
+		}
+		if b, err := os.ReadFile(inv4); err != nil || !strings.Contains(string(b), "590.48.01") {
+			t.Errorf("--write-inventory: %v\n%s", err, b)
+		}
+		kubectl(t, "rollout", "status", "deployment/serve", "--timeout=180s")
+		r = runInit(t, "upgrade", "driver", "-i", inv4, "--driver", "590.48.01", "--state", state, "--skip-etcd-snapshot")
+		if r.code != ExitOK || r.counts.Changed != 0 || len(r.writeSteps()) != 0 {
+			t.Errorf("a second upgrade: exit %d %+v writes %v\n%s", r.code, r.counts, r.writeSteps(), r.out)
+		}
+	})
 }
 
 // kubectlIn runs kubectl with stdin.

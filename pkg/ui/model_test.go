@@ -209,3 +209,28 @@ func BenchmarkView1000Hosts(b *testing.B) {
 		_ = m.View()
 	}
 }
+
+// A rollout's phases start and finish once per wave: the counts add up
+// over the waves instead of showing the last wave's.
+func TestTrackerAddsUpWaves(t *testing.T) {
+	t.Parallel()
+	tr := newTracker("gpukit upgrade driver")
+	at := time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
+	tr.apply(event.Event{Type: event.RunStart, Time: at, Total: 4, Phases: []string{"connect", "upgrade/rollout", "upgrade/cordon"}})
+	for wave, hosts := range [][]string{{"gpu-1", "gpu-2"}, {"gpu-3", "gpu-4"}} {
+		tr.apply(event.Event{Type: event.PhaseStart, Phase: "upgrade/cordon", Total: 2, Time: at})
+		for _, h := range hosts {
+			tr.apply(event.Event{Type: event.HostStart, Phase: "upgrade/cordon", Host: h, Time: at})
+			tr.apply(event.Event{Type: event.HostDone, Phase: "upgrade/cordon", Host: h, Time: at})
+		}
+		failed := 0
+		if wave == 1 {
+			failed = 1
+		}
+		tr.apply(event.Event{Type: event.PhaseDone, Phase: "upgrade/cordon", Total: 2, Done: 2 - failed, Failed: failed, DurationMS: 1000, Time: at})
+	}
+	p := tr.byPhase["upgrade/cordon"]
+	if p.total != 4 || p.ok != 3 || p.failed != 1 || !p.finished || p.took != 2*time.Second {
+		t.Errorf("after two waves: total %d ok %d failed %d finished %v took %s", p.total, p.ok, p.failed, p.finished, p.took)
+	}
+}

@@ -11,7 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/kube"
 	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/pkg/scripts"
 )
@@ -424,10 +426,15 @@ func (*gpusPhase) Title() string { return "Wait for the node to advertise its GP
 
 func (p *gpusPhase) Run(ctx context.Context, h *engine.Host) error {
 	k, name := p.u.client(), p.u.node(h)
+	// As many as the node advertised before the upgrade: a node whose
+	// device plugin does not run (yet) is waited for until Ready only.
 	want := int64(0)
-	if h.Facts != nil {
-		want = int64(len(h.Facts.GPUs))
+	p.u.mu.Lock()
+	if n := p.u.nodes[h.Name()]; n != nil {
+		q := n.Status.Allocatable[GPUResource]
+		want = q.Value()
 	}
+	p.u.mu.Unlock()
 	if err := h.WriteAPI(ctx, "restart the device plugin on "+name, "delete the NVIDIA device plugin's pod on "+name+" (its DaemonSet starts it on the new driver)", func(ctx context.Context) error {
 		n, err := k.RestartDevicePlugin(ctx, name)
 		h.Logf("%s: %d device plugin pods restarted on %s", PhaseGPUs, n, name)
@@ -457,9 +464,25 @@ func (*uncordonPhase) Name() string  { return PhaseUncordon }
 func (*uncordonPhase) Title() string { return "Uncordon the node" }
 
 func (p *uncordonPhase) Run(ctx context.Context, h *engine.Host) error {
-	name := p.u.node(h)
+	name, k := p.u.node(h), p.u.client()
+	// The labels kubernetes/labels derived from the facts (driver, CUDA)
+	// follow the verified GPUs.
+	if h.Facts != nil {
+		n, err := k.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("read node %s: %w", name, err)
+		}
+		want := kubeadm.NodeWant(p.u.inv, h.Machine, h.Facts)
+		if changes := kube.Reconcile(n.DeepCopy(), want); len(changes) > 0 {
+			if err := h.WriteAPI(ctx, "label "+name, "Node "+name+": "+strings.Join(changes, ", "), func(ctx context.Context) error {
+				return kube.UpdateNode(ctx, k.Client, n, want)
+			}); err != nil {
+				return err
+			}
+		}
+	}
 	err := h.WriteAPI(ctx, "uncordon "+name, "Node "+name+": schedulable, gpukit's mark removed", func(ctx context.Context) error {
-		return p.u.client().Uncordon(ctx, name)
+		return k.Uncordon(ctx, name)
 	})
 	if err != nil {
 		return err

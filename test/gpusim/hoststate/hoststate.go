@@ -31,6 +31,14 @@ const (
 	// MismatchFile is the replay-only simulation's switch: nvidia-smi reports a
 	// driver/library version mismatch while it exists.
 	MismatchFile = "/etc/gpusim/mismatch"
+	// GPULostFile is the hardware simulation's broken GPU: while it exists,
+	// nvidia-smi cannot reach the first GPU ("Unable to determine the
+	// device handle"), as when a GPU falls off the bus (XID 79).
+	GPULostFile = "/etc/gpusim/gpu-lost"
+	// ComputeAppsFile lists processes computing on the GPUs, as nvidia-smi
+	// --query-compute-apps=pid,process_name,used_memory prints them (CSV
+	// lines); none while it does not exist.
+	ComputeAppsFile = "/etc/gpusim/compute-apps"
 	// InstalledDriverFile holds "VERSION FLAVOR" (open or proprietary) of the
 	// kernel module on disk: written by the stand-in DKMS packages' postinst,
 	// removed by their postrm.
@@ -62,6 +70,12 @@ func (h Host) FirstLine(p string) string {
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	return strings.TrimSpace(line)
+}
+
+// ReadFile is file p's content ("" when unreadable).
+func (h Host) ReadFile(p string) string {
+	b, _ := os.ReadFile(h.path(p))
+	return string(b)
 }
 
 // Exists says whether one of the files above exists.

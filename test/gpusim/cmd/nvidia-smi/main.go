@@ -43,6 +43,7 @@ const (
 	exitDriverNotLoaded = 9
 	exitLibraryNotFound = 12
 	exitVersionMismatch = 18
+	exitUnknown         = 15
 )
 
 func run(h hoststate.Host, args []string, stdout, stderr io.Writer) int {
@@ -80,6 +81,14 @@ func run(h hoststate.Host, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		c := capture.Capture{Prefix: prefix}
+		if h.Exists(hoststate.GPULostFile) {
+			fmt.Fprintln(stdout, "Unable to determine the device handle for GPU"+firstBusID(c)+": Unknown Error")
+			return exitUnknown
+		}
+		if len(args) > 0 && strings.HasPrefix(args[0], "--query-compute-apps=") {
+			fmt.Fprint(stdout, h.ReadFile(hoststate.ComputeAppsFile))
+			return 0
+		}
 		if flavor == "open" && preTuring(c) {
 			// The open modules do not drive GPUs older than Turing.
 			fmt.Fprintln(stdout, "No devices were found")
@@ -206,4 +215,14 @@ func version(c capture.Capture, live capture.Live) string {
 	}
 	return fmt.Sprintf("NVIDIA-SMI version  : %s\nNVML version        : %s\nDRIVER version      : %s\nCUDA Version        : %s\n",
 		drv, nvmlVersion(drv), drv, cuda)
+}
+
+// firstBusID is the capture's first GPU's bus id, as nvidia-smi names it in
+// its errors.
+func firstBusID(c capture.Capture) string {
+	gpus, err := c.GPUs()
+	if err != nil || len(gpus) == 0 {
+		return "00000000:00:00.0"
+	}
+	return gpus[0].BusID
 }
