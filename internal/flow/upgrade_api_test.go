@@ -165,7 +165,13 @@ spec:
   backoffLimit: 0
   template:
     metadata:
-      annotations: {gpukit.dev/checkpoint: "signal:SIGUSR1", gpukit.dev/checkpoint-timeout: 5s}
+      annotations:
+        gpukit.dev/checkpoint: "signal:SIGUSR1"
+        gpukit.dev/checkpoint-timeout: 5s
+        # kwok completes a Job's pods after a few seconds: this one trains
+        # for a day.
+        pod-complete.stage.kwok.x-k8s.io/delay: 24h
+        pod-complete.stage.kwok.x-k8s.io/jitter-delay: 24h
     spec:
       restartPolicy: Never
       nodeName: `+trainingNode+`
