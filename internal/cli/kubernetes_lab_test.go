@@ -14,7 +14,9 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/event"
+	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
+	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/test/cluster"
 	"github.com/gpukit/gpukit/test/gpusim"
 	"github.com/gpukit/gpukit/test/lab"
@@ -246,12 +248,25 @@ spec:
 	t.Run("status lists the nodes", func(t *testing.T) {
 		code, out, errOut := run(t, "status", "-i", inv, "-o", "json", "--log-dir", t.TempDir())
 		var st struct {
-			Type  string               `json:"type"`
-			Nodes []kubeadm.NodeStatus `json:"nodes"`
+			Type    string               `json:"type"`
+			Healthy bool                 `json:"healthy"`
+			Nodes   []kubeadm.NodeStatus `json:"nodes"`
+			GPUs    []nvidia.HostGPUs    `json:"gpus"`
 		}
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if code != ExitOK || json.Unmarshal([]byte(lines[len(lines)-1]), &st) != nil || st.Type != "kubernetes-status" || len(st.Nodes) != 3 {
+		if code != ExitOK || json.Unmarshal([]byte(lines[len(lines)-1]), &st) != nil || st.Type != "kubernetes-status" || len(st.Nodes) != 3 || !st.Healthy {
 			t.Fatalf("status: exit %d\n%s\n%s", code, out, errOut)
+		}
+		// Every GPU worker's GPU, read from its simulated nvidia-smi -q -x
+		// (a real H100 capture at the loaded driver's version).
+		if len(st.GPUs) != 2 || st.GPUs[0].Host != "lab-2" || st.GPUs[1].Host != "lab-3" {
+			t.Fatalf("status's GPUs: %+v", st.GPUs)
+		}
+		for _, g := range st.GPUs {
+			if g.Status == facts.HealthFail || g.Driver != l.SSH(t, g.Host, "nvidia-smi --query-gpu=driver_version --format=csv,noheader") ||
+				len(g.GPUs) != 1 || g.GPUs[0].ProductName != "NVIDIA H100 80GB HBM3" || g.GPUs[0].TemperatureC == nil {
+				t.Errorf("status's GPUs of %s: %+v", g.Host, g)
+			}
 		}
 		for i, n := range st.Nodes {
 			if n.Name != all[i] || n.Kubelet != "v"+site.Version || n.Address != l.Hosts[i].Address {
@@ -468,6 +483,11 @@ spec:
 			t.Fatalf("first run: exit %d, failed %v\n%s", r.code, r.failed, r.out)
 		}
 		t.Logf("first run (lab-2 upgraded, lab-3 caught): %s", time.Since(start).Round(100*time.Millisecond))
+		// gpukit status names the broken GPU and exits non-zero.
+		code, out, errOut := run(t, "status", "-i", inv4, "-o", "plain", "--log-dir", t.TempDir())
+		if code != ExitHostsFailed || !strings.Contains(errOut, "lab-3's GPUs fail their health check") || !strings.Contains(out, "lab-3: nvidia-smi: Unable to determine the device handle") {
+			t.Errorf("status with lab-3's GPU lost: exit %d\n%s\n%s", code, out, errOut)
+		}
 		if got := kubectl(t, "get", "node", "lab-3", "-o", "jsonpath={.spec.unschedulable}"); got != "true" {
 			t.Errorf("lab-3 after failing verification: unschedulable %q, want true", got)
 		}

@@ -15,6 +15,8 @@ import (
 	"github.com/gpukit/gpukit/internal/flow"
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
+	"github.com/gpukit/gpukit/pkg/facts"
+	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/pkg/ui"
 )
 
@@ -32,7 +34,13 @@ generic resources, by UUID) and its labels. Nothing is changed. -o json prints t
 events, then one object: {"type":"kubernetes-status","nodes":[...]} or
 {"type":"swarm-status","nodes":[...]}.
 
-Exit code 0 when a control plane (manager) answered, 3 when none did, 2 on bad input.`,
+Every host also shows its GPUs (nvidia-smi -q -x, and the kernel's XID reports of this
+boot): product, driver and CUDA, temperature against its slowdown threshold, power
+against its limit, MIG mode, uncorrectable ECC errors, remapped rows, each GPU's verdict
+(ok, warn, fail) and what to do about it. -o json adds "gpus":[...] and "healthy".
+
+Exit code 0 when everything is healthy, 3 when a host did not answer, a node is not
+Ready or a GPU fails its health check (each named), 2 on bad input.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := o.load(s)
@@ -47,34 +55,161 @@ Exit code 0 when a control plane (manager) answered, 3 when none did, 2 on bad i
 			if sum == nil {
 				return err
 			}
+			gpus := f.GPUs()
+			var problems []string
+			for _, h := range sum.Failed() {
+				problems = append(problems, h.Host+" did not answer")
+			}
+			for _, g := range gpus {
+				if g.Status == facts.HealthFail {
+					problems = append(problems, g.Host+"'s GPUs fail their health check")
+				}
+			}
 			if kn := f.KubeNodes(); kn != nil {
-				return writeKubeStatus(l.out, kn)
+				for _, n := range kn {
+					if n.Ready != "True" {
+						problems = append(problems, "node "+n.Name+" is not Ready")
+					}
+				}
+				if werr := writeKubeStatus(l.out, kn, gpus, len(problems) == 0); werr != nil {
+					return werr
+				}
+				return unhealthy(problems)
 			}
 			nodes := f.Nodes()
 			if nodes == nil {
 				return runError(err)
 			}
-			if werr := writeStatus(l.out, nodes); werr != nil {
+			for _, n := range nodes {
+				if n.State != "ready" {
+					problems = append(problems, "node "+n.Hostname+" is "+n.State)
+				}
+			}
+			if werr := writeStatus(l.out, nodes, gpus, len(problems) == 0); werr != nil {
 				return werr
 			}
-			return nil // a manager answered: the hosts that did not are in the summary
+			return unhealthy(problems)
 		},
 	}
 	o.addFlags(cmd.Flags())
 	return cmd
 }
 
+// unhealthy is status's error for what is wrong, nil when nothing is.
+func unhealthy(problems []string) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	return &hostsFailedError{err: fmt.Errorf("unhealthy: %s", strings.Join(problems, "; "))}
+}
+
 // writeStatus writes the nodes after the run's own output: one JSON object
 // after the events, or a table.
-func writeStatus(out ui.Output, nodes []swarm.Node) error {
+func writeStatus(out ui.Output, nodes []swarm.Node, gpus []nvidia.HostGPUs, healthy bool) error {
 	if out.Format == ui.FormatJSON {
 		return json.NewEncoder(out.W).Encode(struct {
-			Type  string       `json:"type"`
-			Nodes []swarm.Node `json:"nodes"`
-		}{"swarm-status", nodes})
+			Type    string            `json:"type"`
+			Healthy bool              `json:"healthy"`
+			Nodes   []swarm.Node      `json:"nodes"`
+			GPUs    []nvidia.HostGPUs `json:"gpus"`
+		}{"swarm-status", healthy, nodes, gpus})
 	}
 	fmt.Fprintln(out.W)
-	return writeNodeTable(out.W, nodes)
+	if err := writeNodeTable(out.W, nodes); err != nil {
+		return err
+	}
+	return writeGPUTable(out.W, gpus)
+}
+
+// writeGPUTable is one line per GPU, its reasons below it.
+func writeGPUTable(w io.Writer, hosts []nvidia.HostGPUs) error {
+	if len(hosts) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOST\tGPU\tPRODUCT\tDRIVER\tCUDA\tTEMP C (SLOWDOWN)\tPOWER W (LIMIT)\tMIG\tECC UNCORR\tREMAP PENDING\tXIDS\tHEALTH")
+	count := map[string]int{}
+	var notes []string
+	for _, h := range hosts {
+		if h.Error != "" {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\t%s\n", h.Host, xidCodes(h.XIDs), h.Status)
+			notes = append(notes, fmt.Sprintf("  %s: nvidia-smi: %s", h.Host, h.Error))
+			count[h.Status]++
+			continue
+		}
+		for _, g := range h.GPUs {
+			st := g.Health.Status()
+			count[st]++
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s (%s)\t%s (%s)\t%s\t%s\t%s\t%s\t%s\n", h.Host, g.BusID, g.ProductName, h.Driver, h.CUDA,
+				showInt(g.TemperatureC), showInt(g.SlowdownTempC), showFloat(g.PowerDrawW), showFloat(g.PowerLimitW),
+				dash(g.MIGMode.Current), showInt(g.ECC.Volatile.Uncorrected), showBool(g.RemappedRows.Pending), ints(g.XIDs), st)
+			for _, r := range g.Health.Reasons() {
+				notes = append(notes, fmt.Sprintf("  %s %s: %s", h.Host, g.BusID, r))
+			}
+		}
+		for _, x := range h.XIDs {
+			notes = append(notes, fmt.Sprintf("  %s: XID %d on %s (no GPU of the report): %s", h.Host, x.Code, x.Bus, x.Message))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintln(w, n)
+	}
+	_, err := fmt.Fprintf(w, "%d GPU host(s): %d ok, %d warn, %d fail\n", len(hosts), count[facts.HealthOK], count[facts.HealthWarn], count[facts.HealthFail])
+	return err
+}
+
+func showInt(v *int64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatInt(*v, 10)
+}
+
+func showFloat(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*v, 'f', 0, 64)
+}
+
+func showBool(v *bool) string {
+	switch {
+	case v == nil:
+		return "-"
+	case *v:
+		return "yes"
+	}
+	return "no"
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func ints(v []int) string {
+	if len(v) == 0 {
+		return "-"
+	}
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+func xidCodes(xs []nvidia.XID) string {
+	codes := make([]int, len(xs))
+	for i, x := range xs {
+		codes[i] = x.Code
+	}
+	return ints(codes)
 }
 
 func writeNodeTable(w io.Writer, nodes []swarm.Node) error {
@@ -105,17 +240,19 @@ func writeNodeTable(w io.Writer, nodes []swarm.Node) error {
 }
 
 // writeKubeStatus writes the Kubernetes nodes after the run's own output.
-func writeKubeStatus(out ui.Output, nodes []kubeadm.NodeStatus) error {
+func writeKubeStatus(out ui.Output, nodes []kubeadm.NodeStatus, gpus []nvidia.HostGPUs, healthy bool) error {
 	if out.Format == ui.FormatJSON {
 		return json.NewEncoder(out.W).Encode(struct {
-			Type  string               `json:"type"`
-			Nodes []kubeadm.NodeStatus `json:"nodes"`
-		}{"kubernetes-status", nodes})
+			Type    string               `json:"type"`
+			Healthy bool                 `json:"healthy"`
+			Nodes   []kubeadm.NodeStatus `json:"nodes"`
+			GPUs    []nvidia.HostGPUs    `json:"gpus"`
+		}{"kubernetes-status", healthy, nodes, gpus})
 	}
 	fmt.Fprintln(out.W)
 	tw := tabwriter.NewWriter(out.W, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tROLES\tREADY\tKUBELET\tRUNTIME\tGPUS\tTAINTS\tLABELS")
-	ready, gpus := 0, 0
+	ready, schedulable := 0, 0
 	for _, n := range nodes {
 		roles := strings.Join(n.Roles, ",")
 		if roles == "" {
@@ -130,8 +267,11 @@ func writeKubeStatus(out ui.Output, nodes []kubeadm.NodeStatus) error {
 		g := "-"
 		if n.GPUs != "" {
 			g = n.GPUs
-			if v, err := strconv.Atoi(n.GPUs); err == nil {
-				gpus += v
+			if v, err := strconv.Atoi(n.GPUs); err == nil && !n.Unschedulable {
+				schedulable += v
+			}
+			if n.Unschedulable {
+				g += " (cordoned)"
 			}
 		}
 		var labels []string
@@ -143,6 +283,8 @@ func writeKubeStatus(out ui.Output, nodes []kubeadm.NodeStatus) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(out.W, "%d node(s), %d Ready, %d allocatable %s\n", len(nodes), ready, gpus, kubeadm.GPUResource)
-	return err
+	if _, err := fmt.Fprintf(out.W, "%d node(s), %d Ready, %d schedulable %s\n", len(nodes), ready, schedulable, kubeadm.GPUResource); err != nil {
+		return err
+	}
+	return writeGPUTable(out.W, gpus)
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
+	"github.com/gpukit/gpukit/pkg/facts"
+	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/test/gpusim"
 	"github.com/gpukit/gpukit/test/lab"
@@ -219,8 +221,10 @@ func TestLabSwarm(t *testing.T) {
 	t.Run("status lists the nodes", func(t *testing.T) {
 		r := runInit(t, "status", "-i", inv4)
 		var st struct {
-			Type  string       `json:"type"`
-			Nodes []swarm.Node `json:"nodes"`
+			Type    string            `json:"type"`
+			Healthy bool              `json:"healthy"`
+			Nodes   []swarm.Node      `json:"nodes"`
+			GPUs    []nvidia.HostGPUs `json:"gpus"`
 		}
 		lines := strings.Split(strings.TrimSpace(r.out), "\n")
 		for _, line := range lines {
@@ -230,8 +234,16 @@ func TestLabSwarm(t *testing.T) {
 				}
 			}
 		}
-		if r.code != ExitOK || len(st.Nodes) != 4 || len(nodeNamed(st.Nodes, "lab-4").GPUs) != 1 {
+		if r.code != ExitOK || len(st.Nodes) != 4 || len(nodeNamed(st.Nodes, "lab-4").GPUs) != 1 || !st.Healthy {
 			t.Errorf("exit %d, nodes %+v\n%s", r.code, st.Nodes, r.out)
+		}
+		for _, g := range st.GPUs {
+			if g.Status == facts.HealthFail || len(g.GPUs) == 0 || g.Driver == "" {
+				t.Errorf("status's GPUs of %s: %+v", g.Host, g)
+			}
+		}
+		if len(st.GPUs) == 0 {
+			t.Errorf("status shows no host's GPUs\n%s", r.out)
 		}
 	})
 

@@ -100,10 +100,12 @@ func TestStatusFlowKubernetes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := machineNames(f.Machines); !reflect.DeepEqual(got, []string{"cp1", "cp2"}) {
-		t.Errorf("status connects to %v, want the control planes", got)
+	// Every host: each shows its GPUs; the first control plane lists the
+	// nodes.
+	if got := machineNames(f.Machines); !reflect.DeepEqual(got, []string{"cp1", "cp2", "w1", "w2"}) {
+		t.Errorf("status connects to %v, want every host", got)
 	}
-	if got := phaseNames(f.Phases); !reflect.DeepEqual(got, []string{"status/nodes"}) {
+	if got := phaseNames(f.Phases); !reflect.DeepEqual(got, []string{"status/nodes", "status/gpus"}) {
 		t.Errorf("phases %v", got)
 	}
 }

@@ -7,18 +7,31 @@ import (
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/nvidia"
 )
 
 // Status is `gpukit status`: the cluster's nodes as its control planes (or
-// the swarm's managers) see them. It connects to those hosts only and
-// changes nothing.
+// the swarm's managers) see them, and every host's GPUs as nvidia-smi and
+// the kernel report them. It changes nothing.
 type Status struct {
 	Flow
 	sw   *swarm.Layer
 	kube *kubeadm.Layer
+	gpus *nvidia.Status
 }
 
-// NewStatus builds the flow for inv's control planes or managers.
+// GPUs are the hosts' GPUs the run read, in inventory order (hosts without
+// nvidia-smi left out).
+func (s *Status) GPUs() []nvidia.HostGPUs {
+	names := make([]string, len(s.Machines))
+	for i, m := range s.Machines {
+		names[i] = m.Name
+	}
+	return s.gpus.Hosts(names)
+}
+
+// NewStatus builds the flow for inv: the first control plane (manager)
+// that answers lists the nodes, every host shows its GPUs.
 func NewStatus(inv *inventory.Inventory) (*Status, error) {
 	if inv.Cluster.Spec.Orchestrator == inventory.Kubernetes {
 		var cps []inventory.Machine
@@ -30,12 +43,13 @@ func NewStatus(inv *inventory.Inventory) (*Status, error) {
 		if len(cps) == 0 {
 			return nil, fmt.Errorf("the inventory has no control plane to ask")
 		}
-		k := kubeadm.New(inv)
-		return &Status{kube: k, Flow: Flow{
+		k, g := kubeadm.New(inv), nvidia.NewStatus()
+		return &Status{kube: k, gpus: g, Flow: Flow{
 			Name:     "gpukit status",
-			Machines: cps,
+			Machines: inv.Machines,
 			Phases: []engine.Phase{
 				k.Nodes(), // status/nodes  kubectl get nodes on the first control plane that answers
+				g,         // status/gpus   nvidia-smi -q -x and the kernel's XIDs on every host
 			},
 		}}, nil
 	}
@@ -45,12 +59,16 @@ func NewStatus(inv *inventory.Inventory) (*Status, error) {
 			managers = append(managers, m)
 		}
 	}
-	sw := swarm.New(inv)
-	return &Status{sw: sw, Flow: Flow{
+	if len(managers) == 0 {
+		return nil, fmt.Errorf("the inventory has no manager to ask")
+	}
+	sw, g := swarm.New(inv), nvidia.NewStatus()
+	return &Status{sw: sw, gpus: g, Flow: Flow{
 		Name:     "gpukit status",
-		Machines: managers,
+		Machines: inv.Machines,
 		Phases: []engine.Phase{
 			sw.Nodes(), // status/nodes  docker node inspect on the first manager that answers
+			g,          // status/gpus   nvidia-smi -q -x and the kernel's XIDs on every host
 		},
 	}}, nil
 }

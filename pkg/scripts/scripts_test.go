@@ -75,6 +75,7 @@ func cases() []goldenCase {
 		{gpuConsumersStopTemplate.name, anyFamily, "force", func() (ssh.Command, error) {
 			return GPUConsumersStop(GPUConsumersStopParams{Units: GPUConsumerUnits, Force: true})
 		}},
+		{gpuStatusTemplate.name, anyFamily, "", GPUStatus},
 		{etcdSnapshotTemplate.name, anyFamily, "", func() (ssh.Command, error) {
 			return EtcdSnapshot(EtcdSnapshotParams{Dir: "/var/lib/gpukit/etcd-snapshots", Name: "before-driver-580.95.05-20261202T170000Z.db"})
 		}},

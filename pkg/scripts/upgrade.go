@@ -7,11 +7,20 @@ import (
 	"github.com/gpukit/gpukit/pkg/ssh"
 )
 
-// The rolling upgrade's scripts (pkg/upgrade).
+// The rolling upgrade's scripts (pkg/upgrade) and gpukit status's.
 var (
 	gpuConsumersStopTemplate = parse[GPUConsumersStopParams]("gpu-consumers-stop.sh")
 	etcdSnapshotTemplate     = parse[EtcdSnapshotParams]("etcd-snapshot.sh")
+	gpuStatusTemplate        = parse[NoParams]("gpu-status.sh")
 )
+
+// GPUStatus returns the read-only command gpukit status reads each GPU
+// host's state with: nvidia-smi -q -x after a "=== nvidia-smi" line, the
+// kernel's XID lines after "=== xid"; "gpukit: no nvidia-smi" alone where
+// there is none.
+func GPUStatus() (ssh.Command, error) {
+	return command("gpu status", gpuStatusTemplate, NoParams{})
+}
 
 var (
 	unitName     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9@_.:-]*$`)

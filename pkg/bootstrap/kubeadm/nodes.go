@@ -34,6 +34,8 @@ type NodeStatus struct {
 	// Labels are the GPU labels (nvidia.com/...) and the inventory's.
 	Labels map[string]string `json:"labels,omitempty"`
 	Taints []string          `json:"taints,omitempty"`
+	// Unschedulable: cordoned (its GPUs take no new pods).
+	Unschedulable bool `json:"unschedulable,omitempty"`
 }
 
 // listed is the part of `kubectl get nodes -o json` gpukit reads.
@@ -44,7 +46,8 @@ type listed struct {
 			Labels map[string]string
 		}
 		Spec struct {
-			Taints []struct{ Key, Value, Effect string }
+			Unschedulable bool
+			Taints        []struct{ Key, Value, Effect string }
 		}
 		Status struct {
 			Allocatable map[string]string
@@ -68,7 +71,8 @@ func ParseNodes(out []byte) ([]NodeStatus, error) {
 	nodes := make([]NodeStatus, 0, len(l.Items))
 	for _, it := range l.Items {
 		n := NodeStatus{Name: it.Metadata.Name, Ready: "Unknown", Kubelet: it.Status.NodeInfo.KubeletVersion,
-			Runtime: it.Status.NodeInfo.ContainerRuntimeVersion, GPUs: it.Status.Allocatable[GPUResource], Labels: map[string]string{}}
+			Runtime: it.Status.NodeInfo.ContainerRuntimeVersion, GPUs: it.Status.Allocatable[GPUResource], Labels: map[string]string{},
+			Unschedulable: it.Spec.Unschedulable}
 		for k, v := range it.Metadata.Labels {
 			if role, ok := strings.CutPrefix(k, "node-role.kubernetes.io/"); ok {
 				n.Roles = append(n.Roles, role)
