@@ -476,7 +476,8 @@ spec:
 		}
 		state := filepath.Join(t.TempDir(), "lab.driver.json")
 		l.SSH(t, "lab-3", "touch /etc/gpusim/gpu-lost")
-		args := []string{"upgrade", "driver", "-i", inv4, "--driver", "590.48.01", "--state", state, "--skip-etcd-snapshot", "--drain-timeout", "3m"}
+		args := []string{"upgrade", "driver", "-i", inv4, "--driver", "590.48.01", "--state", state, "--skip-etcd-snapshot", "--drain-timeout", "3m",
+			"--delete-emptydir-data"} // Prometheus (the monitoring subtest's) keeps its data in an emptyDir
 		start := time.Now()
 		r := runInit(t, args...)
 		if r.code != ExitHostsFailed || !strings.HasPrefix(r.failed["lab-3"], "nvidia/verify: not verified") || len(r.failed) != 1 {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/engine/enginetest"
+	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/pkg/upgrade"
@@ -41,6 +42,12 @@ func upgradeInventory(workers ...string) string {
 // hosts, the API reached with kubeconfig.
 func runUpgrade(t testing.TB, ctx context.Context, doc string, kc []byte, sim *gpuSim, o upgrade.Options) (*engine.Summary, *UpgradeDriver, *enginetest.Recorder) {
 	t.Helper()
+	return runUpgradeWith(t, ctx, doc, kc, sim, o, false)
+}
+
+// runUpgradeWith is runUpgrade, a dry-run when dryRun.
+func runUpgradeWith(t testing.TB, ctx context.Context, doc string, kc []byte, sim *gpuSim, o upgrade.Options, dryRun bool) (*engine.Summary, *UpgradeDriver, *enginetest.Recorder) {
+	t.Helper()
 	inv, err := inventory.ParseWith("up.yaml", []byte(doc), inventory.Overrides{NvidiaDriver: inventory.Override{Value: "590.48.01", Flag: "--driver"}})
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +66,7 @@ func runUpgrade(t testing.TB, ctx context.Context, doc string, kc []byte, sim *g
 		t.Fatal(err)
 	}
 	rec := &enginetest.Recorder{}
-	r := &engine.Runner{Name: f.Name, Phases: f.Phases, Sink: rec, ReconnectInterval: 10 * time.Millisecond}
+	r := &engine.Runner{Name: f.Name, Phases: f.Phases, Sink: rec, ReconnectInterval: 10 * time.Millisecond, DryRun: dryRun}
 	sum, _ := r.Run(ctx, f.Machines, sim.Fleet().Dial)
 	if sum == nil {
 		t.Fatal("the run did not start")
@@ -267,9 +274,37 @@ func TestUpgradeDriverRollsThroughTheAPI(t *testing.T) {
 	state := upgrade.NewState(statePath, "up", "up.yaml", upgrade.Target{Driver: "590.48.01"}, time.Now())
 	doc := upgradeInventory(workers...)
 
+	// A dry-run: the order, two waves of two, every node's steps and
+	// scripts as planned events; nothing changes anywhere.
+	sum, f, rec := runUpgradeWith(t, ctx, doc, kc, sim, upgrade.Options{Budget: upgrade.Budget{Percent: 50}}, true)
+	if got := f.Upgrade.Order(); !slices.Equal(got, workers) || f.Upgrade.Waves() != 2 || sum.Err() != nil {
+		t.Errorf("dry-run: order %v in %d waves, %v", got, f.Upgrade.Waves(), sum.Err())
+	}
+	planned := map[string][]string{}
+	for _, e := range rec.OfType(event.Planned) {
+		planned[e.Host] = append(planned[e.Host], e.Step)
+	}
+	for _, w := range workers {
+		p := strings.Join(planned[w], "; ")
+		switch {
+		case w == "gpu-3": // its training is asked to checkpoint, then the node is left alone
+			if p != "cordon gpu-3; checkpoint default/"+train.Name+"; uncordon gpu-3" {
+				t.Errorf("dry-run's plan for gpu-3, which runs training: %s", p)
+			}
+		case !strings.Contains(p, "cordon "+w) || !strings.Contains(p, "drain "+w) || !strings.Contains(p, "driver 590.48.01") || !strings.Contains(p, "reboot") || !strings.Contains(p, "uncordon "+w):
+			t.Errorf("dry-run's plan for %s: %s", w, p)
+		}
+		if writes := sim.state(w).Writes; len(writes) > 0 {
+			t.Errorf("the dry-run changed %s: %v", w, writes)
+		}
+	}
+	if most, at := watch.max(); most != 0 {
+		t.Errorf("the dry-run cordoned %v", at)
+	}
+
 	// Run 1: gpu-1 is upgraded; gpu-2 fails verification, stays cordoned,
 	// and the rollout stops before gpu-3 and gpu-4.
-	sum, f, _ := runUpgrade(t, ctx, doc, kc, sim, upgrade.Options{Budget: upgrade.Budget{N: 1}, State: state})
+	sum, f, _ = runUpgrade(t, ctx, doc, kc, sim, upgrade.Options{Budget: upgrade.Budget{N: 1}, State: state})
 	if h := hostResult(sum, "gpu-1"); h.Status != engine.StatusOK {
 		t.Fatalf("gpu-1: %+v", h)
 	}

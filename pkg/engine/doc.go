@@ -26,6 +26,11 @@
 //   - RunStopper: a failure on any host stops the whole run after this phase
 //     (preflight, the control plane), rather than only that host.
 //
+// A Rollout (rollout.go) is a group of phases in the list that runs wave by
+// wave instead of over every host at once: a rolling upgrade, where its Next
+// chooses each wave's hosts once the previous wave is over, within a budget
+// of hosts out of service.
+//
 // # Steps
 //
 // Phases act on a host only through its step helpers: Host.Run for reads

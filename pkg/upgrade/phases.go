@@ -47,12 +47,34 @@ func (u *Upgrade) next(ctx context.Context, pending []*engine.Host, done []engin
 		}
 	}
 	u.seen = len(done)
+	list, err := u.kube.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		w.Stop = "stopped: list the nodes: " + err.Error()
+		return w
+	}
 	if len(failed) > 0 && (!u.o.ContinueOnFailure || (u.o.Canary > 0 && u.waves == 1)) {
-		what := "stopped: " + strings.Join(failed, ", ") + " failed and stays cordoned"
-		if u.o.Canary > 0 && u.waves == 1 {
-			what = "stopped: the canary " + strings.Join(failed, ", ") + " failed and stays cordoned"
+		// A node that failed once it was drained stays cordoned; one whose
+		// drain failed was handed back untouched.
+		var kept, back []string
+		for _, name := range failed {
+			if i := slices.IndexFunc(list.Items, func(n corev1.Node) bool { return n.Name == u.nodeOf(name) }); i >= 0 && CordonedByUs(&list.Items[i]) {
+				kept = append(kept, name)
+			} else {
+				back = append(back, name)
+			}
 		}
-		w.Stop = what + " (fix it, then run again with --resume; --continue-on-failure goes on past failed nodes)"
+		var parts []string
+		if len(kept) > 0 {
+			parts = append(parts, strings.Join(kept, ", ")+" failed and stays cordoned")
+		}
+		if len(back) > 0 {
+			parts = append(parts, strings.Join(back, ", ")+" failed before any change and is schedulable again")
+		}
+		what := "stopped: "
+		if u.o.Canary > 0 && u.waves == 1 {
+			what = "stopped: the canary: "
+		}
+		w.Stop = what + strings.Join(parts, "; ") + " (fix it, then run again with --resume; --continue-on-failure goes on past failed nodes)"
 		return w
 	}
 	var take []*engine.Host
@@ -76,11 +98,6 @@ func (u *Upgrade) next(ctx context.Context, pending []*engine.Host, done []engin
 		}
 		return 0
 	})
-	list, err := u.kube.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		w.Stop = "stopped: list the nodes: " + err.Error()
-		return w
-	}
 	out := 0
 	var outNames []string
 	for i := range list.Items {
@@ -109,6 +126,16 @@ func (u *Upgrade) next(ctx context.Context, pending []*engine.Host, done []engin
 	}
 	u.waves++
 	return w
+}
+
+// nodeOf is the node of the host named name.
+func (u *Upgrade) nodeOf(name string) string {
+	for _, m := range u.inv.Machines {
+		if m.Name == name {
+			return nodeName(u.inv, m)
+		}
+	}
+	return name
 }
 
 // CordonedByUsAndTaken: n is cordoned by a gpukit upgrade and its host is

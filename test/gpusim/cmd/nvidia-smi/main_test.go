@@ -158,6 +158,29 @@ func TestDriverStates(t *testing.T) {
 	})
 }
 
+// The hardware simulation's switches for the upgrade's tests: a GPU lost
+// (nvidia-smi cannot reach it, whatever is loaded) and processes computing
+// on the GPUs (--query-compute-apps).
+func TestLostGPUAndComputeApps(t *testing.T) {
+	h := newHost(t, "h100-80gb-hbm3__drv590.48.01")
+	h.library("580.95.05")
+	h.loaded("580.95.05", "open")
+	apps := "--query-compute-apps=pid,process_name,used_memory"
+	if code, out := h.smi(apps, "--format=csv,noheader"); code != 0 || out != "" {
+		t.Errorf("no process: exit %d %q", code, out)
+	}
+	h.write(hoststate.ComputeAppsFile, "4242, python, 1024 MiB\n")
+	if code, out := h.smi(apps, "--format=csv,noheader"); code != 0 || out != "4242, python, 1024 MiB\n" {
+		t.Errorf("a training process: exit %d %q", code, out)
+	}
+	h.write(hoststate.GPULostFile, "")
+	for _, args := range [][]string{{"-q", "-x"}, {stateFields, "--format=csv,noheader"}, {apps, "--format=csv,noheader"}} {
+		if code, out := h.smi(args...); code != 15 || !strings.HasPrefix(out, "Unable to determine the device handle for GPU00000000:") {
+			t.Errorf("%v with the GPU lost: exit %d %q", args, code, out)
+		}
+	}
+}
+
 func TestOpenModulesDoNotDrivePreTuring(t *testing.T) {
 	h := newHost(t, "h100-80gb-hbm3__drv590.48.01")
 	// the same capture, with a Volta device id

@@ -1,0 +1,110 @@
+package upgrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/inventory"
+)
+
+// planner is an Upgrade of n GPU nodes whose plan ran: every node needs
+// the driver, cordoned lists the unschedulable ones (ours when marked so).
+func planner(t *testing.T, n int, o Options, cordoned map[string]bool) (*Upgrade, []*engine.Host) {
+	t.Helper()
+	inv := &inventory.Inventory{}
+	var objs []*corev1.Node
+	var hosts []*engine.Host
+	for i := range n {
+		name := fmt.Sprintf("gpu-%d", i+1)
+		inv.Machines = append(inv.Machines, inventory.Machine{Name: name})
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Status: corev1.NodeStatus{Capacity: corev1.ResourceList{GPUResource: resource.MustParse("8")}}}
+		if ours, ok := cordoned[name]; ok {
+			node.Spec.Unschedulable = true
+			if ours {
+				node.Annotations = map[string]string{AnnotationCordoned: "2026-12-02T00:00:00Z"}
+			}
+		}
+		objs = append(objs, node)
+		hosts = append(hosts, &engine.Host{Machine: inv.Machines[i]})
+	}
+	cs := fake.NewClientset()
+	for _, node := range objs {
+		if _, err := cs.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := New(inv, nil, nil, nil, nil, o)
+	u.kube = &Kube{Client: cs}
+	u.budget = o.Budget.Of(n)
+	for _, node := range objs {
+		u.nodes[node.Name] = node
+		u.pending[node.Name] = []string{"nvidia/driver"}
+		u.ours[node.Name] = CordonedByUs(node)
+	}
+	return u, hosts
+}
+
+func names(hs []*engine.Host) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = h.Name()
+	}
+	return out
+}
+
+// The waves: the budget less every GPU node already out (someone else's
+// cordon counts; that node is left alone), nodes a killed run left
+// cordoned first, the canary alone first.
+func TestNextWaves(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	u, hosts := planner(t, 10, Options{Budget: Budget{Percent: 30}}, map[string]bool{"gpu-2": false, "gpu-7": true})
+	w := u.next(ctx, hosts, nil)
+	if got := names(w.Hosts); !slices.Equal(got, []string{"gpu-7", "gpu-1"}) {
+		t.Errorf("first wave %v: want gpu-7 (left cordoned by a killed run) and gpu-1, 3 minus gpu-2 out", got)
+	}
+	if why := w.Skip[hosts[1]]; !strings.Contains(why, "cordoned by someone else") {
+		t.Errorf("gpu-2: %q", why)
+	}
+
+	u, hosts = planner(t, 10, Options{Budget: Budget{N: 3}, Canary: 1, ContinueOnFailure: true}, nil)
+	w = u.next(ctx, hosts, nil)
+	if got := names(w.Hosts); !slices.Equal(got, []string{"gpu-1"}) {
+		t.Fatalf("canary wave %v", got)
+	}
+	w = u.next(ctx, hosts[1:], []engine.Outcome{{Host: hosts[0], Err: errors.New("not verified")}})
+	if !strings.HasPrefix(w.Stop, "stopped: the canary: gpu-1 failed") || len(w.Hosts) != 0 {
+		t.Errorf("after a failed canary, even with --continue-on-failure: %+v", w)
+	}
+
+	u, hosts = planner(t, 10, Options{Budget: Budget{N: 3}, Canary: 1}, nil)
+	u.next(ctx, hosts, nil)
+	w = u.next(ctx, hosts[1:], []engine.Outcome{{Host: hosts[0]}})
+	if got := names(w.Hosts); !slices.Equal(got, []string{"gpu-2", "gpu-3", "gpu-4"}) {
+		t.Errorf("after the canary verified: %v", got)
+	}
+
+	// --continue-on-failure: a failed node left cordoned takes its room.
+	u, hosts = planner(t, 6, Options{Budget: Budget{N: 2}, ContinueOnFailure: true}, map[string]bool{"gpu-1": true})
+	w = u.next(ctx, hosts[1:], []engine.Outcome{{Host: hosts[0], Err: errors.New("not verified")}})
+	if got := names(w.Hosts); !slices.Equal(got, []string{"gpu-2"}) {
+		t.Errorf("with gpu-1 failed and cordoned, budget 2: %v", got)
+	}
+	u, hosts = planner(t, 6, Options{Budget: Budget{N: 1}, ContinueOnFailure: true}, map[string]bool{"gpu-1": true})
+	w = u.next(ctx, hosts[1:], []engine.Outcome{{Host: hosts[0], Err: errors.New("not verified")}})
+	if !strings.Contains(w.Stop, "leaves no room") {
+		t.Errorf("budget 1 used up by the failed node: %+v", w)
+	}
+}
