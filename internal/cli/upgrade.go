@@ -24,7 +24,9 @@ func newUpgradeCmd(s Streams) *cobra.Command {
 		Use:   "upgrade",
 		Short: "Upgrade a layer of a running cluster",
 		Args:  exactArgs(0),
-		RunE:  func(cmd *cobra.Command, _ []string) error { return usage(errors.New("name what to upgrade: gpukit upgrade driver")) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usage(errors.New("name what to upgrade: gpukit upgrade driver"))
+		},
 	}
 	cmd.AddCommand(newUpgradeDriverCmd(s))
 	return cmd

@@ -9,7 +9,7 @@ func TestSetVersions(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, in, want, err string
-		values             map[string]string
+		values              map[string]string
 	}{
 		{
 			name:   "plain and quoted values keep their style and comments",

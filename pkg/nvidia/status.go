@@ -156,8 +156,10 @@ type Status struct {
 // NewStatus returns the phase.
 func NewStatus() *Status { return &Status{hosts: map[string]HostGPUs{}} }
 
-func (*Status) Name() string  { return PhaseStatus }
-func (*Status) Title() string { return "Read each host's GPUs (health, temperatures, power, ECC, XIDs)" }
+func (*Status) Name() string { return PhaseStatus }
+func (*Status) Title() string {
+	return "Read each host's GPUs (health, temperatures, power, ECC, XIDs)"
+}
 
 func (s *Status) Run(ctx context.Context, h *engine.Host) error {
 	cmd, err := scripts.GPUStatus()

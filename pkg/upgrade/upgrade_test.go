@@ -76,7 +76,11 @@ func TestTraining(t *testing.T) {
 			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{"nvidia.com/mig-1g.10gb": resource.MustParse("1")}
 			return p
 		}(), true},
-		{"finished Job pod", func() *corev1.Pod { p := gpuPod("Job/j", nil, nil, true); p.Status.Phase = corev1.PodSucceeded; return p }(), false},
+		{"finished Job pod", func() *corev1.Pod {
+			p := gpuPod("Job/j", nil, nil, true)
+			p.Status.Phase = corev1.PodSucceeded
+			return p
+		}(), false},
 	} {
 		if got, why := Training(tc.pod); got != tc.want || (got && why == "") {
 			t.Errorf("%s: %v (%q), want %v", tc.name, got, why, tc.want)
