@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -483,7 +484,7 @@ spec:
 		if r.code != ExitHostsFailed || !strings.HasPrefix(r.failed["lab-3"], "nvidia/verify: not verified") || len(r.failed) != 1 {
 			t.Fatalf("first run: exit %d, failed %v\n%s", r.code, r.failed, r.out)
 		}
-		t.Logf("first run (lab-2 upgraded, lab-3 caught): %s", time.Since(start).Round(100*time.Millisecond))
+		t.Logf("first run (lab-2 upgraded, lab-3 caught): %s; %s", time.Since(start).Round(100*time.Millisecond), upgradeReport(r.out))
 		// gpukit status names the broken GPU and exits non-zero.
 		code, out, errOut := run(t, "status", "-i", inv4, "-o", "plain", "--log-dir", t.TempDir())
 		if code != ExitHostsFailed || !strings.Contains(errOut, "lab-3's GPUs fail their health check") || !strings.Contains(out, "lab-3: nvidia-smi: Unable to determine the device handle") {
@@ -502,7 +503,7 @@ spec:
 		if r.code != ExitOK {
 			t.Fatalf("resume: exit %d, failed %v\n%s", r.code, r.failed, r.out)
 		}
-		t.Logf("resume (lab-3 verified, lab-4 upgraded): %s", time.Since(start).Round(100*time.Millisecond))
+		t.Logf("resume (lab-3 verified, lab-4 upgraded): %s; %s", time.Since(start).Round(100*time.Millisecond), upgradeReport(r.out))
 		if w := r.writeSteps()["lab-2"]; len(w) != 0 {
 			t.Errorf("the resume changed lab-2 again: %v (first run: %v)", w, lab2)
 		}
@@ -541,6 +542,24 @@ spec:
 			t.Errorf("a second upgrade: exit %d %+v writes %v\n%s", r.code, r.counts, r.writeSteps(), r.out)
 		}
 	})
+}
+
+// upgradeReport is the upgrade's last JSON object, for the log: the order,
+// the waves and the API requests.
+func upgradeReport(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, `{"type":"upgrade"`) {
+			var r struct {
+				Order    []string
+				Waves    int
+				Requests int `json:"apiRequests"`
+			}
+			if json.Unmarshal([]byte(line), &r) == nil {
+				return fmt.Sprintf("nodes %v in %d waves, %d API requests", r.Order, r.Waves, r.Requests)
+			}
+		}
+	}
+	return "no upgrade report"
 }
 
 // kubectlIn runs kubectl with stdin.

@@ -303,7 +303,7 @@ func (o *upgradeOptions) report(l *loaded, up *upgrade.Upgrade, st *upgrade.Stat
 			Record    []string `json:"record"`
 			Written   string   `json:"inventoryWritten,omitempty"`
 			Requests  int      `json:"apiRequests"`
-			DryRunned bool     `json:"dryRun,omitempty"`
+			DryRun    bool     `json:"dryRun,omitempty"`
 		}{"upgrade", complete, up.Order(), up.Waves(), up.Snapshot(), statePath(st), record, written, up.APIRequests(), o.dryRun})
 	}
 	w := l.out.W
