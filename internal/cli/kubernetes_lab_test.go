@@ -498,12 +498,28 @@ spec:
 		}
 		l.SSH(t, "lab-3", "rm /etc/gpusim/gpu-lost")
 		lab2 := r.writeSteps()["lab-2"]
+		// A training run outside the cluster computes on lab-4's GPU: the
+		// resume finishes lab-3, then refuses to touch lab-4's driver (the
+		// reboot would end that run) and stops there, lab-4 drained and
+		// cordoned; the process gone, the next resume finishes it.
+		l.SSH(t, "lab-4", "echo '4242, python train.py, 30000 MiB' >/etc/gpusim/compute-apps")
+		r = runInit(t, append(args, "--resume")...)
+		if r.code != ExitHostsFailed || !strings.HasPrefix(r.failed["lab-4"], "upgrade/stop-gpu-consumers: ") || !strings.Contains(r.out, "4242, python train.py") || len(r.failed) != 1 {
+			t.Fatalf("resume with a process computing on lab-4: exit %d, failed %v\n%s", r.code, r.failed, r.out)
+		}
+		if got := l.SSH(t, "lab-4", `nvidia-smi --query-gpu=driver_version --format=csv,noheader; dpkg-query -W -f='${Version}\n' | grep -c '^590\.48\.01-' || true`); got != "580.95.05\n0" {
+			t.Errorf("lab-4's driver was touched while a process computed on it: %q", got)
+		}
+		if w := r.writeSteps()["lab-2"]; len(w) != 0 {
+			t.Errorf("the resume changed lab-2 again: %v (first run: %v)", w, lab2)
+		}
+		l.SSH(t, "lab-4", "rm /etc/gpusim/compute-apps")
 		start = time.Now()
 		r = runInit(t, append(args, "--resume", "--write-inventory")...)
 		if r.code != ExitOK {
 			t.Fatalf("resume: exit %d, failed %v\n%s", r.code, r.failed, r.out)
 		}
-		t.Logf("resume (lab-3 verified, lab-4 upgraded): %s; %s", time.Since(start).Round(100*time.Millisecond), upgradeReport(r.out))
+		t.Logf("second resume (lab-4 upgraded): %s; %s", time.Since(start).Round(100*time.Millisecond), upgradeReport(r.out))
 		if w := r.writeSteps()["lab-2"]; len(w) != 0 {
 			t.Errorf("the resume changed lab-2 again: %v (first run: %v)", w, lab2)
 		}
