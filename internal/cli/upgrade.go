@@ -294,16 +294,16 @@ func (o *upgradeOptions) report(l *loaded, up *upgrade.Upgrade, st *upgrade.Stat
 	}
 	if l.out.Format == ui.FormatJSON {
 		return json.NewEncoder(l.out.W).Encode(struct {
-			Type      string   `json:"type"`
-			Complete  bool     `json:"complete"`
-			Order     []string `json:"order"`
-			Waves     int      `json:"waves"`
-			Snapshot  string   `json:"etcdSnapshot,omitempty"`
-			State     string   `json:"state,omitempty"`
-			Record    []string `json:"record"`
-			Written   string   `json:"inventoryWritten,omitempty"`
-			Requests  int      `json:"apiRequests"`
-			DryRun    bool     `json:"dryRun,omitempty"`
+			Type     string   `json:"type"`
+			Complete bool     `json:"complete"`
+			Order    []string `json:"order"`
+			Waves    int      `json:"waves"`
+			Snapshot string   `json:"etcdSnapshot,omitempty"`
+			State    string   `json:"state,omitempty"`
+			Record   []string `json:"record"`
+			Written  string   `json:"inventoryWritten,omitempty"`
+			Requests int      `json:"apiRequests"`
+			DryRun   bool     `json:"dryRun,omitempty"`
 		}{"upgrade", complete, up.Order(), up.Waves(), up.Snapshot(), statePath(st), record, written, up.APIRequests(), o.dryRun})
 	}
 	w := l.out.W
