@@ -65,13 +65,17 @@ func mergeKubeconfig(path, name string, admin []byte) (bool, error) {
 }
 
 // writePrivate replaces path whole with b, readable by its owner only.
-func writePrivate(path string, b []byte) error {
+func writePrivate(path string, b []byte) error { return writeWhole(path, b, 0o600) }
+
+// writeWhole replaces path with b through a temporary file renamed over it:
+// a reader sees the old content or the new, never half of it.
+func writeWhole(path string, b []byte, mode os.FileMode) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
+	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
 		return err
 	}

@@ -256,13 +256,7 @@ func describeState(st *upgrade.State) string {
 // report says where the etcd snapshot is, how far the rollout got, and how
 // to record the new versions (or records them).
 func (o *upgradeOptions) report(l *loaded, up *upgrade.Upgrade, st *upgrade.State, sum *engine.Summary) error {
-	complete := len(sum.Failed()) == 0 && !sum.Cancelled
-	for _, h := range sum.Hosts {
-		if h.Status == engine.StatusSkipped && h.Reason != "" && !strings.HasPrefix(h.Reason, "nothing to change") &&
-			!strings.HasPrefix(h.Reason, "the driver, CUDA") && !strings.HasPrefix(h.Reason, "no NVIDIA GPU") && !strings.HasPrefix(h.Reason, "not a node") {
-			complete = false
-		}
-	}
+	complete := len(sum.Failed()) == 0 && !sum.Cancelled && up.Complete()
 	v := l.inv.Cluster.Spec.Versions
 	values := map[string]string{"nvidiaDriver": v.NvidiaDriver, "cuda": o.overrides.CUDA.Value, "containerToolkit": o.overrides.ContainerToolkit.Value}
 	var record []string
@@ -283,8 +277,12 @@ func (o *upgradeOptions) report(l *loaded, up *upgrade.Upgrade, st *upgrade.Stat
 			if err == nil {
 				data, err = inventory.SetVersions(data, values)
 			}
+			var fi os.FileInfo
 			if err == nil {
-				err = writeFileKeepMode(o.inventory, data)
+				fi, err = os.Stat(o.inventory)
+			}
+			if err == nil {
+				err = writeWhole(o.inventory, data, fi.Mode().Perm())
 			}
 			if err != nil {
 				return fmt.Errorf("--write-inventory: %w", err)
@@ -334,18 +332,4 @@ func statePath(st *upgrade.State) string {
 		return ""
 	}
 	return st.Path()
-}
-
-// writeFileKeepMode replaces path's content whole (a temporary file renamed
-// over it), keeping its mode.
-func writeFileKeepMode(path string, data []byte) error {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	tmp := path + ".gpukit-new"
-	if err := os.WriteFile(tmp, data, fi.Mode().Perm()); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

@@ -17,6 +17,9 @@ import (
 // PhaseStatus reads every GPU host's state for gpukit status.
 const PhaseStatus = "status/gpus"
 
+// noSMI is a host's Error when it has no nvidia-smi: no GPU to show.
+const noSMI = "no nvidia-smi"
+
 // HostGPUs is one host's GPUs as gpukit status shows them.
 type HostGPUs struct {
 	Host string `json:"host"`
@@ -93,7 +96,7 @@ func ParseGPUStatus(host string, out []byte) HostGPUs {
 	smi, found := bytes.CutPrefix(smi, []byte("=== nvidia-smi\n"))
 	if !found {
 		if !bytes.Contains(out, []byte("=== nvidia-smi")) {
-			r.Status, r.Error = "", "no nvidia-smi"
+			r.Status, r.Error = "", noSMI
 			return r
 		}
 		_, smi, _ = bytes.Cut(smi, []byte("=== nvidia-smi\n"))
@@ -184,7 +187,7 @@ func (s *Status) Hosts(names []string) []HostGPUs {
 	defer s.mu.Unlock()
 	var out []HostGPUs
 	for _, n := range names {
-		if r, ok := s.hosts[n]; ok && r.Error != "no nvidia-smi" {
+		if r, ok := s.hosts[n]; ok && r.Error != noSMI {
 			out = append(out, r)
 		}
 	}

@@ -159,6 +159,44 @@ type DrainOptions struct {
 // until Timeout), DaemonSet pods stay, and each pod gets its grace period.
 // Training pods are refused here unless Force: they are dealt with before.
 func (k *Kube) Drain(ctx context.Context, node string, o DrainOptions, log io.Writer) error {
+	d := k.drainer(ctx, o, log)
+	list, err := k.evictable(d, node)
+	if err != nil {
+		return err
+	}
+	if w := list.Warnings(); w != "" {
+		fmt.Fprintf(log, "warning: %s\n", w)
+	}
+	if err := d.DeleteOrEvictPods(list.Pods()); err != nil {
+		return fmt.Errorf("drain %s: %w", node, err)
+	}
+	return nil
+}
+
+// Evictable are the pods Drain would evict from the node (namespace/name),
+// chosen by the same filters: a dry-run's plan.
+func (k *Kube) Evictable(ctx context.Context, node string, o DrainOptions) ([]string, error) {
+	list, err := k.evictable(k.drainer(ctx, o, io.Discard), node)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range list.Pods() {
+		out = append(out, p.Namespace+"/"+p.Name)
+	}
+	return out, nil
+}
+
+func (k *Kube) evictable(d *drain.Helper, node string) (*drain.PodDeleteList, error) {
+	list, errs := d.GetPodsForDeletion(node)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("drain %s: %w", node, errors.Join(errs...))
+	}
+	return list, nil
+}
+
+// drainer is kubectl's drain helper as the upgrade sets it.
+func (k *Kube) drainer(ctx context.Context, o DrainOptions, log io.Writer) *drain.Helper {
 	grace := -1
 	if o.GracePeriod >= 0 {
 		grace = int(o.GracePeriod / time.Second)
@@ -186,17 +224,7 @@ func (k *Kube) Drain(ctx context.Context, node string, o DrainOptions, log io.Wr
 			return drain.MakePodDeleteStatusOkay()
 		})
 	}
-	list, errs := d.GetPodsForDeletion(node)
-	if len(errs) > 0 {
-		return fmt.Errorf("drain %s: %w", node, errors.Join(errs...))
-	}
-	if w := list.Warnings(); w != "" {
-		fmt.Fprintf(log, "warning: %s\n", w)
-	}
-	if err := d.DeleteOrEvictPods(list.Pods()); err != nil {
-		return fmt.Errorf("drain %s: %w", node, err)
-	}
-	return nil
+	return d
 }
 
 // WaitGPUs waits until the node is Ready and advertises want GPUs as

@@ -26,6 +26,7 @@ func (u *Upgrade) next(ctx context.Context, pending []*engine.Host, done []engin
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	w := engine.Wave{Skip: map[*engine.Host]string{}}
+	defer func() { u.stopped = w.Stop }()
 	if u.kube == nil {
 		w.Stop = "the rollout has no plan (" + PhasePlan + " did not run)"
 		return w
@@ -41,9 +42,9 @@ func (u *Upgrade) next(ctx context.Context, pending []*engine.Host, done []engin
 	for _, o := range done[u.seen:] {
 		switch {
 		case o.Err != nil:
-			_ = u.recordLocked(o.Host.Name(), Failed, o.Err.Error())
+			_ = u.record(o.Host.Name(), Failed, o.Err.Error())
 		case o.Left != "":
-			_ = u.recordLocked(o.Host.Name(), Skipped, o.Left)
+			_ = u.record(o.Host.Name(), Skipped, o.Left)
 		}
 	}
 	u.seen = len(done)
@@ -81,6 +82,9 @@ func (u *Upgrade) next(ctx context.Context, pending []*engine.Host, done []engin
 	for _, h := range pending {
 		if why := u.skipLocked(h); why != "" {
 			w.Skip[h] = why
+			if why == cordonedElsewhere {
+				u.notTaken = append(u.notTaken, h.Name())
+			}
 			continue
 		}
 		take = append(take, h)
@@ -102,7 +106,7 @@ func (u *Upgrade) next(ctx context.Context, pending []*engine.Host, done []engin
 	var outNames []string
 	for i := range list.Items {
 		n := &list.Items[i]
-		if IsGPUNode(n) && n.Spec.Unschedulable && !CordonedByUsAndTaken(n, take) {
+		if IsGPUNode(n) && n.Spec.Unschedulable && !u.cordonedInWave(n, take) {
 			out++
 			outNames = append(outNames, n.Name)
 		}
@@ -138,21 +142,14 @@ func (u *Upgrade) nodeOf(name string) string {
 	return name
 }
 
-// CordonedByUsAndTaken: n is cordoned by a gpukit upgrade and its host is
-// among take (it goes into a wave, where it counts as the wave's).
-func CordonedByUsAndTaken(n *corev1.Node, take []*engine.Host) bool {
-	if !CordonedByUs(n) {
-		return false
-	}
-	return slices.ContainsFunc(take, func(h *engine.Host) bool { return h.Name() == n.Name })
+// cordonedInWave: n is cordoned by a gpukit upgrade and its host is among
+// take (it goes into a wave, where it counts as the wave's).
+func (u *Upgrade) cordonedInWave(n *corev1.Node, take []*engine.Host) bool {
+	return CordonedByUs(n) && slices.ContainsFunc(take, func(h *engine.Host) bool { return u.nodeOf(h.Name()) == n.Name })
 }
 
-func (u *Upgrade) recordLocked(name, status, reason string) error {
-	if u.o.State == nil {
-		return nil
-	}
-	return u.o.State.Set(name, status, reason, u.now())
-}
+// cordonedElsewhere is why a node someone else cordoned is left out.
+const cordonedElsewhere = "cordoned by someone else: left alone (name it with --hosts to upgrade it)"
 
 // skipLocked says why a host takes no part in the rollout, or "".
 func (u *Upgrade) skipLocked(h *engine.Host) string {
@@ -167,7 +164,7 @@ func (u *Upgrade) skipLocked(h *engine.Host) string {
 	case u.o.Selector != nil && !u.o.Selector.Matches(labels.Set(n.Labels)):
 		return "not selected by --selector " + u.o.Selector.String()
 	case n.Spec.Unschedulable && !u.ours[name] && !slices.Contains(u.o.Named, name):
-		return "cordoned by someone else: left alone (name it with --hosts to upgrade it)"
+		return cordonedElsewhere
 	case len(u.pending[name]) == 0 && !u.ours[name]:
 		return "nothing to change"
 	}
@@ -210,7 +207,7 @@ func (p *snapshotPhase) ShouldRun(_ context.Context, h *engine.Host) (bool, stri
 const SnapshotDir = "/var/lib/gpukit/etcd-snapshots"
 
 func (p *snapshotPhase) Run(ctx context.Context, h *engine.Host) error {
-	name := fmt.Sprintf("before-driver-%s-%s.db", p.u.target0(), p.u.now().UTC().Format("20060102T150405Z"))
+	name := fmt.Sprintf("before-driver-%s-%s.db", p.u.driverTarget(), p.u.now().UTC().Format("20060102T150405Z"))
 	cmd, err := scripts.EtcdSnapshot(scripts.EtcdSnapshotParams{Dir: SnapshotDir, Name: name})
 	if err != nil {
 		return err
@@ -235,7 +232,7 @@ func (p *snapshotPhase) Run(ctx context.Context, h *engine.Host) error {
 	return nil
 }
 
-func (u *Upgrade) target0() string {
+func (u *Upgrade) driverTarget() string {
 	v := u.inv.Cluster.Spec.Versions.NvidiaDriver
 	if v == "" {
 		return "unknown"
@@ -319,15 +316,9 @@ func (p *drainPhase) Run(ctx context.Context, h *engine.Host) error {
 		return nil
 	}
 	if h.DryRun() {
-		pods, err := k.PodsOn(ctx, name)
+		evict, err := k.Evictable(ctx, name, u.o.Drain)
 		if err != nil {
 			return err
-		}
-		var evict []string
-		for _, pod := range pods {
-			if !ownedByDaemonSet(&pod) {
-				evict = append(evict, pod.Namespace+"/"+pod.Name)
-			}
 		}
 		return h.WriteAPI(ctx, "drain "+name, fmt.Sprintf("evict %d pods through their PodDisruptionBudgets: %s", len(evict), strings.Join(evict, ", ")), nil)
 	}
@@ -343,11 +334,6 @@ func (p *drainPhase) Run(ctx context.Context, h *engine.Host) error {
 		return err
 	}
 	return nil
-}
-
-func ownedByDaemonSet(p *corev1.Pod) bool {
-	c := metav1.GetControllerOf(p)
-	return c != nil && c.Kind == "DaemonSet"
 }
 
 // checkpoint runs each training pod's hook, if it has one.

@@ -92,7 +92,9 @@ type Upgrade struct {
 	budget   int
 	gpuNodes int
 	waves    int
-	seen     int // outcomes next has recorded
+	seen     int      // outcomes next has recorded
+	stopped  string   // why the rollout stopped early ("": it did not)
+	notTaken []string // nodes left out that still need the upgrade (someone else's cordon)
 	snapshot string
 	planned  []string // hosts in the order the rollout takes them
 	skips    map[string]string
@@ -137,6 +139,15 @@ func (u *Upgrade) Order() []string {
 	return slices.Clone(u.planned)
 }
 
+// Complete says whether the rollout reached every node it was asked for:
+// it did not stop early, left no node for its training, and found none
+// cordoned by someone else. Failed hosts are the run summary's to say.
+func (u *Upgrade) Complete() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.stopped == "" && len(u.left) == 0 && len(u.notTaken) == 0
+}
+
 // Waves is the number of waves the rollout ran.
 func (u *Upgrade) Waves() int {
 	u.mu.Lock()
@@ -157,6 +168,7 @@ func (u *Upgrade) client() *Kube {
 	return u.kube
 }
 
+// record notes a node's progress in the state (none in a dry-run).
 func (u *Upgrade) record(name, status, reason string) error {
 	if u.o.State == nil {
 		return nil
