@@ -54,24 +54,37 @@ type upgradeOptions struct {
 }
 
 const upgradeDriverLong = `Upgrade the NVIDIA driver (and, with --cuda and --toolkit, the CUDA toolkit and the
-container toolkit) on the GPU nodes of a running Kubernetes cluster, a wave at a time.
+container toolkit) on the GPU nodes of a running Kubernetes cluster or Docker Swarm, a
+wave at a time.
 
-Before the first node, an etcd snapshot is taken on the first control plane (its path
-is reported). Then, per node: cordon (marked as gpukit's); training workloads (pods
-using nvidia.com/gpu owned by a Job or a training CRD such as PyTorchJob or TrainJob,
-or annotated gpukit.dev/training=true) get their checkpoint hook
+Kubernetes: before the first node, an etcd snapshot is taken on the first control plane
+(its path is reported). Then, per node: cordon (marked as gpukit's); training workloads
+(pods using nvidia.com/gpu owned by a Job or a training CRD such as PyTorchJob or
+TrainJob, or annotated gpukit.dev/training=true) get their checkpoint hook
 (gpukit.dev/checkpoint: signal:SIGUSR1 or exec:COMMAND), are waited for up to
 --wait-for-jobs, and otherwise the node is handed back untouched and reported - never
 evicted unless --force; other pods are drained through their PodDisruptionBudgets and
-grace periods (kubectl drain); no process may be computing on the GPUs outside the
-cluster; the persistence daemon, the fabric manager and DCGM stop; the driver packages
-are unheld, installed at the new release and held again; a reboot only where the new
-driver needs one; nvidia-smi verifies every GPU and the version; the device plugin
-advertises the GPUs again; uncordon.
+grace periods (kubectl drain).
+
+Swarm: through the first manager's docker, the node is paused (marked as gpukit's);
+training tasks (tasks using NVIDIA-GPU of a replicated-job or global-job service, or
+labelled gpukit.dev/training=true on the service or container) get their hook (the same
+labels: a signal sent with docker kill, or a command run with docker exec), are waited
+for or the node is handed back; then availability drain, and the upgrade waits until
+none of the node's tasks runs (each service's own stop grace period applies).
+
+Then, on both: no process may be computing on the GPUs outside the orchestrator; the
+persistence daemon, the fabric manager and DCGM stop; the driver packages are unheld,
+installed at the new release and held again; a reboot only where the new driver needs
+one; nvidia-smi verifies every GPU and the version (swarm: docker's NVIDIA runtime
+configuration checked again); the GPUs are advertised again (the device plugin
+restarted; a swarm node's NVIDIA-GPU resources); the driver labels follow; uncordon
+(swarm: availability active - global services come back, pending tasks may land).
 
 Never more than --max-unavailable GPU nodes (a number, or a percentage of the GPU
 nodes) are out of service at once, counting nodes that failed (they stay cordoned)
-and nodes someone else cordoned (those are left alone unless named with --hosts). A
+and nodes someone else cordoned, paused or drained (those are left alone unless named
+with --hosts). The host the cluster is reached through is upgraded last, alone. A
 node that fails stops the rollout (--continue-on-failure goes on). The rollout's
 state is kept in ~/.gpukit/upgrades/<cluster>.driver.json (0600; --state): after
 Ctrl-C, a crash, or a fix, --resume goes on where it stopped without redoing finished
@@ -108,7 +121,7 @@ func newUpgradeDriverCmd(s Streams) *cobra.Command {
 	f.BoolVar(&o.continueOnFailure, "continue-on-failure", false, "go on after a node fails (it stays cordoned and counts against --max-unavailable)")
 	f.BoolVar(&o.resume, "resume", false, "continue the rollout that stopped (its versions, unless given again)")
 	f.StringVar(&o.statePath, "state", "", "the rollout's state file (default ~/.gpukit/upgrades/<cluster>.driver.json)")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "reach the API from this machine with this kubeconfig, instead of through the first control plane")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "reach the API from this machine with this kubeconfig, instead of through the first control plane (Kubernetes)")
 	f.BoolVar(&o.writeInventory, "write-inventory", false, "when every node is done, record the new versions in the inventory's spec.versions")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Minute, "how long a node's drain may take (PodDisruptionBudgets may hold it)")
 	f.DurationVar(&o.gracePeriod, "grace-period", -1, "termination grace period for drained pods (default: each pod's own)")
@@ -169,6 +182,11 @@ func (o *upgradeOptions) run(cmd *cobra.Command, s Streams) error {
 			return usage(fmt.Errorf("--kubeconfig: %w", err))
 		}
 	}
+	if l.inv.Cluster.Spec.Orchestrator == inventory.Swarm {
+		if err := swarmFlags(cmd); err != nil {
+			return err
+		}
+	}
 	f, err := flow.NewUpgradeDriver(l.inv, uo)
 	if err != nil {
 		return usage(err)
@@ -185,7 +203,27 @@ func (o *upgradeOptions) run(cmd *cobra.Command, s Streams) error {
 	if err := o.report(l, f.Upgrade, state, sum); err != nil && runErr == nil {
 		runErr = err
 	}
+	if why := f.Upgrade.Unfinished(); runErr == nil && len(why) > 0 && !o.dryRun {
+		// Nothing failed, yet nodes still run the old driver: exit 3, as
+		// for a failure, naming them.
+		return &hostsFailedError{err: fmt.Errorf("the rollout is not finished: %s", strings.Join(why, "; "))}
+	}
 	return runError(runErr)
+}
+
+// swarmFlags refuses the flags that mean something only on Kubernetes.
+func swarmFlags(cmd *cobra.Command) error {
+	why := map[string]string{
+		"grace-period":         "a swarm service's own stop grace period applies (docker service update --stop-grace-period)",
+		"delete-emptydir-data": "swarm tasks have no emptyDir volumes",
+		"skip-etcd-snapshot":   "a swarm has no etcd (its managers keep its state)",
+	}
+	for _, name := range []string{"grace-period", "delete-emptydir-data", "skip-etcd-snapshot"} {
+		if cmd.Flags().Changed(name) {
+			return usage(fmt.Errorf("--%s: spec.orchestrator is swarm: %s", name, why[name]))
+		}
+	}
+	return nil
 }
 
 // loadState reads the rollout to resume, or checks that none is unfinished.

@@ -31,8 +31,12 @@ type Init struct {
 // firstControlPlane targets the first control plane of inv among the
 // run's hosts: the API is reached through it.
 func firstControlPlane(inv *inventory.Inventory) func([]*engine.Host) []*engine.Host {
+	return hostTarget(kubeadm.FirstControlPlane(inv))
+}
+
+// hostTarget targets m among the run's hosts, when ok and it is there.
+func hostTarget(m inventory.Machine, ok bool) func([]*engine.Host) []*engine.Host {
 	return func(hosts []*engine.Host) []*engine.Host {
-		m, ok := kubeadm.FirstControlPlane(inv)
 		for _, h := range hosts {
 			if ok && h.Name() == m.Name {
 				return []*engine.Host{h}

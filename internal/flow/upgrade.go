@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
+	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
@@ -31,36 +32,12 @@ type UpgradeDriver struct {
 }
 
 // NewUpgradeDriver builds the flow for inv, whose versions are the ones to
-// install: the first control plane (the API is reached through it, the etcd
-// snapshot taken there) and the GPU hosts to upgrade (the named ones, or
-// all).
+// install: the host the cluster is reached through (Kubernetes: the first
+// control plane, where the etcd snapshot is taken; swarm: the first
+// manager) and the GPU hosts to upgrade (the named ones, or all).
 func NewUpgradeDriver(inv *inventory.Inventory, o UpgradeOptions) (*UpgradeDriver, error) {
-	if inv.Cluster.Spec.Orchestrator != inventory.Kubernetes {
-		return nil, fmt.Errorf("spec.orchestrator is %s: gpukit upgrade driver rolls through Kubernetes nodes; a swarm's nodes are drained with docker node update --availability drain, which this release does not do yet", inv.Cluster.Spec.Orchestrator)
-	}
-	cp, ok := kubeadm.FirstControlPlane(inv)
-	if !ok {
-		return nil, fmt.Errorf("the inventory has no control plane to reach the cluster through")
-	}
-	machines := inv.Machines
-	if len(o.Upgrade.Named) > 0 {
-		named, err := named(inv, o.Upgrade.Named, "")
-		if err != nil {
-			return nil, err
-		}
-		machines = []inventory.Machine{cp}
-		for _, m := range named {
-			if m.Name != cp.Name {
-				machines = append(machines, m)
-			}
-		}
-	}
-	var api upgrade.API = kubeadm.New(inv)
-	if o.Kubeconfig != nil {
-		api = &kubeflow.KubeconfigAPI{Kubeconfig: o.Kubeconfig}
-	}
 	gpu := nvidia.New(inv, o.NVIDIA)
-	up := upgrade.New(inv, api, firstControlPlane(inv), []engine.Phase{
+	change := []engine.Phase{
 		gpu.Prepare(),          // nvidia/prepare           headers and DKMS for the running kernel
 		gpu.Driver(),           // nvidia/driver            unhold, the new release, hold
 		gpu.FabricManager(),    // nvidia/fabricmanager     NVSwitch systems: at the driver's release
@@ -68,18 +45,64 @@ func NewUpgradeDriver(inv *inventory.Inventory, o UpgradeOptions) (*UpgradeDrive
 		gpu.CUDA(),             // nvidia/cuda              cuda-toolkit-X-Y, checked against the driver
 		gpu.ContainerToolkit(), // nvidia/container-toolkit the pinned toolkit
 		gpu.Reboot(),           // nvidia/reboot            only where the new driver needs it
-	}, gpu.Verify(), o.Upgrade)
+	}
+	verify := []engine.Phase{gpu.Verify()} // nvidia/verify  nvidia-smi: every GPU, the versions
+	var (
+		first   inventory.Machine
+		ok      bool
+		connect upgrade.Connect
+		target  func([]*engine.Host) []*engine.Host
+	)
+	switch {
+	case inv.Cluster.Spec.Orchestrator == inventory.Swarm && o.Kubeconfig != nil:
+		return nil, fmt.Errorf("--kubeconfig: spec.orchestrator is swarm; the swarm is reached through its first manager")
+	case inv.Cluster.Spec.Orchestrator == inventory.Swarm:
+		first, ok = swarm.FirstManager(inv)
+		if !ok {
+			return nil, fmt.Errorf("the inventory has no manager to reach the swarm through")
+		}
+		connect, target = upgrade.SwarmConnect(inv, o.Upgrade.Poll), hostTarget(first, ok)
+		// swarm/runtime  the NVIDIA runtime still docker's default and the GPUs
+		//                still advertised (a new container toolkit may have
+		//                rewritten its config.toml): docker restarted if not
+		verify = append(verify, swarm.New(inv).Runtime())
+	default:
+		first, ok = kubeadm.FirstControlPlane(inv)
+		var api upgrade.API = kubeadm.New(inv)
+		if o.Kubeconfig != nil {
+			api = &kubeflow.KubeconfigAPI{Kubeconfig: o.Kubeconfig}
+		}
+		if !ok {
+			return nil, fmt.Errorf("the inventory has no control plane to reach the cluster through")
+		}
+		connect, target = upgrade.KubeConnect(inv, api, o.Upgrade.Poll), hostTarget(first, ok)
+	}
+	machines := inv.Machines
+	if len(o.Upgrade.Named) > 0 {
+		named, err := named(inv, o.Upgrade.Named, "")
+		if err != nil {
+			return nil, err
+		}
+		machines = []inventory.Machine{first}
+		for _, m := range named {
+			if m.Name != first.Name {
+				machines = append(machines, m)
+			}
+		}
+	}
+	up := upgrade.New(inv, connect, target, change, verify, o.Upgrade)
 	phases := []engine.Phase{preflight.New(inv).Facts()} // preflight/facts  probe each host in one round trip
 	// upgrade/check             what each GPU host needs (the NVIDIA layer's checks, nothing changed)
 	// upgrade/plan              the nodes, the budget (--max-unavailable of the GPU nodes), the order
-	// upgrade/etcd-snapshot     etcd snapshot on the first control plane, before the first node
+	// upgrade/etcd-snapshot     Kubernetes: etcd snapshot on the first control plane, before the first node
 	// upgrade/rollout           wave by wave, within the budget (failed and cordoned nodes count):
-	//   upgrade/cordon              cordoned, marked as gpukit's
-	//   upgrade/drain               training asked to checkpoint, waited for or the node left alone; drain through PDBs
+	//   upgrade/cordon              cordoned (swarm: paused), marked as gpukit's
+	//   upgrade/drain               training asked to checkpoint, waited for or the node left alone;
+	//                               the rest drained (Kubernetes: through PDBs; swarm: availability drain)
 	//   upgrade/stop-gpu-consumers  no process computing on the GPUs; persistenced, fabric manager, DCGM stopped
-	//   nvidia/prepare ... nvidia/reboot, nvidia/verify   as init runs them, at the new versions
-	//   upgrade/gpus                the device plugin restarted, the GPUs allocatable again
-	//   upgrade/uncordon            back in service
+	//   nvidia/prepare ... nvidia/reboot, nvidia/verify (swarm: and swarm/runtime)   as init runs them, at the new versions
+	//   upgrade/gpus                the GPUs advertised again (Kubernetes: the device plugin restarted)
+	//   upgrade/uncordon            driver labels updated, back in service
 	phases = append(phases, up.Phases()...)
 	return &UpgradeDriver{Upgrade: up, Flow: Flow{Name: "gpukit upgrade driver", Machines: machines, Phases: phases}}, nil
 }

@@ -38,7 +38,19 @@ func TestUpgradeDriverFlow(t *testing.T) {
 	if _, err := NewUpgradeDriver(kubeInv(), UpgradeOptions{Upgrade: upgrade.Options{Named: []string{"w9"}}}); err == nil || !strings.Contains(err.Error(), "w9 is not in the inventory") {
 		t.Errorf("unknown host: %v", err)
 	}
-	if _, err := NewUpgradeDriver(swarmInv(), UpgradeOptions{}); err == nil || !strings.Contains(err.Error(), "swarm") {
-		t.Errorf("swarm: %v", err)
+	// A swarm: no etcd; the nodes are changed through the first manager,
+	// never through a kubeconfig.
+	f, err = NewUpgradeDriver(swarmInv(), UpgradeOptions{Upgrade: upgrade.Options{Named: []string{"w2"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := phaseNames(f.Phases), []string{"preflight/facts", "upgrade/check", "upgrade/plan", "upgrade/rollout"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("swarm phases %v, want %v", got, want)
+	}
+	if got := machineNames(f.Machines); !reflect.DeepEqual(got, []string{"m1", "w2"}) {
+		t.Errorf("swarm machines with --hosts: %v", got)
+	}
+	if _, err := NewUpgradeDriver(swarmInv(), UpgradeOptions{Kubeconfig: []byte("x")}); err == nil || !strings.Contains(err.Error(), "--kubeconfig") {
+		t.Errorf("swarm with a kubeconfig: %v", err)
 	}
 }

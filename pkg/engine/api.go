@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"net"
 	"time"
 
 	"github.com/gpukit/gpukit/pkg/event"
+	"github.com/gpukit/gpukit/pkg/ssh"
 )
 
 // DialFunc opens a TCP connection as seen from a host.
@@ -22,12 +25,39 @@ type tunneler interface {
 // control plane): it reaches what the host reaches, through bastions too.
 // nil when the host's executor cannot (a recording one). Writes over such
 // connections go through WriteAPI.
+//
+// The connection is looked up at each dial, so that a client made before
+// the host rebooted (Reconnect) dials through the new one.
 func (h *Host) Dialer() DialFunc {
-	t, ok := h.conn.(tunneler)
-	if !ok {
+	if _, ok := h.conn.(tunneler); !ok {
 		return nil
 	}
-	return t.DialContext
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		t, ok := h.conn.(tunneler)
+		if !ok {
+			return nil, fmt.Errorf("dial %s through %s: not connected", addr, h.Name())
+		}
+		return t.DialContext(ctx, network, addr)
+	}
+}
+
+// RemoteFunc runs a command on a host through its connection.
+type RemoteFunc func(ctx context.Context, cmd ssh.Command) (ssh.Result, error)
+
+// Remote runs commands on the host's connection for other hosts' phases
+// and for a rollout's planner between waves, as Dialer reaches an API
+// there: a swarm manager's docker, which only a manager answers. It leaves
+// out the host's events, log and dry-run gate, so only reads go through it
+// directly; the caller logs to its own host, and its writes go through its
+// own WriteAPI. The connection is looked up at each call (see Dialer).
+func (h *Host) Remote() RemoteFunc {
+	return func(ctx context.Context, cmd ssh.Command) (ssh.Result, error) {
+		c := h.conn
+		if c == nil {
+			return ssh.Result{}, fmt.Errorf("%s: %s is not connected", cmp.Or(cmd.Name, "command"), h.Name())
+		}
+		return c.Run(ctx, cmd)
+	}
 }
 
 // WriteAPI is a write through an API rather than a script on the host (a

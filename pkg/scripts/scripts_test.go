@@ -91,6 +91,10 @@ func cases() []goldenCase {
 		}},
 		{swarmTokenTemplate.name, anyFamily, "", func() (ssh.Command, error) { return SwarmToken("worker") }},
 		{swarmNodesTemplate.name, anyFamily, "", SwarmNodes},
+		{swarmNodeTasksTemplate.name, anyFamily, "", func() (ssh.Command, error) { return SwarmNodeTasks("2f8kq0v4n6a7pz3x1c9d5e4rb") }},
+		{dockerCheckpointTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return DockerCheckpoint(DockerCheckpointParams{Container: strings.Repeat("ab", 32), Signal: "SIGUSR1"})
+		}},
 		{swarmNodeUpdateTemplate.name, anyFamily, "", func() (ssh.Command, error) {
 			return SwarmNodeUpdate([]NodeUpdate{{ID: "tit1cjh3nuuu1phq060g5e7pv", Options: []string{"--label-add", "a=b"}}})
 		}},

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"regexp"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/gpukit/gpukit/pkg/osfamily"
 	"github.com/gpukit/gpukit/pkg/ssh"
@@ -13,16 +15,18 @@ import (
 
 // The swarm layer's scripts (pkg/bootstrap/swarm decides, these render).
 var (
-	dockerEngineTemplate    = parse[DockerEngineParams]("docker-engine.sh")
-	dockerConfigTemplate    = parse[BackupParams]("docker-config.sh")
-	swarmStateTemplate      = parse[SwarmStateParams]("swarm-state.sh")
-	swarmInitTemplate       = parse[SwarmAddrParams]("swarm-init.sh")
-	swarmJoinTemplate       = parse[SwarmAddrParams]("swarm-join.sh")
-	swarmTokenTemplate      = parse[NoParams]("swarm-token.sh")
-	swarmNodesTemplate      = parse[NoParams]("swarm-nodes.sh")
-	swarmNodeUpdateTemplate = parse[NoParams]("swarm-node-update.sh")
-	swarmNodeRemoveTemplate = parse[NoParams]("swarm-node-remove.sh")
-	swarmResetTemplate      = parse[BackupParams]("swarm-reset.sh")
+	dockerEngineTemplate     = parse[DockerEngineParams]("docker-engine.sh")
+	dockerConfigTemplate     = parse[BackupParams]("docker-config.sh")
+	swarmStateTemplate       = parse[SwarmStateParams]("swarm-state.sh")
+	swarmInitTemplate        = parse[SwarmAddrParams]("swarm-init.sh")
+	swarmJoinTemplate        = parse[SwarmAddrParams]("swarm-join.sh")
+	swarmTokenTemplate       = parse[NoParams]("swarm-token.sh")
+	swarmNodesTemplate       = parse[NoParams]("swarm-nodes.sh")
+	swarmNodeUpdateTemplate  = parse[NoParams]("swarm-node-update.sh")
+	swarmNodeRemoveTemplate  = parse[NoParams]("swarm-node-remove.sh")
+	swarmResetTemplate       = parse[BackupParams]("swarm-reset.sh")
+	swarmNodeTasksTemplate   = parse[NoParams]("swarm-node-tasks.sh")
+	dockerCheckpointTemplate = parse[DockerCheckpointParams]("docker-checkpoint.sh")
 )
 
 // Docker engine sources.
@@ -233,4 +237,55 @@ func SwarmNodeRemove(ids []string) (ssh.Command, error) {
 // files gpukit changed.
 func SwarmReset(p BackupParams) (ssh.Command, error) {
 	return command("leave the swarm and restore docker's configuration", swarmResetTemplate, p)
+}
+
+// SwarmNodeTasks returns the read, on a manager, that prints the tasks of
+// the node id and their services.
+func SwarmNodeTasks(id string) (ssh.Command, error) {
+	if !swarmNodeID.MatchString(id) {
+		return ssh.Command{}, fmt.Errorf("swarm node ID %q", id)
+	}
+	c, err := command("read the node's tasks", swarmNodeTasksTemplate, NoParams{})
+	c.Args = []string{id}
+	return c, err
+}
+
+var (
+	containerID = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	signalName  = regexp.MustCompile(`^SIG[A-Z0-9]+$`)
+)
+
+// DockerCheckpointParams ask a container to checkpoint: Signal sent to its
+// main process, or Command run in it within Timeout.
+type DockerCheckpointParams struct {
+	Container string
+	Signal    string
+	Command   string
+	Timeout   time.Duration
+}
+
+// Validate checks the container ID and that exactly one of the signal and
+// the command is given.
+func (p DockerCheckpointParams) Validate() error {
+	switch {
+	case !containerID.MatchString(p.Container):
+		return fmt.Errorf("container ID %q", p.Container)
+	case (p.Signal == "") == (p.Command == ""):
+		return fmt.Errorf("a checkpoint is a signal or a command, one of them")
+	case p.Signal != "" && !signalName.MatchString(p.Signal):
+		return fmt.Errorf("signal %q", p.Signal)
+	case p.Command != "" && p.Timeout < time.Second:
+		return fmt.Errorf("checkpoint timeout %s: want 1s or more", p.Timeout)
+	case strings.ContainsRune(p.Command, 0):
+		return fmt.Errorf("checkpoint command with a NUL byte")
+	}
+	return nil
+}
+
+// DockerCheckpoint returns the command, run on the container's host, that
+// asks it to checkpoint. The values travel as arguments (stdin).
+func DockerCheckpoint(p DockerCheckpointParams) (ssh.Command, error) {
+	c, err := command("checkpoint container", dockerCheckpointTemplate, p)
+	c.Args = []string{p.Container, p.Signal, p.Command, strconv.Itoa(int(p.Timeout / time.Second))}
+	return c, err
 }

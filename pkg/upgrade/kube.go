@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"time"
 
@@ -19,6 +20,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/kubectl/pkg/drain"
+
+	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
+	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/facts"
+	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/kube"
 )
 
 // AnnotationCordoned is put on a node gpukit cordons for the upgrade (the
@@ -36,8 +43,61 @@ type Kube struct {
 	// Config is the client's REST configuration, for exec (checkpoint
 	// hooks); nil: hooks cannot run.
 	Config *rest.Config
+	// Inventory names the hosts' nodes.
+	Inventory *inventory.Inventory
 	// Poll is how often waits look again (default 2s).
 	Poll time.Duration
+}
+
+// KubeConnect reaches the API through api from the first control plane
+// (or from this machine, with a kubeconfig), every request counted.
+func KubeConnect(inv *inventory.Inventory, api API, poll time.Duration) Connect {
+	return func(ctx context.Context, h *engine.Host, count func()) (Orchestrator, error) {
+		c, err := api.Helm(ctx, h)
+		if err != nil {
+			return nil, err
+		}
+		if c == nil {
+			return nil, fmt.Errorf("the cluster's API does not answer")
+		}
+		cfg := c.Config()
+		counted := *cfg
+		counted.QPS, counted.Burst = max(cfg.QPS, 50), max(cfg.Burst, 100)
+		counted.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt, count} })
+		cs, err := kubernetes.NewForConfig(&counted)
+		if err != nil {
+			return nil, err
+		}
+		return &Kube{Client: cs, Config: &counted, Inventory: inv, Poll: poll}, nil
+	}
+}
+
+type countingTransport struct {
+	rt    http.RoundTripper
+	count func()
+}
+
+func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.count()
+	return t.rt.RoundTrip(r)
+}
+
+// NodeName is the Kubernetes node of m.
+func (k *Kube) NodeName(m inventory.Machine) string { return kubeadm.NodeOf(k.Inventory, m).Name }
+
+// Nodes lists the nodes.
+func (k *Kube) Nodes(ctx context.Context) ([]Node, error) {
+	list, err := k.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list the nodes: %w", err)
+	}
+	out := make([]Node, len(list.Items))
+	for i := range list.Items {
+		n := &list.Items[i]
+		q := n.Status.Allocatable[GPUResource]
+		out[i] = Node{Name: n.Name, GPU: IsGPUNode(n), GPUs: q.Value(), Unschedulable: n.Spec.Unschedulable, Ours: CordonedByUs(n), Labels: n.Labels}
+	}
+	return out, nil
 }
 
 func (k *Kube) poll() time.Duration {
@@ -102,29 +162,35 @@ func (k *Kube) PodsOn(ctx context.Context, node string) ([]corev1.Pod, error) {
 	return out, nil
 }
 
-// TrainingPods are the node's pods that look like training, each with why.
-func (k *Kube) TrainingPods(ctx context.Context, node string) ([]corev1.Pod, []string, error) {
+// Training are the node's pods that look like training, with their hooks.
+func (k *Kube) Training(ctx context.Context, node string) ([]Workload, error) {
 	pods, err := k.PodsOn(ctx, node)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	var out []corev1.Pod
-	var why []string
-	for _, p := range pods {
-		if ok, reason := Training(&p); ok {
-			out = append(out, p)
-			why = append(why, reason)
+	var out []Workload
+	for i := range pods {
+		p := &pods[i]
+		if ok, why := Training(p); ok {
+			w := Workload{Name: p.Namespace + "/" + p.Name, Why: why, ref: p}
+			w.Hook, w.HookErr = HookOf(p)
+			out = append(out, w)
 		}
 	}
-	return out, why, nil
+	return out, nil
 }
 
-// RunHook runs a training pod's checkpoint hook in its container, within
-// the hook's timeout; what the command printed comes back for the log.
-func (k *Kube) RunHook(ctx context.Context, p *corev1.Pod, h *Hook) (string, error) {
+// Checkpoint runs a training pod's hook in its container through the API's
+// exec, within the hook's timeout.
+func (k *Kube) Checkpoint(ctx context.Context, _ *engine.Host, w Workload) (string, error) {
+	p, ok := w.ref.(*corev1.Pod)
+	if !ok || w.Hook == nil {
+		return "", fmt.Errorf("%s has no checkpoint hook", w.Name)
+	}
 	if k.Config == nil {
 		return "", errors.New("checkpoint hooks need the API's exec, which this connection does not offer")
 	}
+	h := w.Hook
 	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
 	req := k.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(p.Namespace).Name(p.Name).SubResource("exec").
@@ -139,6 +205,29 @@ func (k *Kube) RunHook(ctx context.Context, p *corev1.Pod, h *Hook) (string, err
 		err = fmt.Errorf("timed out after %s", h.Timeout)
 	}
 	return out.String(), err
+}
+
+// Says what op does, in the API's terms.
+func (k *Kube) Says(op Op, node string) string {
+	switch op {
+	case OpCordon:
+		return "Node " + node + ": unschedulable, annotated " + AnnotationCordoned
+	case OpDrain:
+		return "evict the pods of " + node + " through their PodDisruptionBudgets (kubectl drain; DaemonSets stay)"
+	}
+	return "Node " + node + ": schedulable, gpukit's mark removed"
+}
+
+// Relabel updates the labels kubernetes/labels derives from the facts
+// (driver, CUDA) to the verified GPUs'.
+func (k *Kube) Relabel(ctx context.Context, node string, m inventory.Machine, f *facts.Facts) ([]string, func(context.Context) error, error) {
+	n, err := k.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("read node %s: %w", node, err)
+	}
+	want := kubeadm.NodeWant(k.Inventory, m, f)
+	changes := kube.Reconcile(n.DeepCopy(), want)
+	return changes, func(ctx context.Context) error { return kube.UpdateNode(ctx, k.Client, n, want) }, nil
 }
 
 // DrainOptions are kubectl drain's, as the upgrade sets them.

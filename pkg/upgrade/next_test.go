@@ -45,12 +45,16 @@ func planner(t *testing.T, n int, o Options, cordoned map[string]bool) (*Upgrade
 		}
 	}
 	u := New(inv, nil, nil, nil, nil, o)
-	u.kube = &Kube{Client: cs}
+	u.orch = &Kube{Client: cs, Inventory: inv}
 	u.budget = o.Budget.Of(n)
-	for _, node := range objs {
+	listed, err := u.orch.Nodes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, node := range listed {
 		u.nodes[node.Name] = node
 		u.pending[node.Name] = []string{"nvidia/driver"}
-		u.ours[node.Name] = CordonedByUs(node)
+		u.ours[node.Name] = node.Ours
 	}
 	return u, hosts
 }

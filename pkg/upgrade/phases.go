@@ -7,13 +7,9 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/engine"
-	"github.com/gpukit/gpukit/pkg/kube"
 	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/pkg/scripts"
 )
@@ -27,7 +23,7 @@ func (u *Upgrade) next(ctx context.Context, pending []*engine.Host, done []engin
 	defer u.mu.Unlock()
 	w := engine.Wave{Skip: map[*engine.Host]string{}}
 	defer func() { u.stopped = w.Stop }()
-	if u.kube == nil {
+	if u.orch == nil {
 		w.Stop = "the rollout has no plan (" + PhasePlan + " did not run)"
 		return w
 	}
@@ -48,9 +44,9 @@ func (u *Upgrade) next(ctx context.Context, pending []*engine.Host, done []engin
 		}
 	}
 	u.seen = len(done)
-	list, err := u.kube.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	list, err := u.orch.Nodes(ctx)
 	if err != nil {
-		w.Stop = "stopped: list the nodes: " + err.Error()
+		w.Stop = "stopped: " + err.Error()
 		return w
 	}
 	if len(failed) > 0 && (!u.o.ContinueOnFailure || (u.o.Canary > 0 && u.waves == 1)) {
@@ -58,7 +54,7 @@ func (u *Upgrade) next(ctx context.Context, pending []*engine.Host, done []engin
 		// drain failed was handed back untouched.
 		var kept, back []string
 		for _, name := range failed {
-			if i := slices.IndexFunc(list.Items, func(n corev1.Node) bool { return n.Name == u.nodeOf(name) }); i >= 0 && CordonedByUs(&list.Items[i]) {
+			if i := slices.IndexFunc(list, func(n Node) bool { return n.Name == u.nodeOf(name) }); i >= 0 && list[i].Ours {
 				kept = append(kept, name)
 			} else {
 				back = append(back, name)
@@ -93,20 +89,29 @@ func (u *Upgrade) next(ctx context.Context, pending []*engine.Host, done []engin
 		return w
 	}
 	// Nodes a killed run left cordoned go first: they are out of service.
-	slices.SortStableFunc(take, func(a, b *engine.Host) int {
+	// The host the orchestrator is reached through goes last otherwise, and
+	// alone: its reboot takes the API (or the swarm's manager) away from
+	// the other nodes of a wave.
+	rank := func(h *engine.Host) int {
 		switch {
-		case u.ours[a.Name()] && !u.ours[b.Name()]:
-			return -1
-		case !u.ours[a.Name()] && u.ours[b.Name()]:
-			return 1
+		case u.ours[h.Name()]:
+			return 0
+		case h.Name() == u.apiHost:
+			return 2
 		}
-		return 0
-	})
+		return 1
+	}
+	slices.SortStableFunc(take, func(a, b *engine.Host) int { return rank(a) - rank(b) })
+	if i := slices.IndexFunc(take, func(h *engine.Host) bool { return h.Name() == u.apiHost }); i == 0 {
+		take = take[:1]
+	} else if i > 0 {
+		take = slices.Delete(take, i, i+1)
+	}
 	out := 0
 	var outNames []string
-	for i := range list.Items {
-		n := &list.Items[i]
-		if IsGPUNode(n) && n.Spec.Unschedulable && !u.cordonedInWave(n, take) {
+	for i := range list {
+		n := &list[i]
+		if n.GPU && n.Unschedulable && !u.cordonedInWave(n, take) {
 			out++
 			outNames = append(outNames, n.Name)
 		}
@@ -136,7 +141,7 @@ func (u *Upgrade) next(ctx context.Context, pending []*engine.Host, done []engin
 func (u *Upgrade) nodeOf(name string) string {
 	for _, m := range u.inv.Machines {
 		if m.Name == name {
-			return nodeName(u.inv, m)
+			return u.orch.NodeName(m)
 		}
 	}
 	return name
@@ -144,8 +149,8 @@ func (u *Upgrade) nodeOf(name string) string {
 
 // cordonedInWave: n is cordoned by a gpukit upgrade and its host is among
 // take (it goes into a wave, where it counts as the wave's).
-func (u *Upgrade) cordonedInWave(n *corev1.Node, take []*engine.Host) bool {
-	return CordonedByUs(n) && slices.ContainsFunc(take, func(h *engine.Host) bool { return u.nodeOf(h.Name()) == n.Name })
+func (u *Upgrade) cordonedInWave(n *Node, take []*engine.Host) bool {
+	return n.Ours && slices.ContainsFunc(take, func(h *engine.Host) bool { return u.nodeOf(h.Name()) == n.Name })
 }
 
 // cordonedElsewhere is why a node someone else cordoned is left out.
@@ -157,13 +162,13 @@ func (u *Upgrade) skipLocked(h *engine.Host) string {
 	if why := u.skips[name]; why != "" && !u.ours[name] {
 		return why
 	}
-	n := u.nodes[name]
+	n, ok := u.nodes[name]
 	switch {
-	case n == nil:
+	case !ok:
 		return "not a node of the cluster"
 	case u.o.Selector != nil && !u.o.Selector.Matches(labels.Set(n.Labels)):
 		return "not selected by --selector " + u.o.Selector.String()
-	case n.Spec.Unschedulable && !u.ours[name] && !slices.Contains(u.o.Named, name):
+	case n.Unschedulable && !u.ours[name] && !slices.Contains(u.o.Named, name):
 		return cordonedElsewhere
 	case len(u.pending[name]) == 0 && !u.ours[name]:
 		return "nothing to change"
@@ -253,6 +258,9 @@ func (p *cordonPhase) ShouldRun(_ context.Context, h *engine.Host) (bool, string
 	if p.u.ours[h.Name()] {
 		return false, "cordoned by the upgrade run that stopped", nil
 	}
+	if _, ok := p.u.orch.(cordoner); !ok {
+		return false, "no cordon: the drain takes the node out of service (a swarm node paused, then made active again, would lose its GPU tasks)", nil
+	}
 	return true, "", nil
 }
 
@@ -262,8 +270,9 @@ func (p *cordonPhase) Run(ctx context.Context, h *engine.Host) error {
 	if err := p.u.record(h.Name(), InProgress, ""); err != nil {
 		return fmt.Errorf("rollout state: %w", err)
 	}
-	return h.WriteAPI(ctx, "cordon "+name, "Node "+name+": unschedulable, annotated "+AnnotationCordoned, func(ctx context.Context) error {
-		return p.u.client().Cordon(ctx, name, p.u.now())
+	k := p.u.client()
+	return h.WriteAPI(ctx, "cordon "+name, k.Says(OpCordon, name), func(ctx context.Context) error {
+		return k.(cordoner).Cordon(ctx, name, p.u.now())
 	})
 }
 
@@ -273,18 +282,18 @@ type drainPhase struct{ u *Upgrade }
 
 func (*drainPhase) Name() string { return PhaseDrain }
 func (*drainPhase) Title() string {
-	return "Checkpoint and wait for training, then drain the node through its PodDisruptionBudgets"
+	return "Checkpoint and wait for training, then drain the node (Kubernetes: through its PodDisruptionBudgets)"
 }
 
 func (p *drainPhase) Run(ctx context.Context, h *engine.Host) error {
 	u, k, name := p.u, p.u.client(), p.u.node(h)
-	training, why, err := k.TrainingPods(ctx, name)
+	training, err := k.Training(ctx, name)
 	if err != nil {
 		return err
 	}
 	if len(training) > 0 {
-		for i, pod := range training {
-			h.Logf("%s: training pod %s/%s (%s)", PhaseDrain, pod.Namespace, pod.Name, why[i])
+		for _, w := range training {
+			h.Logf("%s: training %s (%s)", PhaseDrain, w.Name, w.Why)
 		}
 		if err := p.checkpoint(ctx, h, training); err != nil {
 			return err
@@ -297,15 +306,15 @@ func (p *drainPhase) Run(ctx context.Context, h *engine.Host) error {
 	}
 	if len(training) > 0 && !u.o.Force {
 		names := make([]string, len(training))
-		for i, pod := range training {
-			names[i] = pod.Namespace + "/" + pod.Name
+		for i, w := range training {
+			names[i] = w.Name
 		}
 		why := fmt.Sprintf("training still running (%s): left alone, never evicted without --force", strings.Join(names, ", "))
 		if u.o.WaitForJobs > 0 {
 			why = fmt.Sprintf("training still running after %s (%s): left alone, never evicted without --force", u.o.WaitForJobs, strings.Join(names, ", "))
 		}
 		h.Logf("%s: %s", PhaseDrain, why)
-		if err := h.WriteAPI(ctx, "uncordon "+name, "Node "+name+": schedulable again, untouched", func(ctx context.Context) error {
+		if err := h.WriteAPI(ctx, "uncordon "+name, k.Says(OpUncordon, name)+" (untouched)", func(ctx context.Context) error {
 			return k.Uncordon(ctx, name)
 		}); err != nil {
 			return err
@@ -320,10 +329,15 @@ func (p *drainPhase) Run(ctx context.Context, h *engine.Host) error {
 		if err != nil {
 			return err
 		}
-		return h.WriteAPI(ctx, "drain "+name, fmt.Sprintf("evict %d pods through their PodDisruptionBudgets: %s", len(evict), strings.Join(evict, ", ")), nil)
+		return h.WriteAPI(ctx, "drain "+name, fmt.Sprintf("move %d workloads off the node: %s", len(evict), strings.Join(evict, ", ")), nil)
+	}
+	// Recorded before the node is out (the cordon did it where there was
+	// one): a crash during the drain knows the node.
+	if err := u.record(h.Name(), InProgress, ""); err != nil {
+		return fmt.Errorf("rollout state: %w", err)
 	}
 	w := &logWriter{h: h, prefix: PhaseDrain + ": "}
-	err = h.WriteAPI(ctx, "drain "+name, "evict the node's pods through their PodDisruptionBudgets", func(ctx context.Context) error {
+	err = h.WriteAPI(ctx, "drain "+name, k.Says(OpDrain, name), func(ctx context.Context) error {
 		return k.Drain(ctx, name, u.o.Drain, w)
 	})
 	if err != nil {
@@ -336,30 +350,28 @@ func (p *drainPhase) Run(ctx context.Context, h *engine.Host) error {
 	return nil
 }
 
-// checkpoint runs each training pod's hook, if it has one.
-func (p *drainPhase) checkpoint(ctx context.Context, h *engine.Host, pods []corev1.Pod) error {
+// checkpoint runs each training workload's hook, if it has one.
+func (p *drainPhase) checkpoint(ctx context.Context, h *engine.Host, training []Workload) error {
 	k := p.u.client()
-	for i := range pods {
-		pod := &pods[i]
-		hook, err := HookOf(pod)
-		if err != nil {
-			return err
+	for _, w := range training {
+		if w.HookErr != nil {
+			return w.HookErr
 		}
-		if hook == nil {
+		if w.Hook == nil {
 			continue
 		}
-		what := fmt.Sprintf("pod %s/%s, container %s: %s", pod.Namespace, pod.Name, hook.Container, strings.Join(hook.Argv(), " "))
-		err = h.WriteAPI(ctx, "checkpoint "+pod.Namespace+"/"+pod.Name, what, func(ctx context.Context) error {
-			out, err := k.RunHook(ctx, pod, hook)
+		what := fmt.Sprintf("%s: %s", w.Name, w.Hook.Describe())
+		err := h.WriteAPI(ctx, "checkpoint "+w.Name, what, func(ctx context.Context) error {
+			out, err := k.Checkpoint(ctx, h, w)
 			for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 				if l != "" {
-					h.Logf("%s: %s/%s: %s", PhaseDrain, pod.Namespace, pod.Name, l)
+					h.Logf("%s: %s: %s", PhaseDrain, w.Name, l)
 				}
 			}
 			if err != nil {
-				// The pod's owner asked for a checkpoint; waiting for the
-				// job (or leaving the node) is still safe.
-				h.Logf("%s: checkpoint hook of %s/%s: %v", PhaseDrain, pod.Namespace, pod.Name, err)
+				// The workload's owner asked for a checkpoint; waiting for
+				// the job (or leaving the node) is still safe.
+				h.Logf("%s: checkpoint hook of %s: %v", PhaseDrain, w.Name, err)
 			}
 			return nil
 		})
@@ -370,21 +382,21 @@ func (p *drainPhase) checkpoint(ctx context.Context, h *engine.Host, pods []core
 	return nil
 }
 
-// waitTraining waits up to --wait-for-jobs for the node's training pods to
-// finish and returns those still running.
-func (p *drainPhase) waitTraining(ctx context.Context, h *engine.Host, name string) ([]corev1.Pod, error) {
+// waitTraining waits up to --wait-for-jobs for the node's training to
+// finish and returns what still runs.
+func (p *drainPhase) waitTraining(ctx context.Context, h *engine.Host, name string) ([]Workload, error) {
 	k := p.u.client()
 	deadline := time.Now().Add(p.u.o.WaitForJobs)
 	h.Logf("%s: waiting up to %s for the training on %s to finish", PhaseDrain, p.u.o.WaitForJobs, name)
 	for {
-		pods, _, err := k.TrainingPods(ctx, name)
-		if err != nil || len(pods) == 0 || time.Now().After(deadline) {
-			return pods, err
+		training, err := k.Training(ctx, name)
+		if err != nil || len(training) == 0 || time.Now().After(deadline) {
+			return training, err
 		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(min(k.poll(), time.Until(deadline)+time.Millisecond)):
+		case <-time.After(min(p.u.poll(), time.Until(deadline)+time.Millisecond)):
 		}
 	}
 }
@@ -441,19 +453,17 @@ func (p *gpusPhase) Run(ctx context.Context, h *engine.Host) error {
 	k, name := p.u.client(), p.u.node(h)
 	// As many as the node advertised before the upgrade: a node whose
 	// device plugin does not run (yet) is waited for until Ready only.
-	want := int64(0)
 	p.u.mu.Lock()
-	if n := p.u.nodes[h.Name()]; n != nil {
-		q := n.Status.Allocatable[GPUResource]
-		want = q.Value()
-	}
+	want := p.u.nodes[h.Name()].GPUs
 	p.u.mu.Unlock()
-	if err := h.WriteAPI(ctx, "restart the device plugin on "+name, "delete the NVIDIA device plugin's pod on "+name+" (its DaemonSet starts it on the new driver)", func(ctx context.Context) error {
-		n, err := k.RestartDevicePlugin(ctx, name)
-		h.Logf("%s: %d device plugin pods restarted on %s", PhaseGPUs, n, name)
-		return err
-	}); err != nil {
-		return err
+	if dp, ok := k.(devicePluginRestarter); ok {
+		if err := h.WriteAPI(ctx, "restart the device plugin on "+name, "delete the NVIDIA device plugin's pod on "+name+" (its DaemonSet starts it on the new driver)", func(ctx context.Context) error {
+			n, err := dp.RestartDevicePlugin(ctx, name)
+			h.Logf("%s: %d device plugin pods restarted on %s", PhaseGPUs, n, name)
+			return err
+		}); err != nil {
+			return err
+		}
 	}
 	if h.DryRun() {
 		return nil
@@ -465,7 +475,7 @@ func (p *gpusPhase) Run(ctx context.Context, h *engine.Host) error {
 	if err := k.WaitGPUs(ctx, name, want, timeout); err != nil {
 		return fmt.Errorf("the node stays cordoned: %w", err)
 	}
-	h.Logf("%s: %s is Ready with %d GPUs allocatable", PhaseGPUs, name, want)
+	h.Logf("%s: %s is Ready with %d GPUs advertised", PhaseGPUs, name, want)
 	return nil
 }
 
@@ -478,23 +488,29 @@ func (*uncordonPhase) Title() string { return "Uncordon the node" }
 
 func (p *uncordonPhase) Run(ctx context.Context, h *engine.Host) error {
 	name, k := p.u.node(h), p.u.client()
-	// The labels kubernetes/labels derived from the facts (driver, CUDA)
-	// follow the verified GPUs.
+	// The labels derived from the facts (driver, CUDA) follow the verified
+	// GPUs.
 	if h.Facts != nil {
-		n, err := k.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		changes, apply, err := k.Relabel(ctx, name, h.Machine, h.Facts)
 		if err != nil {
-			return fmt.Errorf("read node %s: %w", name, err)
+			return err
 		}
-		want := kubeadm.NodeWant(p.u.inv, h.Machine, h.Facts)
-		if changes := kube.Reconcile(n.DeepCopy(), want); len(changes) > 0 {
-			if err := h.WriteAPI(ctx, "label "+name, "Node "+name+": "+strings.Join(changes, ", "), func(ctx context.Context) error {
-				return kube.UpdateNode(ctx, k.Client, n, want)
-			}); err != nil {
+		if len(changes) > 0 {
+			if err := h.WriteAPI(ctx, "label "+name, "Node "+name+": "+strings.Join(changes, ", "), apply); err != nil {
 				return err
 			}
 		}
 	}
-	err := h.WriteAPI(ctx, "uncordon "+name, "Node "+name+": schedulable, gpukit's mark removed", func(ctx context.Context) error {
+	if c, ok := k.(uncordonCaveater); ok {
+		caveats, err := c.UncordonCaveats(ctx, name)
+		if err != nil {
+			return err
+		}
+		for _, c := range caveats {
+			h.Logf("%s: warning: %s", PhaseUncordon, c)
+		}
+	}
+	err := h.WriteAPI(ctx, "uncordon "+name, k.Says(OpUncordon, name), func(ctx context.Context) error {
 		return k.Uncordon(ctx, name)
 	})
 	if err != nil {

@@ -98,41 +98,19 @@ const DefaultHookTimeout = 5 * time.Minute
 
 var signals = []string{"SIGHUP", "SIGINT", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGTERM", "SIGCONT", "SIGWINCH"}
 
-// HookOf reads p's checkpoint hook; nil when it has none. A malformed one
-// is an error naming the annotation: it is the workload owner's request,
-// and doing something else would lose their checkpoint.
+// HookOf reads p's checkpoint hook from its annotations; nil when it has
+// none. A malformed one is an error naming the annotation: it is the
+// workload owner's request, and doing something else would lose their
+// checkpoint.
 func HookOf(p *corev1.Pod) (*Hook, error) {
-	v, ok := p.Annotations[AnnotationCheckpoint]
-	if !ok {
-		return nil, nil
+	h, err := parseHook(p.Annotations)
+	if err != nil || h == nil {
+		if err != nil {
+			err = fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		return nil, err
 	}
-	h := &Hook{Container: p.Annotations[AnnotationCheckpointContainer], Timeout: DefaultHookTimeout}
-	kind, arg, _ := strings.Cut(strings.TrimSpace(v), ":")
-	switch kind {
-	case "signal":
-		s := strings.ToUpper(strings.TrimSpace(arg))
-		if !strings.HasPrefix(s, "SIG") {
-			s = "SIG" + s
-		}
-		if !slices.Contains(signals, s) {
-			return nil, fmt.Errorf("pod %s/%s: %s %q: want signal:NAME, one of %s", p.Namespace, p.Name, AnnotationCheckpoint, v, strings.Join(signals, ", "))
-		}
-		h.Signal = s
-	case "exec":
-		if strings.TrimSpace(arg) == "" {
-			return nil, fmt.Errorf("pod %s/%s: %s %q: exec: needs a command", p.Namespace, p.Name, AnnotationCheckpoint, v)
-		}
-		h.Command = strings.TrimSpace(arg)
-	default:
-		return nil, fmt.Errorf("pod %s/%s: %s %q: want signal:NAME or exec:COMMAND", p.Namespace, p.Name, AnnotationCheckpoint, v)
-	}
-	if t, ok := p.Annotations[AnnotationCheckpointTimeout]; ok {
-		d, err := time.ParseDuration(t)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("pod %s/%s: %s %q: want a duration such as 2m", p.Namespace, p.Name, AnnotationCheckpointTimeout, t)
-		}
-		h.Timeout = d
-	}
+	h.Container = p.Annotations[AnnotationCheckpointContainer]
 	if h.Container == "" {
 		for _, c := range p.Spec.Containers {
 			if gpuContainer(c) {
@@ -145,6 +123,55 @@ func HookOf(p *corev1.Pod) (*Hook, error) {
 		}
 	}
 	return h, nil
+}
+
+// parseHook reads a hook from a workload's annotations (a pod's) or labels
+// (a swarm service's); nil when it has none.
+func parseHook(meta map[string]string) (*Hook, error) {
+	v, ok := meta[AnnotationCheckpoint]
+	if !ok {
+		return nil, nil
+	}
+	h := &Hook{Timeout: DefaultHookTimeout}
+	kind, arg, _ := strings.Cut(strings.TrimSpace(v), ":")
+	switch kind {
+	case "signal":
+		s := strings.ToUpper(strings.TrimSpace(arg))
+		if !strings.HasPrefix(s, "SIG") {
+			s = "SIG" + s
+		}
+		if !slices.Contains(signals, s) {
+			return nil, fmt.Errorf("%s %q: want signal:NAME, one of %s", AnnotationCheckpoint, v, strings.Join(signals, ", "))
+		}
+		h.Signal = s
+	case "exec":
+		if strings.TrimSpace(arg) == "" {
+			return nil, fmt.Errorf("%s %q: exec: needs a command", AnnotationCheckpoint, v)
+		}
+		h.Command = strings.TrimSpace(arg)
+	default:
+		return nil, fmt.Errorf("%s %q: want signal:NAME or exec:COMMAND", AnnotationCheckpoint, v)
+	}
+	if t, ok := meta[AnnotationCheckpointTimeout]; ok {
+		d, err := time.ParseDuration(t)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%s %q: want a duration such as 2m", AnnotationCheckpointTimeout, t)
+		}
+		h.Timeout = d
+	}
+	return h, nil
+}
+
+// Describe says what the hook does, for the plan and the log.
+func (h *Hook) Describe() string {
+	in := ""
+	if h.Container != "" {
+		in = " in container " + h.Container
+	}
+	if h.Signal != "" {
+		return fmt.Sprintf("send %s to the main process%s", h.Signal, in)
+	}
+	return fmt.Sprintf("run %q%s (within %s)", h.Command, in, h.Timeout)
 }
 
 // Argv is the command the hook runs in the container.

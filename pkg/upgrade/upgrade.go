@@ -3,18 +3,14 @@ package upgrade
 import (
 	"context"
 	"fmt"
-	"net/http"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/charts"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
@@ -76,19 +72,20 @@ type Options struct {
 type Upgrade struct {
 	inv     *inventory.Inventory
 	o       Options
-	api     API
+	connect Connect
 	target  func([]*engine.Host) []*engine.Host
 	nvidia  []engine.Phase // the NVIDIA layer's phases that change a host, in order
-	verify  engine.Phase
+	verify  []engine.Phase // what proves a host's change, in order
 	now     func() time.Time
 	counter *Counter
 
 	mu       sync.Mutex
-	kube     *Kube
-	nodes    map[string]*corev1.Node // host -> its node, as plan listed it
-	pending  map[string][]string     // host -> the NVIDIA phases it needs
-	ours     map[string]bool         // host -> cordoned by a gpukit upgrade before this run
-	left     map[string]string       // host -> why the wave leaves it (training)
+	orch     Orchestrator
+	apiHost  string              // the host the orchestrator is reached through
+	nodes    map[string]Node     // host -> its node, as plan listed it
+	pending  map[string][]string // host -> the NVIDIA phases it needs
+	ours     map[string]bool     // host -> cordoned by a gpukit upgrade before this run
+	left     map[string]string   // host -> why the wave leaves it (training)
 	budget   int
 	gpuNodes int
 	waves    int
@@ -100,13 +97,14 @@ type Upgrade struct {
 	skips    map[string]string
 }
 
-// New returns the rollout for inv: api reaches the cluster from the host
-// target picks; change are the NVIDIA layer's phases that change a host
-// (prepare to reboot), which the check asks whether anything is to do, and
-// verify its verification.
-func New(inv *inventory.Inventory, api API, target func([]*engine.Host) []*engine.Host, change []engine.Phase, verify engine.Phase, o Options) *Upgrade {
-	return &Upgrade{inv: inv, o: o, api: api, target: target, nvidia: change, verify: verify, now: time.Now,
-		nodes: map[string]*corev1.Node{}, pending: map[string][]string{}, ours: map[string]bool{},
+// New returns the rollout for inv: connect reaches the cluster's
+// orchestrator from the host target picks; change are the NVIDIA layer's
+// phases that change a host (prepare to reboot), which the check asks
+// whether anything is to do, and verify what proves the change (the NVIDIA
+// layer's verification, then what the orchestrator's runtime needs).
+func New(inv *inventory.Inventory, connect Connect, target func([]*engine.Host) []*engine.Host, change, verify []engine.Phase, o Options) *Upgrade {
+	return &Upgrade{inv: inv, o: o, connect: connect, target: target, nvidia: change, verify: verify, now: time.Now,
+		nodes: map[string]Node{}, pending: map[string][]string{}, ours: map[string]bool{},
 		left: map[string]string{}, skips: map[string]string{}, counter: &Counter{}}
 }
 
@@ -142,10 +140,25 @@ func (u *Upgrade) Order() []string {
 // Complete says whether the rollout reached every node it was asked for:
 // it did not stop early, left no node for its training, and found none
 // cordoned by someone else. Failed hosts are the run summary's to say.
-func (u *Upgrade) Complete() bool {
+func (u *Upgrade) Complete() bool { return len(u.Unfinished()) == 0 }
+
+// Unfinished says why the rollout is not complete, a line per reason (none:
+// it is): where it stopped, the nodes left for their training, those
+// someone else cordoned.
+func (u *Upgrade) Unfinished() []string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.stopped == "" && len(u.left) == 0 && len(u.notTaken) == 0
+	var out []string
+	if u.stopped != "" {
+		out = append(out, u.stopped)
+	}
+	for _, name := range slices.Sorted(maps.Keys(u.left)) {
+		out = append(out, name+": "+u.left[name])
+	}
+	for _, name := range u.notTaken {
+		out = append(out, name+": "+cordonedElsewhere)
+	}
+	return out
 }
 
 // Waves is the number of waves the rollout ran.
@@ -155,17 +168,21 @@ func (u *Upgrade) Waves() int {
 	return u.waves
 }
 
-func nodeName(inv *inventory.Inventory, m inventory.Machine) string {
-	return kubeadm.NodeOf(inv, m).Name
-}
+func (u *Upgrade) node(h *engine.Host) string { return u.client().NodeName(h.Machine) }
 
-func (u *Upgrade) node(h *engine.Host) string { return nodeName(u.inv, h.Machine) }
-
-// client is the API client plan made.
-func (u *Upgrade) client() *Kube {
+// client is the orchestrator plan reached.
+func (u *Upgrade) client() Orchestrator {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.kube
+	return u.orch
+}
+
+// poll is how often the rollout's waits look again.
+func (u *Upgrade) poll() time.Duration {
+	if u.o.Poll > 0 {
+		return u.o.Poll
+	}
+	return 2 * time.Second
 }
 
 // record notes a node's progress in the state (none in a dry-run).
@@ -189,8 +206,13 @@ func (u *Upgrade) Phases() []engine.Phase {
 	}
 	ro.Phases = append(ro.Phases, &cordonPhase{u}, &drainPhase{u}, &stopPhase{u})
 	ro.Phases = append(ro.Phases, u.nvidia...)
-	ro.Phases = append(ro.Phases, u.verify)
+	ro.Phases = append(ro.Phases, u.verify...)
 	ro.Phases = append(ro.Phases, &gpusPhase{u}, &uncordonPhase{u})
+	if u.inv.Cluster.Spec.Orchestrator == inventory.Swarm {
+		// A swarm keeps its state in the managers' raft log, which every
+		// manager holds; a driver change does not touch it.
+		return []engine.Phase{&checkPhase{u}, &planPhase{u}, ro.Phase()}
+	}
 	return []engine.Phase{&checkPhase{u}, &planPhase{u}, &snapshotPhase{u}, ro.Phase()}
 }
 
@@ -258,59 +280,36 @@ func (*planPhase) Title() string { return "Plan the rollout (nodes, budget, orde
 func (p *planPhase) Targets(hosts []*engine.Host) []*engine.Host { return p.u.target(hosts) }
 
 func (p *planPhase) Run(ctx context.Context, h *engine.Host) error {
-	c, err := p.u.api.Helm(ctx, h)
+	o, err := p.u.connect(ctx, h, p.u.counter.add)
 	if err != nil {
 		return err
 	}
-	if c == nil {
-		return fmt.Errorf("the cluster's API does not answer")
-	}
-	cfg := c.Config()
-	counted := *cfg
-	counted.QPS, counted.Burst = max(cfg.QPS, 50), max(cfg.Burst, 100)
-	counted.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt, p.u.counter} })
-	cs, err := kubernetes.NewForConfig(&counted)
+	list, err := o.Nodes(ctx)
 	if err != nil {
 		return err
 	}
-	k := &Kube{Client: cs, Config: &counted, Poll: p.u.o.Poll}
-	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("list the nodes: %w", err)
-	}
-	byName := map[string]*corev1.Node{}
+	byName := map[string]Node{}
 	gpuNodes := 0
-	for i := range list.Items {
-		n := &list.Items[i]
+	for _, n := range list {
 		byName[n.Name] = n
-		if IsGPUNode(n) {
+		if n.GPU {
 			gpuNodes++
 		}
 	}
 	u := p.u
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.kube = k
+	u.orch, u.apiHost = o, h.Name()
 	u.gpuNodes = gpuNodes
 	u.budget = u.o.Budget.Of(gpuNodes)
 	for _, m := range u.inv.Machines {
-		if n := byName[nodeName(u.inv, m)]; n != nil {
+		if n, ok := byName[o.NodeName(m)]; ok {
 			u.nodes[m.Name] = n
-			if CordonedByUs(n) {
+			if n.Ours {
 				u.ours[m.Name] = true
 			}
 		}
 	}
 	h.Logf("%s: %d GPU nodes in the cluster, at most %d out of service at once (--max-unavailable %s)", PhasePlan, gpuNodes, u.budget, u.o.Budget)
 	return nil
-}
-
-type countingTransport struct {
-	rt http.RoundTripper
-	c  *Counter
-}
-
-func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	t.c.add()
-	return t.rt.RoundTrip(r)
 }

@@ -48,11 +48,11 @@ func NodeLabels(m inventory.Machine, f *facts.Facts) map[string]string {
 	return out
 }
 
-// labelOptions are the `docker node update` options that turn have into
+// LabelOptions are the `docker node update` options that turn have into
 // want: every wanted label that differs is added; gpukit's own labels
 // (LabelPrefix) that are no longer wanted are removed. Sorted, so the same
 // change renders the same script.
-func labelOptions(have, want map[string]string) []string {
+func LabelOptions(have, want map[string]string) []string {
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(want)) {
 		if v, ok := have[k]; !ok || v != want[k] {

@@ -42,12 +42,12 @@ func TestLabelOptions(t *testing.T) {
 	t.Parallel()
 	have := map[string]string{LabelGPUCount: "4", LabelDriver: "570.1", "gpukit.old": "x", "team": "ml"}
 	want := map[string]string{LabelGPUCount: "8", LabelDriver: "570.1", "rack": "r1"}
-	got := labelOptions(have, want)
+	got := LabelOptions(have, want)
 	exp := []string{"--label-add", LabelGPUCount + "=8", "--label-add", "rack=r1", "--label-rm", "gpukit.old"}
 	if !reflect.DeepEqual(got, exp) {
 		t.Errorf("got %q\nwant %q (the user's team label stays)", got, exp)
 	}
-	if got := labelOptions(want, want); got != nil {
+	if got := LabelOptions(want, want); got != nil {
 		t.Errorf("converged: %q", got)
 	}
 }

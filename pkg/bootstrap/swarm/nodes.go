@@ -3,6 +3,7 @@ package swarm
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 )
@@ -52,6 +53,7 @@ type inspected struct {
 	ManagerStatus *struct {
 		Leader       bool
 		Reachability string
+		Addr         string
 	}
 }
 
@@ -69,6 +71,11 @@ func ParseNodes(out []byte) ([]Node, error) {
 			State: r.Status.State, Addr: r.Status.Addr, Engine: r.Description.Engine.EngineVersion, Labels: r.Spec.Labels,
 		}
 		if r.ManagerStatus != nil {
+			// A leader may show 0.0.0.0 as its own address; its raft
+			// address (host:port) is the one it advertised.
+			if host, _, err := net.SplitHostPort(r.ManagerStatus.Addr); err == nil && (n.Addr == "" || n.Addr == "0.0.0.0") {
+				n.Addr = host
+			}
 			n.Manager = r.ManagerStatus.Reachability
 			if r.ManagerStatus.Leader {
 				n.Manager = "leader"

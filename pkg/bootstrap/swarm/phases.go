@@ -446,7 +446,7 @@ func (p *labelsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, stri
 			continue
 		}
 		labelled++
-		opts := labelOptions(n.Labels, NodeLabels(t.Machine, t.Facts))
+		opts := LabelOptions(n.Labels, NodeLabels(t.Machine, t.Facts))
 		// The inventory's role wins: a host made a manager there is
 		// promoted, one made a worker demoted (Docker refuses to demote
 		// the last manager, and says so).

@@ -1,0 +1,41 @@
+package swarm_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
+)
+
+// A real node's tasks (testdata/node-tasks.out: scripts.SwarmNodeTasks run
+// on a lab manager, Debian 12's docker.io 20.10.24): a replicated-job
+// reserving a GPU with a checkpoint label, and a global service's task.
+func TestParseTasks(t *testing.T) {
+	t.Parallel()
+	out, err := os.ReadFile("testdata/node-tasks.out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := swarm.ParseTasks(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byService := map[string]swarm.Task{}
+	for _, task := range tasks {
+		byService[task.ServiceName] = task
+	}
+	train, agent := byService["train"], byService["agent"]
+	if len(tasks) != 2 || train.Mode != "replicated-job" || !train.WantsGPU || len(train.GPUs) != 1 || train.Labels["gpukit.dev/checkpoint"] != "signal:SIGUSR1" ||
+		len(train.ContainerID) != 64 || !train.Active() || train.Name() != "train."+train.NodeID {
+		t.Errorf("train: %+v", train)
+	}
+	if agent.Mode != "global" || agent.WantsGPU || agent.State != "running" || agent.Name() != "agent."+agent.NodeID {
+		t.Errorf("agent: %+v", agent)
+	}
+	if tasks, err := swarm.ParseTasks(nil); err != nil || len(tasks) != 0 {
+		t.Errorf("no tasks: %v %v", tasks, err)
+	}
+	if _, err := swarm.ParseTasks([]byte("task={\n")); err == nil {
+		t.Error("a broken line parsed")
+	}
+}
