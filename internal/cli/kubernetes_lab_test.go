@@ -14,11 +14,13 @@ import (
 	"time"
 
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
+	"github.com/gpukit/gpukit/pkg/dcgm"
 	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
 	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/test/cluster"
+	"github.com/gpukit/gpukit/test/fixtures"
 	"github.com/gpukit/gpukit/test/gpusim"
 	"github.com/gpukit/gpukit/test/lab"
 )
@@ -309,12 +311,13 @@ spec:
 	// turned off through the inventory's values (cluster.PlatformImages):
 	// Grafana, kube-state-metrics, node exporter, Alertmanager, the DCGM
 	// exporter; Traefik is off (its modules are not all on the proxy).
+	var mon cluster.Site // the site with the platform's images, once the subtest made it
+	invMon := filepath.Join(dir, "kubernetes-3-monitoring.yaml")
 	t.Run("init with monitoring: Prometheus scrapes a metric pushed to the statsd exporter", func(t *testing.T) {
 		// init writes Grafana's generated login to ./<cluster>.credentials:
 		// into a temporary directory, not the package's.
 		t.Chdir(t.TempDir())
-		mon := site.WithPlatform(t, l, kubeflow.MonitoringChart, kubeflow.StatsdImage)
-		invMon := filepath.Join(dir, "kubernetes-3-monitoring.yaml")
+		mon = site.WithPlatform(t, l, kubeflow.MonitoringChart, kubeflow.StatsdImage)
 		if err := mon.WriteInventory(gpuInv3, invMon, cluster.LabKubernetes); err != nil {
 			t.Fatal(err)
 		}
@@ -383,6 +386,72 @@ spec:
 		}
 		if code != ExitOK || json.Unmarshal([]byte(lines[len(lines)-1]), &st) != nil || len(st.Releases) != 1 || st.Releases[0].Name != "kube-prometheus-stack" || st.Platform.Available != 1 {
 			t.Errorf("kubeflow status: exit %d %+v\n%s\n%s", code, st, out, errOut)
+		}
+	})
+
+	// gpuMetrics on: the dcgm-exporter chart gpukit deploys runs on the GPU
+	// nodes, its image the GPU SIMULATOR's stand-in replaying a real H100
+	// exporter's scrape with each node's own GPU (test/gpusim/cmd/
+	// dcgm-exporter); gpukit status reads every node's exporter through the
+	// API server's pod proxy and puts its readings (utilization, the pod
+	// using the GPU) beside nvidia-smi's, and Prometheus scrapes the
+	// exporters through gpukit's ServiceMonitor, with the node label.
+	t.Run("status reads each GPU node's DCGM exporter", func(t *testing.T) {
+		if mon.Monitoring == "" {
+			t.Skip("the monitoring subtest did not run")
+		}
+		t.Chdir(t.TempDir())
+		scrape := filepath.Join(fixtures.Dir(t, "dcgm"), "h100-80gb-hbm3-x8__k8s-pod-labels__sampled.prom")
+		uuids := map[string][]string{"lab-2": {"GPU-5a1e0002-6c2d-4b1e-9f00-000000000002"}, "lab-3": {"GPU-5a1e0003-6c2d-4b1e-9f00-000000000003"}}
+		d := mon.WithDCGMSimulator(t, l, kubeflow.DCGMChart, gpusim.DCGMExporter(t), scrape, uuids)
+		invDCGM := filepath.Join(dir, "kubernetes-3-dcgm.yaml")
+		if err := d.WriteInventory(gpuInv3, invDCGM, cluster.LabKubernetes); err != nil {
+			t.Fatal(err)
+		}
+		r := runInit(t, "init", "-i", invDCGM, "--kubeconfig-out", kubeconfig)
+		if r.code != ExitOK {
+			t.Fatalf("init with gpuMetrics: exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
+		}
+		if out, err := exec.Command(filepath.Join(cluster.Binaries(t), "kubectl"), "--kubeconfig", kubeconfig, "-n", "monitoring", "rollout", "status", "daemonset/dcgm-exporter", "--timeout=180s").CombinedOutput(); err != nil {
+			t.Fatalf("dcgm-exporter: %v\n%s\n%s", err, out, kubectl(t, "get", "pods,events", "-n", "monitoring", "-o", "wide"))
+		}
+		code, out, errOut := run(t, "status", "-i", invDCGM, "-o", "json", "--log-dir", t.TempDir())
+		var st struct {
+			Healthy bool
+			GPUs    []nvidia.HostGPUs
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if code != ExitOK || json.Unmarshal([]byte(lines[len(lines)-1]), &st) != nil || !st.Healthy || len(st.GPUs) != 2 {
+			t.Fatalf("status: exit %d\n%s\n%s", code, out, errOut)
+		}
+		for _, h := range st.GPUs {
+			g := h.GPUs[0]
+			if len(g.DCGM) != 1 || g.DCGM[0].UUID != uuids[h.Host][0] || g.DCGM[0].Hostname != h.Host || g.DCGM[0].Fields[dcgm.FieldTemp] != 30 ||
+				!slices.Equal(g.DCGM[0].Pods, []string{"dynamo-workload/vllm-agg-0-vllmdecodeworker-s65j5"}) || len(h.DCGM) != 0 {
+				t.Errorf("%s's DCGM readings: GPU %+v, host %+v", h.Host, g.DCGM, h.DCGM)
+			}
+		}
+		_, text, _ := run(t, "status", "-i", invDCGM, "-o", "plain", "--log-dir", t.TempDir())
+		if !strings.Contains(text, "used by dynamo-workload/vllm-agg-0-vllmdecodeworker-s65j5 (dcgm-exporter)") {
+			t.Errorf("status does not show the pod on each GPU:\n%s", text)
+		}
+		t.Logf("gpukit status with the DCGM exporters:\n%s", text[strings.Index(text, "HOST"):])
+		query := "/api/v1/namespaces/monitoring/services/kube-prometheus-stack-prometheus:9090/proxy/api/v1/query?query=DCGM_FI_DEV_GPU_TEMP"
+		var nodes []string
+		for deadline := time.Now().Add(3 * time.Minute); len(nodes) != 2 && time.Now().Before(deadline); time.Sleep(5 * time.Second) {
+			var resp struct {
+				Data struct{ Result []struct{ Metric map[string]string } }
+			}
+			nodes = nil
+			if json.Unmarshal([]byte(kubectl(t, "get", "--raw", query)), &resp) == nil {
+				for _, s := range resp.Data.Result {
+					nodes = append(nodes, s.Metric["node"])
+				}
+			}
+			slices.Sort(nodes)
+		}
+		if !slices.Equal(nodes, []string{"lab-2", "lab-3"}) {
+			t.Errorf("Prometheus's DCGM_FI_DEV_GPU_TEMP series are of nodes %v, want lab-2 and lab-3", nodes)
 		}
 	})
 

@@ -15,6 +15,7 @@ import (
 	"github.com/gpukit/gpukit/internal/flow"
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
+	"github.com/gpukit/gpukit/pkg/dcgm"
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/pkg/ui"
@@ -38,6 +39,10 @@ Every host also shows its GPUs (nvidia-smi -q -x, and the kernel's XID reports o
 boot): product, driver and CUDA, temperature against its slowdown threshold, power
 against its limit, MIG mode, uncorrectable ECC errors, remapped rows, each GPU's verdict
 (ok, warn, fail) and what to do about it. -o json adds "gpus":[...] and "healthy".
+Kubernetes: where DCGM exporters run (gpukit's monitoring, or the GPU Operator's), each
+node's is read through the API server's pod proxy: utilization, the pods using each GPU
+(and MIG instance), and its XID, row remapping and double-bit ECC counters join the
+verdicts.
 
 Exit code 0 when everything is healthy, 3 when a host did not answer, a node is not
 Ready or a GPU fails its health check (each named), 2 on bad input.`,
@@ -64,6 +69,9 @@ Ready or a GPU fails its health check (each named), 2 on bad input.`,
 				if g.Status == facts.HealthFail {
 					problems = append(problems, g.Host+"'s GPUs fail their health check")
 				}
+			}
+			for _, u := range f.Unanswered() {
+				fmt.Fprintf(s.Err, "warning: the DCGM exporter on %s did not answer\n", u)
 			}
 			if kn := f.KubeNodes(); kn != nil {
 				for _, n := range kn {
@@ -128,12 +136,12 @@ func writeGPUTable(w io.Writer, hosts []nvidia.HostGPUs) error {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOST\tGPU\tPRODUCT\tDRIVER\tCUDA\tTEMP C (SLOWDOWN)\tPOWER W (LIMIT)\tMIG\tECC UNCORR\tREMAP PENDING\tXIDS\tHEALTH")
+	fmt.Fprintln(tw, "HOST\tGPU\tPRODUCT\tDRIVER\tCUDA\tTEMP C (SLOWDOWN)\tPOWER W (LIMIT)\tUTIL %\tMIG\tECC UNCORR\tREMAP PENDING\tXIDS\tHEALTH")
 	count := map[string]int{}
 	var notes []string
 	for _, h := range hosts {
 		if h.Error != "" {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\t%s\n", h.Host, xidCodes(h.XIDs), h.Status)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\t%s\n", h.Host, xidCodes(h.XIDs), h.Status)
 			notes = append(notes, fmt.Sprintf("  %s: nvidia-smi: %s", h.Host, h.Error))
 			count[h.Status]++
 			continue
@@ -141,12 +149,20 @@ func writeGPUTable(w io.Writer, hosts []nvidia.HostGPUs) error {
 		for _, g := range h.GPUs {
 			st := g.Health.Status()
 			count[st]++
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s (%s)\t%s (%s)\t%s\t%s\t%s\t%s\t%s\n", h.Host, g.BusID, g.ProductName, h.Driver, h.CUDA,
-				showInt(g.TemperatureC), showInt(g.SlowdownTempC), showFloat(g.PowerDrawW), showFloat(g.PowerLimitW),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s (%s)\t%s (%s)\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Host, g.BusID, g.ProductName, h.Driver, h.CUDA,
+				showInt(g.TemperatureC), showInt(g.SlowdownTempC), showFloat(g.PowerDrawW), showFloat(g.PowerLimitW), utilization(g.DCGM),
 				dash(g.MIGMode.Current), showInt(g.ECC.Volatile.Uncorrected), showBool(g.RemappedRows.Pending), ints(g.XIDs), st)
 			for _, r := range g.Health.Reasons() {
 				notes = append(notes, fmt.Sprintf("  %s %s: %s", h.Host, g.BusID, r))
 			}
+			for _, d := range g.DCGM {
+				if len(d.Pods) > 0 {
+					notes = append(notes, fmt.Sprintf("  %s %s%s: used by %s (dcgm-exporter)", h.Host, g.BusID, migSuffix(d.MIG), strings.Join(d.Pods, ", ")))
+				}
+			}
+		}
+		for _, d := range h.DCGM {
+			notes = append(notes, fmt.Sprintf("  %s: dcgm-exporter reports GPU %s (%s) that nvidia-smi did not list", h.Host, d.Index, dash(d.UUID)))
 		}
 		for _, x := range h.XIDs {
 			notes = append(notes, fmt.Sprintf("  %s: XID %d on %s (no GPU of the report): %s", h.Host, x.Code, x.Bus, x.Message))
@@ -160,6 +176,24 @@ func writeGPUTable(w io.Writer, hosts []nvidia.HostGPUs) error {
 	}
 	_, err := fmt.Fprintf(w, "%d GPU host(s): %d ok, %d warn, %d fail\n", len(hosts), count[facts.HealthOK], count[facts.HealthWarn], count[facts.HealthFail])
 	return err
+}
+
+// utilization is dcgm-exporter's GPU utilization of the whole GPU, "-"
+// without the exporter.
+func utilization(readings []dcgm.GPU) string {
+	for _, d := range readings {
+		if v, ok := d.Value(dcgm.FieldUtil); ok && d.MIG == "" {
+			return strconv.FormatFloat(v, 'f', 0, 64)
+		}
+	}
+	return "-"
+}
+
+func migSuffix(mig string) string {
+	if mig == "" {
+		return ""
+	}
+	return " MIG " + mig
 }
 
 func showInt(v *int64) string {

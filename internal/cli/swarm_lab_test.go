@@ -304,6 +304,161 @@ func TestLabSwarm(t *testing.T) {
 			t.Fatalf("init after reset: exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
 		}
 	})
+
+	// The rolling driver upgrade on the real swarm: 580.95.05 -> 590.48.01
+	// on the three GPU workers, one at a time. A serving service holds
+	// lab-2's and lab-3's GPUs, a training job (a replicated-job with a
+	// checkpoint label) lab-4's, a global service every node. lab-2 is
+	// drained: its serving task has nowhere to go (every other GPU is
+	// taken) and comes back to it once it is active again, as does the
+	// global task. lab-3's GPU is lost on purpose: verification catches
+	// it, lab-3 stays drained and marked, the rollout stops before lab-4.
+	// Fixed, --resume finishes lab-3, then asks lab-4's training to
+	// checkpoint and leaves lab-4 untouched (the same task runs, the node
+	// never updated); the training done, the next --resume waits for it
+	// and upgrades lab-4. Packages change version and are held, every
+	// worker reboots, the manager never does, the nodes' driver labels
+	// follow, and a last run changes nothing.
+	t.Run("upgrade driver rolls the swarm's GPU workers to 590.48.01, one at a time", func(t *testing.T) {
+		workers := []string{"lab-2", "lab-3", "lab-4"}
+		l.SSH(t, "lab-4", busyboxImage)
+		l.SSH(t, "lab-1", `set -e
+q() { docker service create -d --stop-grace-period 1s "$@" >/dev/null 2>&1; }
+q --name serve --replicas 2 --generic-resource NVIDIA-GPU=1 --constraint node.hostname!=lab-4 gpukit-lab/busybox:1 sleep 3600
+q --name train --mode replicated-job --label gpukit.dev/checkpoint=signal:SIGUSR1 --generic-resource NVIDIA-GPU=1 --constraint node.hostname==lab-4 \
+  gpukit-lab/busybox:1 sh -c 'trap "echo checkpoint asked" USR1; while [ ! -e /done ]; do sleep 1; done'
+q --name agent --mode global gpukit-lab/busybox:1 sleep 3600`)
+		running := func(service string) string {
+			return l.SSH(t, "lab-1", "docker service ps "+service+" --filter desired-state=running --format '{{.Node}} {{.CurrentState}}' | grep Running | sort | cut -d' ' -f1 | paste -sd,")
+		}
+		waitFor := func(what string, ok func() bool) {
+			t.Helper()
+			for deadline := time.Now().Add(90 * time.Second); !ok(); time.Sleep(time.Second) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: not after 90 s", what)
+				}
+			}
+		}
+		waitFor("serve on lab-2 and lab-3, agent everywhere", func() bool {
+			return running("serve") == "lab-2,lab-3" && running("agent") == "lab-1,lab-2,lab-3,lab-4"
+		})
+		trainTask := func() string {
+			return l.SSH(t, "lab-1", "docker service ps train --filter desired-state=complete --format '{{.ID}} {{.Node}} {{.CurrentState}}' | grep Running || true")
+		}
+		waitFor("train running on lab-4", func() bool { return strings.Contains(trainTask(), " lab-4 Running") })
+		train := strings.Fields(trainTask())[0]
+		nodeSpec := func(h string) string { return l.SSH(t, "lab-1", "docker node inspect "+h+" --format '{{json .Spec}}'") }
+		lab4Spec := nodeSpec("lab-4")
+		boots := bootIDs(t, l, all...)
+		state := filepath.Join(t.TempDir(), "swarm.driver.json")
+		args := []string{"upgrade", "driver", "-i", inv4, "--driver", "590.48.01", "--state", state}
+
+		l.SSH(t, "lab-3", "touch /etc/gpusim/gpu-lost")
+		start := time.Now()
+		r := runInit(t, args...)
+		if r.code != ExitHostsFailed || !strings.HasPrefix(r.failed["lab-3"], "nvidia/verify: not verified") || len(r.failed) != 1 {
+			t.Fatalf("first run: exit %d, failed %v\n%s", r.code, r.failed, r.out)
+		}
+		t.Logf("first run (lab-2 upgraded, lab-3 caught): %s; %s", time.Since(start).Round(100*time.Millisecond), upgradeReport(r.out))
+		n3 := nodeNamed(swarmNodes(t, l), "lab-3")
+		if n3.Availability != "drain" || n3.Labels["dev.gpukit.upgrade-cordoned"] == "" {
+			t.Errorf("lab-3 after failing verification: %s, labels %v (want drained, marked)", n3.Availability, n3.Labels)
+		}
+		// lab-2's tasks came back: its serving task waited, pending, for a
+		// GPU, and the global service runs on every active node.
+		waitFor("serve back on lab-2", func() bool { return strings.Contains(running("serve"), "lab-2") && strings.Contains(running("agent"), "lab-2") })
+		if got := l.SSH(t, "lab-4", "nvidia-smi --query-gpu=driver_version --format=csv,noheader"); got != "580.95.05" {
+			t.Errorf("lab-4 runs %s: the rollout went on past a failed node", got)
+		}
+		if got := nodeSpec("lab-4"); got != lab4Spec {
+			t.Errorf("lab-4's node was updated before its turn: %s -> %s", lab4Spec, got)
+		}
+		code, out, errOut := run(t, "status", "-i", inv4, "-o", "plain", "--log-dir", t.TempDir())
+		if code != ExitHostsFailed || !strings.Contains(errOut, "lab-3's GPUs fail their health check") || !regexp.MustCompile(`(?m)^lab-3\s+worker\s+ready\s+drain\s`).MatchString(out) {
+			t.Errorf("status with lab-3's GPU lost: exit %d\n%s\n%s", code, out, errOut)
+		}
+		l.SSH(t, "lab-3", "rm /etc/gpusim/gpu-lost")
+		lab2 := r.writeSteps()["lab-2"]
+
+		// Resumed: lab-3 first (gpukit's, out of service), then lab-4's
+		// training is asked to checkpoint and the node left alone.
+		r = runInit(t, append(args, "--resume")...)
+		if r.code != ExitHostsFailed || len(r.failed) != 0 || !strings.Contains(r.out, "lab-4: training still running (train.") {
+			t.Fatalf("resume with training on lab-4: exit %d, failed %v\n%s", r.code, r.failed, r.out)
+		}
+		if w := r.writeSteps()["lab-2"]; len(w) != 0 {
+			t.Errorf("the resume changed lab-2 again: %v (first run: %v)", w, lab2)
+		}
+		if w := r.writeSteps()["lab-4"]; len(w) != 1 || !strings.HasPrefix(w[0], "checkpoint train.") {
+			t.Errorf("lab-4's writes: %v, want only the checkpoint", w)
+		}
+		if got := strings.Fields(trainTask()); len(got) == 0 || got[0] != train {
+			t.Errorf("the training task %s is gone: %v", train, got)
+		}
+		if got := nodeSpec("lab-4"); got != lab4Spec {
+			t.Errorf("lab-4's node was updated while its training ran: %s -> %s", lab4Spec, got)
+		}
+		if got := l.SSH(t, "lab-4", "docker logs $(docker ps -q --filter name=train) 2>&1"); !strings.Contains(got, "checkpoint asked") {
+			t.Errorf("the training was not asked to checkpoint: %q", got)
+		}
+		if n := nodeNamed(swarmNodes(t, l), "lab-3"); n.Availability != "active" || n.Labels[swarm.LabelDriver] != "590.48.01" {
+			t.Errorf("lab-3 after the resume: %s, labels %v", n.Availability, n.Labels)
+		}
+
+		// The training ends while the next resume waits for it.
+		ended := make(chan string)
+		go func() {
+			time.Sleep(5 * time.Second)
+			out, err := l.SSHCommand("lab-4", "docker exec $(docker ps -q --filter name=train) sh -c ': >/done'").CombinedOutput()
+			ended <- fmt.Sprintf("%v %s", err, out)
+		}()
+		start = time.Now()
+		r = runInit(t, append(args, "--resume", "--wait-for-jobs", "3m", "--write-inventory")...)
+		if got := <-ended; got != "<nil> " {
+			t.Errorf("ending the training: %s", got)
+		}
+		if r.code != ExitOK {
+			t.Fatalf("resume once the training ends: exit %d, failed %v\n%s", r.code, r.failed, r.out)
+		}
+		t.Logf("last resume (lab-4 waited for, upgraded): %s; %s", time.Since(start).Round(100*time.Millisecond), upgradeReport(r.out))
+		if b, err := os.ReadFile(filepath.Join(r.logDir, "lab-4.log")); err != nil || !strings.Contains(string(b), "the finished GPU job task train.") {
+			t.Errorf("no warning that activating lab-4 runs its finished GPU job again: %v", err)
+		}
+		nodes := swarmNodes(t, l)
+		for _, h := range workers {
+			if got := l.SSH(t, h, "nvidia-smi --query-gpu=driver_version --format=csv,noheader"); got != "590.48.01" {
+				t.Errorf("%s runs driver %s", h, got)
+			}
+			held := l.SSH(t, h, `dpkg-query -W -f='${Package} ${Version}\n' | awk '$2 ~ /^590\.48\.01-/ {print $1}' | sort; echo --; apt-mark showhold | sort; echo --; dpkg-query -W -f='${Package} ${Version}\n' | awk '$2 ~ /^580\.95\.05-/' | wc -l`)
+			parts := strings.Split(held, "--")
+			if len(parts) != 3 || strings.TrimSpace(parts[0]) == "" || strings.TrimSpace(parts[2]) != "0" {
+				t.Errorf("%s's packages (590 / held / count of 580):\n%s", h, held)
+			}
+			for _, p := range strings.Fields(parts[0]) {
+				if !slices.Contains(strings.Fields(parts[1]), p) {
+					t.Errorf("%s: %s at 590.48.01 is not held", h, p)
+				}
+			}
+			if got := l.BootID(t, h); got == boots[h] {
+				t.Errorf("%s did not reboot for its new driver", h)
+			}
+			n := nodeNamed(nodes, h)
+			if _, marked := n.Labels["dev.gpukit.upgrade-cordoned"]; n.Availability != "active" || marked || n.Labels[swarm.LabelDriver] != "590.48.01" || len(n.GPUs) != 1 {
+				t.Errorf("%s after the rollout: %s, GPUs %v, labels %v", h, n.Availability, n.GPUs, n.Labels)
+			}
+		}
+		if got := l.BootID(t, "lab-1"); got != boots["lab-1"] {
+			t.Error("the manager rebooted: it has no GPU")
+		}
+		if b, err := os.ReadFile(inv4); err != nil || !strings.Contains(string(b), "590.48.01") {
+			t.Errorf("--write-inventory: %v\n%s", err, b)
+		}
+		r = runInit(t, "upgrade", "driver", "-i", inv4, "--driver", "590.48.01", "--state", state)
+		if r.code != ExitOK || r.counts.Changed != 0 || len(r.writeSteps()) != 0 {
+			t.Errorf("a second upgrade: exit %d %+v writes %v\n%s", r.code, r.counts, r.writeSteps(), r.out)
+		}
+		l.SSH(t, "lab-1", "docker service rm serve train agent >/dev/null")
+	})
 }
 
 // busyboxImage builds the test image on a host: no registry is reachable

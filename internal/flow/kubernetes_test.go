@@ -105,7 +105,7 @@ func TestStatusFlowKubernetes(t *testing.T) {
 	if got := machineNames(f.Machines); !reflect.DeepEqual(got, []string{"cp1", "cp2", "w1", "w2"}) {
 		t.Errorf("status connects to %v, want every host", got)
 	}
-	if got := phaseNames(f.Phases); !reflect.DeepEqual(got, []string{"status/nodes", "status/gpus"}) {
+	if got := phaseNames(f.Phases); !reflect.DeepEqual(got, []string{"status/nodes", "status/gpus", "status/gpu-metrics"}) {
 		t.Errorf("phases %v", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
+	"github.com/gpukit/gpukit/pkg/dcgm"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/nvidia"
@@ -15,19 +16,40 @@ import (
 // the kernel report them. It changes nothing.
 type Status struct {
 	Flow
-	sw   *swarm.Layer
-	kube *kubeadm.Layer
-	gpus *nvidia.Status
+	inv     *inventory.Inventory
+	sw      *swarm.Layer
+	kube    *kubeadm.Layer
+	gpus    *nvidia.Status
+	metrics *dcgm.Metrics // Kubernetes: the DCGM exporters'
 }
 
 // GPUs are the hosts' GPUs the run read, in inventory order (hosts without
-// nvidia-smi left out).
+// nvidia-smi left out), with the DCGM exporters' readings of their nodes.
 func (s *Status) GPUs() []nvidia.HostGPUs {
 	names := make([]string, len(s.Machines))
 	for i, m := range s.Machines {
 		names[i] = m.Name
 	}
-	return s.gpus.Hosts(names)
+	hosts := s.gpus.Hosts(names)
+	if s.metrics == nil {
+		return hosts
+	}
+	for i := range hosts {
+		for _, m := range s.Machines {
+			if m.Name == hosts[i].Host {
+				hosts[i].AddDCGM(s.metrics.Node(kubeadm.NodeOf(s.inv, m).Name))
+			}
+		}
+	}
+	return hosts
+}
+
+// Unanswered names the DCGM exporters that run but did not answer.
+func (s *Status) Unanswered() []string {
+	if s.metrics == nil {
+		return nil
+	}
+	return s.metrics.Unanswered()
 }
 
 // NewStatus builds the flow for inv: the first control plane (manager)
@@ -44,12 +66,14 @@ func NewStatus(inv *inventory.Inventory) (*Status, error) {
 			return nil, fmt.Errorf("the inventory has no control plane to ask")
 		}
 		k, g := kubeadm.New(inv), nvidia.NewStatus()
-		return &Status{kube: k, gpus: g, Flow: Flow{
+		d := dcgm.NewMetrics(k)
+		return &Status{inv: inv, kube: k, gpus: g, metrics: d, Flow: Flow{
 			Name:     "gpukit status",
 			Machines: inv.Machines,
 			Phases: []engine.Phase{
-				k.Nodes(), // status/nodes  kubectl get nodes on the first control plane that answers
-				g,         // status/gpus   nvidia-smi -q -x and the kernel's XIDs on every host
+				k.Nodes(), // status/nodes        kubectl get nodes on the first control plane that answers
+				g,         // status/gpus         nvidia-smi -q -x and the kernel's XIDs on every host
+				d,         // status/gpu-metrics  every dcgm-exporter's metrics through the API's pod proxy, when the monitoring runs
 			},
 		}}, nil
 	}
@@ -63,7 +87,7 @@ func NewStatus(inv *inventory.Inventory) (*Status, error) {
 		return nil, fmt.Errorf("the inventory has no manager to ask")
 	}
 	sw, g := swarm.New(inv), nvidia.NewStatus()
-	return &Status{sw: sw, gpus: g, Flow: Flow{
+	return &Status{inv: inv, sw: sw, gpus: g, Flow: Flow{
 		Name:     "gpukit status",
 		Machines: inv.Machines,
 		Phases: []engine.Phase{

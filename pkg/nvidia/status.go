@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gpukit/gpukit/pkg/dcgm"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/scripts"
@@ -34,6 +35,9 @@ type HostGPUs struct {
 	// XIDs are the kernel's XID reports of this boot that name no GPU of
 	// the report (or all of them when nvidia-smi did not answer).
 	XIDs []XID `json:"xids,omitempty"`
+	// DCGM are dcgm-exporter's readings of GPUs nvidia-smi did not list
+	// (all of them when it did not answer).
+	DCGM []dcgm.GPU `json:"dcgm,omitempty"`
 }
 
 // GPUStatus is one GPU: what nvidia-smi reported, its verdict, and the
@@ -41,6 +45,33 @@ type HostGPUs struct {
 type GPUStatus struct {
 	facts.SMIGPU
 	Health facts.GPUHealth `json:"health"`
+	// DCGM are dcgm-exporter's readings of the GPU (and of its MIG
+	// instances), when the monitoring stack runs.
+	DCGM []dcgm.GPU `json:"dcgm,omitempty"`
+}
+
+// AddDCGM puts dcgm-exporter's readings of the host's GPUs beside
+// nvidia-smi's (by UUID) and adds what they say to the verdicts: an XID
+// the kernel log of this boot no longer holds, failed row remapping,
+// double-bit errors.
+func (r *HostGPUs) AddDCGM(readings []dcgm.GPU) {
+	critical := func(xid int) bool { return slices.Contains(criticalXIDs, xid) }
+	for _, d := range readings {
+		i := slices.IndexFunc(r.GPUs, func(g GPUStatus) bool { return d.UUID != "" && strings.EqualFold(g.UUID, d.UUID) })
+		fails, warns := d.Health(critical)
+		if i < 0 {
+			r.DCGM = append(r.DCGM, d)
+			if len(fails) > 0 {
+				r.Status = facts.HealthFail
+			}
+			continue
+		}
+		g := &r.GPUs[i]
+		g.DCGM = append(g.DCGM, d)
+		g.Health.Fails = append(g.Health.Fails, fails...)
+		g.Health.Warns = append(g.Health.Warns, warns...)
+		r.Status = worse(r.Status, g.Health.Status())
+	}
 }
 
 // XID is one "NVRM: Xid (PCI:0000:17:00): 79, pid=..., GPU has fallen off

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpukit/gpukit/pkg/dcgm"
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/test/fixtures"
@@ -67,5 +68,39 @@ func TestParseGPUStatusWithoutAnAnswer(t *testing.T) {
 	}
 	if r := nvidia.ParseGPUStatus("h", []byte("gpukit: no nvidia-smi\n")); r.Error != "no nvidia-smi" || r.Status != "" {
 		t.Errorf("no nvidia-smi: %+v", r)
+	}
+}
+
+// dcgm-exporter's readings join nvidia-smi's by UUID: a real H100 capture
+// and a real H100 scrape, one reading given the capture's UUID; a critical
+// XID the exporter saw fails that GPU, a reading of a GPU nvidia-smi did
+// not list stays the host's.
+func TestAddDCGM(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join(fixtures.Dir(t, "nvidia-smi"), "h100-80gb-hbm3__drv590.48.01__q-idle.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := nvidia.ParseGPUStatus("h", append(append([]byte("=== nvidia-smi\n"), b...), "\n=== xid\n"...))
+	scrape, err := os.Open(filepath.Join(fixtures.Dir(t, "dcgm"), "h100-80gb-hbm3-x8__k8s-pod-labels__sampled.prom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer scrape.Close()
+	readings, err := dcgm.Parse(scrape)
+	if err != nil || len(readings) != 8 || len(r.GPUs) == 0 {
+		t.Fatalf("%d readings %v, %d GPUs", len(readings), err, len(r.GPUs))
+	}
+	mine := readings[0]
+	mine.UUID = strings.ToLower(r.GPUs[0].UUID) // exporters and nvidia-smi need not agree on case
+	r.AddDCGM([]dcgm.GPU{mine, readings[1]})
+	g := r.GPUs[0]
+	if len(g.DCGM) != 1 || len(g.DCGM[0].Pods) != 1 || len(r.DCGM) != 1 || r.DCGM[0].Index != "1" || g.Health.Status() != facts.HealthOK || r.Status != facts.HealthOK {
+		t.Errorf("healthy readings: GPU %+v, host's %+v, status %s", g.DCGM, r.DCGM, r.Status)
+	}
+	mine.Fields = map[string]float64{dcgm.FieldXID: 79}
+	r.AddDCGM([]dcgm.GPU{mine})
+	if g := r.GPUs[0]; r.Status != facts.HealthFail || !strings.Contains(strings.Join(g.Health.Fails, "|"), "last XID 79") {
+		t.Errorf("XID 79 from the exporter: %s %v", r.Status, g.Health)
 	}
 }

@@ -314,10 +314,12 @@ func (p *drainPhase) Run(ctx context.Context, h *engine.Host) error {
 			why = fmt.Sprintf("training still running after %s (%s): left alone, never evicted without --force", u.o.WaitForJobs, strings.Join(names, ", "))
 		}
 		h.Logf("%s: %s", PhaseDrain, why)
-		if err := h.WriteAPI(ctx, "uncordon "+name, k.Says(OpUncordon, name)+" (untouched)", func(ctx context.Context) error {
-			return k.Uncordon(ctx, name)
-		}); err != nil {
-			return err
+		if _, cordoned := k.(cordoner); cordoned {
+			if err := h.WriteAPI(ctx, "uncordon "+name, k.Says(OpUncordon, name)+" (untouched)", func(ctx context.Context) error {
+				return k.Uncordon(ctx, name)
+			}); err != nil {
+				return err
+			}
 		}
 		u.mu.Lock()
 		u.left[h.Name()] = why

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,7 +28,8 @@ import (
 // be used), kube-state-metrics and node exporter (not built: nothing in the
 // lab reads them), Alertmanager, and the admission webhook's certificate
 // job (kube-webhook-certgen). The DCGM exporter needs NVIDIA's libdcgm: no
-// image, so gpuMetrics is off.
+// image, so gpuMetrics is off, unless WithDCGMSimulator pushes the GPU
+// simulator's stand-in.
 //
 // monitoring is gpukit's kube-prometheus-stack chart and statsd its statsd
 // exporter image (pkg/kubeflow's MonitoringChart and StatsdImage: that
@@ -102,6 +105,43 @@ func (s Site) WithPlatform(t testing.TB, l *lab.Lab, monitoring charts.Chart, st
 	t.Logf("the platform's %d images (prometheus-operator, its config reloader, Prometheus %s, the statsd exporter) pushed to the lab registry in %s",
 		len(images), prom, time.Since(began).Round(time.Millisecond))
 	s.Monitoring = LabMonitoring(prom)
+	return s
+}
+
+// WithDCGMSimulator pushes the GPU SIMULATOR's dcgm-exporter (bin, built
+// from test/gpusim/cmd/dcgm-exporter; it replays capture, a real exporter's
+// scrape, with each node's GPUs uuids[node]) to l's registry as the image chart
+// (gpukit's dcgm-exporter chart) runs, under nvcr.io's mirror, and turns
+// the site's gpuMetrics on: the real chart's DaemonSet, Service and
+// ServiceMonitor on the GPU nodes, the exporter a stand-in. After
+// WithPlatform.
+func (s Site) WithDCGMSimulator(t testing.TB, l *lab.Lab, chart charts.Chart, bin, capture string, uuids map[string][]string) Site {
+	t.Helper()
+	if s.Monitoring == "" {
+		t.Fatal("WithDCGMSimulator: the site has no monitoring (WithPlatform first)")
+	}
+	ch, err := charts.Source(s.Charts).Load(t.Context(), chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, _ := ch.Values["image"].(map[string]any)
+	repo, _ := img["repository"].(string)
+	tag, _ := img["tag"].(string)
+	if repo == "" || tag == "" {
+		t.Fatalf("chart %s names no image (repository %q, tag %q)", chart.Name, repo, tag)
+	}
+	ref := repo + ":" + tag
+	PushImages(t, []Image{{Ref: ref, Upstream: ref, Files: map[string]string{"/bin/dcgm-exporter": bin, "/etc/gpusim/dcgm.prom": capture},
+		Entrypoint: []string{"/bin/dcgm-exporter"}}}, func(img Image) string { return mirrorPath + "/" + img.Upstream }, l.PushImage)
+	var spec []string
+	for _, node := range slices.Sorted(maps.Keys(uuids)) {
+		spec = append(spec, node+":"+strings.Join(uuids[node], ","))
+	}
+	s.Monitoring = strings.Replace(s.Monitoring, "gpuMetrics: {enabled: false}\n", fmt.Sprintf(`gpuMetrics:
+  enabled: true
+  values:
+    extraEnv: [{name: GPUSIM_UUIDS, value: %q}]
+`, strings.Join(spec, " ")), 1)
 	return s
 }
 

@@ -197,3 +197,17 @@ func buildBinaries(ctx context.Context, goarch string) (binaries, error) {
 	}
 	return bin, nil
 }
+
+// DCGMExporter builds the dcgm-exporter stand-in (static, for an image on
+// the lab's nodes) into a temporary directory of t and returns its path.
+func DCGMExporter(t testing.TB) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "dcgm-exporter")
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", out,
+		"github.com/gpukit/gpukit/test/gpusim/cmd/dcgm-exporter")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gpusim: building the dcgm-exporter stand-in: %v\n%s", err, b)
+	}
+	return out
+}

@@ -478,6 +478,10 @@ func (l *Lab) SSHWithin(t testing.TB, name, cmd string, limit time.Duration) str
 	return strings.TrimSpace(stdout.String())
 }
 
+// SSHCommand is the command SSH runs as root on name, for a caller that must handle its failure
+// itself (a goroutine, which cannot fail the test).
+func (l *Lab) SSHCommand(name, cmd string) *exec.Cmd { return l.command("root", name, cmd) }
+
 // command is the ssh command line SSH runs (user@name), for callers that handle its failure.
 func (l *Lab) command(user, name, cmd string, extra ...string) *exec.Cmd {
 	args := append(extra, l.sshOptions()...) // ssh takes the first value of an option

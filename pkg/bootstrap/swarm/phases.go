@@ -377,8 +377,9 @@ type labelsPhase struct {
 	l    *Layer
 	only []string // hosts whose nodes are labelled; empty: all
 	// set by Prepare, then by ShouldRun
-	all     []*engine.Host
-	updates []scripts.NodeUpdate
+	all      []*engine.Host
+	updates  []scripts.NodeUpdate
+	deferred []string // nodes whose update waits for their GPU tasks, why
 }
 
 func (*labelsPhase) Name() string { return PhaseLabels }
@@ -431,7 +432,7 @@ func (p *labelsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, stri
 	for _, n := range nodes {
 		byID[n.ID] = n
 	}
-	p.updates = nil
+	p.updates, p.deferred = nil, nil
 	labelled := 0
 	for _, t := range p.all {
 		if len(p.only) > 0 && !slices.Contains(p.only, t.Name()) {
@@ -453,14 +454,57 @@ func (p *labelsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, stri
 		if want := roleOf(t.Machine); n.Role != want {
 			opts = append(opts, "--role", want)
 		}
-		if len(opts) > 0 {
-			p.updates = append(p.updates, scripts.NodeUpdate{ID: n.ID, Options: opts})
+		if len(opts) == 0 {
+			continue
 		}
+		if gpuTasks, err := holdingGPUs(ctx, h, n); err != nil {
+			return false, "", err
+		} else if len(gpuTasks) > 0 {
+			// Any update of an active node makes swarm reject the tasks
+			// holding its GPUs (swarmkit's constraint enforcer): a training
+			// run would start over. The labels wait for the tasks.
+			why := fmt.Sprintf("%s left as it is: updating it would make swarm restart its GPU tasks (%s); run init again once they are done, or drain the node first", t.Name(), strings.Join(gpuTasks, ", "))
+			h.Logf("%s: %s", PhaseLabels, why)
+			p.deferred = append(p.deferred, why)
+			continue
+		}
+		p.updates = append(p.updates, scripts.NodeUpdate{ID: n.ID, Options: opts})
 	}
 	if len(p.updates) == 0 {
+		if len(p.deferred) > 0 {
+			return false, strings.Join(p.deferred, "; "), nil
+		}
 		return false, fmt.Sprintf("the labels and roles of %d node(s) are as wanted", labelled), nil
 	}
 	return true, "", nil
+}
+
+// holdingGPUs names the tasks of an active node n that hold its GPUs in
+// the swarm's books (running, or a job's finished ones), read on the
+// manager h.
+func holdingGPUs(ctx context.Context, h *engine.Host, n Node) ([]string, error) {
+	if n.Availability != "active" || len(n.GPUs) == 0 {
+		return nil, nil
+	}
+	cmd, err := scripts.SwarmNodeTasks(n.ID)
+	if err != nil {
+		return nil, err
+	}
+	res, err := h.Run(ctx, "read the node's tasks", cmd)
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := ParseTasks(res.Stdout)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, t := range tasks {
+		if (t.Active() && len(t.GPUs) > 0) || t.FinishedJobOnGPU() {
+			out = append(out, t.Name())
+		}
+	}
+	return out, nil
 }
 
 func (p *labelsPhase) Run(ctx context.Context, h *engine.Host) error {

@@ -38,6 +38,8 @@ type fakeSwarm struct {
 	noDriver bool                // the GPUs are on the PCI bus, nvidia-smi lists none
 	hosts    map[string]*fakeHost
 	nodes    map[string]*fakeNode // node ID -> node
+	// tasks are the task=/service= lines a manager prints of a host's node.
+	tasks map[string]string
 }
 
 type fakeHost struct {
@@ -166,6 +168,13 @@ func (f *fakeSwarm) handle(_ context.Context, e *enginetest.Executor, cmd ssh.Co
 		}
 		b, _ := json.Marshal(list)
 		return out("%s", b)
+	case "read the node's tasks":
+		for id, n := range f.nodes {
+			if id == cmd.Args[0] {
+				return out("%s", f.tasks[n.host])
+			}
+		}
+		return out("")
 	case "update swarm nodes":
 		a := cmd.Args
 		for len(a) > 0 {
@@ -434,6 +443,37 @@ func TestSwarmPlan(t *testing.T) {
 	}
 	if !strings.Contains(why, "advertised once the driver lists them") {
 		t.Errorf("w1's runtime phase: skipped with %q, want the GPUs said to be advertised after the driver", why)
+	}
+}
+
+// A node whose labels change is not updated while tasks hold its GPUs
+// (swarm would reject them, and a training run would start over): init
+// says so and updates it once they are gone.
+func TestSwarmLabelsWaitForGPUTasks(t *testing.T) {
+	t.Parallel()
+	inv := swarmInventory(t)
+	fake := newFakeSwarm(map[string][]string{"w1": {"GPU-w1a"}})
+	phases := func(inv *inventory.Inventory) []engine.Phase {
+		l := swarm.New(inv)
+		return []engine.Phase{l.Engine(), l.Runtime(), l.Init(), l.JoinManagers(), l.JoinWorkers(), l.Labels()}
+	}
+	if sum, _, _ := run(t, inv.Machines[:2], phases(inv), fake); sum.HostCounts().Failed != 0 {
+		t.Fatalf("%+v", sum.Failed())
+	}
+	fake.tasks = map[string]string{"w1": `task={"ID":"t1","ServiceID":"s1","NodeID":"x","Slot":0,"DesiredState":"complete","Status":{"State":"running"},` +
+		`"GenericResources":[{"NamedResourceSpec":{"Kind":"NVIDIA-GPU","Value":"GPU-w1a"}}]}` + "\n" +
+		`service={"ID":"s1","Spec":{"Name":"train","Mode":{"ReplicatedJob":{}}}}` + "\n"}
+	inv.Machines[1].Labels = map[string]string{"rack": "r9"}
+	sum, fleet, _ := run(t, inv.Machines[:2], phases(inv), fake)
+	if c := sum.HostCounts(); c.Changed != 0 || c.Failed != 0 || len(writes(fleet)) != 0 {
+		t.Fatalf("with a training task on w1: %+v %+v, writes %v", c, sum.Failed(), writes(fleet))
+	}
+	if r := sum.Hosts[0].Phases[len(sum.Hosts[0].Phases)-1]; !strings.Contains(r.Reason, "w1 left as it is: updating it would make swarm restart its GPU tasks (train.x)") {
+		t.Errorf("swarm/labels on m1: %+v", r)
+	}
+	fake.tasks = nil
+	if sum, fleet, _ := run(t, inv.Machines[:2], phases(inv), fake); sum.HostCounts().Changed != 1 || fake.nodes[nodeID("w1")].labels["rack"] != "r9" {
+		t.Errorf("once the task is gone: %+v, writes %v, labels %v", sum.HostCounts(), writes(fleet), fake.nodes[nodeID("w1")].labels)
 	}
 }
 

@@ -1,0 +1,151 @@
+package dcgm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpukit/gpukit/pkg/charts"
+	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/inventory"
+)
+
+// PhaseMetrics reads the exporters (gpukit status).
+const PhaseMetrics = "status/gpu-metrics"
+
+// Selectors find dcgm-exporter's pods: its Helm chart's (gpukit's
+// monitoring) and the GPU Operator's.
+var Selectors = []string{"app.kubernetes.io/name=dcgm-exporter", "app=nvidia-dcgm-exporter"}
+
+// DefaultPort is the exporter's, when its pod names none "metrics".
+const DefaultPort = 9400
+
+// API reaches the cluster from a host of the run (the first control
+// plane's connection).
+type API interface {
+	Helm(ctx context.Context, h *engine.Host) (*charts.Client, error)
+}
+
+// Metrics is the phase that reads every running dcgm-exporter's metrics
+// through the API server's pod proxy, as Prometheus scrapes them: no
+// exporter, no reading (the monitoring stack is optional).
+type Metrics struct {
+	api API
+
+	mu     sync.Mutex
+	byNode map[string][]GPU
+	errs   []string
+}
+
+// NewMetrics returns the phase.
+func NewMetrics(api API) *Metrics { return &Metrics{api: api, byNode: map[string][]GPU{}} }
+
+func (*Metrics) Name() string  { return PhaseMetrics }
+func (*Metrics) Title() string { return "Read the DCGM exporters' GPU metrics" }
+
+// Targets: the first control plane that answered.
+func (*Metrics) Targets(hosts []*engine.Host) []*engine.Host {
+	for _, h := range hosts {
+		if h.Machine.HasRole(inventory.RoleControlPlane) {
+			return []*engine.Host{h}
+		}
+	}
+	return nil
+}
+
+// scrapeTimeout bounds one exporter's answer: a node that does not answer
+// is named, the others still read.
+const scrapeTimeout = 15 * time.Second
+
+func (p *Metrics) Run(ctx context.Context, h *engine.Host) error {
+	c, err := p.api.Helm(ctx, h)
+	if err != nil {
+		return err
+	}
+	if c == nil {
+		return fmt.Errorf("the cluster's API does not answer")
+	}
+	cs := c.Clientset()
+	var pods []corev1.Pod
+	for _, sel := range Selectors {
+		list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: sel, FieldSelector: "status.phase=Running"})
+		if err != nil {
+			return fmt.Errorf("list the DCGM exporters (%s): %w", sel, err)
+		}
+		pods = append(pods, list.Items...)
+	}
+	if len(pods) == 0 {
+		h.Logf("%s: no dcgm-exporter runs (%v): nvidia-smi's view only", PhaseMetrics, Selectors)
+		return nil
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range pods {
+		pod := &pods[i]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			gpus, err := scrape(ctx, cs, pod)
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if err != nil {
+				p.errs = append(p.errs, fmt.Sprintf("%s (%s/%s): %v", pod.Spec.NodeName, pod.Namespace, pod.Name, err))
+				return
+			}
+			p.byNode[pod.Spec.NodeName] = append(p.byNode[pod.Spec.NodeName], gpus...)
+		}()
+	}
+	wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h.Logf("%s: %d exporters read, %d did not answer", PhaseMetrics, len(pods)-len(p.errs), len(p.errs))
+	for _, e := range p.errs {
+		h.Logf("%s: %s", PhaseMetrics, e)
+	}
+	return nil
+}
+
+// scrape reads one exporter through the API server's pod proxy.
+func scrape(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) ([]GPU, error) {
+	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+	defer cancel()
+	b, err := cs.CoreV1().Pods(pod.Namespace).ProxyGet("http", pod.Name, strconv.Itoa(metricsPort(pod)), "metrics", nil).DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(bytes.NewReader(b))
+}
+
+// metricsPort is the exporter container's port named metrics.
+func metricsPort(pod *corev1.Pod) int {
+	for _, c := range pod.Spec.Containers {
+		if i := slices.IndexFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "metrics" }); i >= 0 {
+			return int(c.Ports[i].ContainerPort)
+		}
+	}
+	return DefaultPort
+}
+
+// Node is what the exporter on the node reported; nil when none did.
+func (p *Metrics) Node(name string) []GPU {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.byNode[name]
+}
+
+// Unanswered names the exporters that did not answer (node (pod): why).
+func (p *Metrics) Unanswered() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.errs)
+}
