@@ -440,7 +440,9 @@ spec:
 		var nodes []string
 		for deadline := time.Now().Add(3 * time.Minute); len(nodes) != 2 && time.Now().Before(deadline); time.Sleep(5 * time.Second) {
 			var resp struct {
-				Data struct{ Result []struct{ Metric map[string]string } }
+				Data struct {
+					Result []struct{ Metric map[string]string }
+				}
 			}
 			nodes = nil
 			if json.Unmarshal([]byte(kubectl(t, "get", "--raw", query)), &resp) == nil {

@@ -366,7 +366,9 @@ q --name agent --mode global gpukit-lab/busybox:1 sleep 3600`)
 		}
 		// lab-2's tasks came back: its serving task waited, pending, for a
 		// GPU, and the global service runs on every active node.
-		waitFor("serve back on lab-2", func() bool { return strings.Contains(running("serve"), "lab-2") && strings.Contains(running("agent"), "lab-2") })
+		waitFor("serve back on lab-2", func() bool {
+			return strings.Contains(running("serve"), "lab-2") && strings.Contains(running("agent"), "lab-2")
+		})
 		if got := l.SSH(t, "lab-4", "nvidia-smi --query-gpu=driver_version --format=csv,noheader"); got != "580.95.05" {
 			t.Errorf("lab-4 runs %s: the rollout went on past a failed node", got)
 		}

@@ -3,8 +3,8 @@ package cluster
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
