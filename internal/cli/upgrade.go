@@ -187,6 +187,17 @@ func (o *upgradeOptions) run(cmd *cobra.Command, s Streams) error {
 			return err
 		}
 	}
+	if o.writeInventory {
+		// Before any host: an inventory the versions cannot be written to
+		// is bad input, not a failure after the rollout.
+		data, err := os.ReadFile(o.inventory)
+		if err == nil {
+			_, err = inventory.SetVersions(data, o.versions(l))
+		}
+		if err != nil {
+			return usage(fmt.Errorf("--write-inventory: %s: %w", o.inventory, err))
+		}
+	}
 	f, err := flow.NewUpgradeDriver(l.inv, uo)
 	if err != nil {
 		return usage(err)
@@ -295,8 +306,7 @@ func describeState(st *upgrade.State) string {
 // to record the new versions (or records them).
 func (o *upgradeOptions) report(l *loaded, up *upgrade.Upgrade, st *upgrade.State, sum *engine.Summary) error {
 	complete := len(sum.Failed()) == 0 && !sum.Cancelled && up.Complete()
-	v := l.inv.Cluster.Spec.Versions
-	values := map[string]string{"nvidiaDriver": v.NvidiaDriver, "cuda": o.overrides.CUDA.Value, "containerToolkit": o.overrides.ContainerToolkit.Value}
+	values := o.versions(l)
 	var record []string
 	for _, k := range []string{"nvidiaDriver", "cuda", "containerToolkit"} {
 		if values[k] != "" {
@@ -363,6 +373,11 @@ func (o *upgradeOptions) report(l *loaded, up *upgrade.Upgrade, st *upgrade.Stat
 		fmt.Fprintf(w, "Record the new versions in %s (the inventory is the source of truth; --write-inventory does it): %s\n", o.inventory, strings.Join(record, ", "))
 	}
 	return nil
+}
+
+// versions are what the rollout installs, as spec.versions names them.
+func (o *upgradeOptions) versions(l *loaded) map[string]string {
+	return map[string]string{"nvidiaDriver": l.inv.Cluster.Spec.Versions.NvidiaDriver, "cuda": o.overrides.CUDA.Value, "containerToolkit": o.overrides.ContainerToolkit.Value}
 }
 
 func statePath(st *upgrade.State) string {

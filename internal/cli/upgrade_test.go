@@ -37,6 +37,7 @@ func TestUpgradeDriverUsage(t *testing.T) {
 		{"malformed driver", []string{"upgrade", "driver", "-i", inv, "--driver", "59o"}, `--driver: spec.versions.nvidiaDriver: malformed driver version "59o"`},
 		{"swarm and a grace period", []string{"upgrade", "driver", "-i", swarmInv, "--driver", "590.48.01", "--grace-period", "5s"}, "--grace-period: spec.orchestrator is swarm: a swarm service's own stop grace period applies"},
 		{"swarm and a kubeconfig", []string{"upgrade", "driver", "-i", swarmInv, "--driver", "590.48.01", "--kubeconfig", inv}, "--kubeconfig: spec.orchestrator is swarm"},
+		{"nowhere to write the versions", []string{"upgrade", "driver", "-i", inv, "--driver", "590.48.01", "--write-inventory"}, "--write-inventory: " + inv + ": the inventory has no spec.versions block"},
 		{"nothing to resume", []string{"upgrade", "driver", "-i", inv, "--resume"}, "--resume: no rollout to resume"},
 		{"an unfinished rollout", []string{"upgrade", "driver", "-i", inv, "--driver", "595", "--state", unfinished}, "a rollout to driver 590.48.01 started 2026-12-01T10:00:00Z is unfinished (in-progress: gpu-1): --resume to go on"},
 		{"resume with other versions", []string{"upgrade", "driver", "-i", inv, "--driver", "595", "--state", unfinished, "--resume"}, `--resume --driver 595: the rollout being resumed installs "590.48.01"`},

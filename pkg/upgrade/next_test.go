@@ -100,6 +100,25 @@ func TestNextWaves(t *testing.T) {
 		t.Errorf("after the canary verified: %v", got)
 	}
 
+	// The host the API is reached through goes last and alone (its reboot
+	// takes the API away from a wave's other nodes), unless a killed run
+	// left it out of service: then first, still alone.
+	u, hosts = planner(t, 4, Options{Budget: Budget{N: 3}}, nil)
+	u.apiHost = "gpu-1"
+	w = u.next(ctx, hosts, nil)
+	if got := names(w.Hosts); !slices.Equal(got, []string{"gpu-2", "gpu-3", "gpu-4"}) {
+		t.Errorf("first wave with the API on gpu-1: %v", got)
+	}
+	w = u.next(ctx, hosts[:1], []engine.Outcome{{Host: hosts[1]}, {Host: hosts[2]}, {Host: hosts[3]}})
+	if got := names(w.Hosts); !slices.Equal(got, []string{"gpu-1"}) {
+		t.Errorf("last wave: %v", got)
+	}
+	u, hosts = planner(t, 4, Options{Budget: Budget{N: 3}}, map[string]bool{"gpu-1": true})
+	u.apiHost = "gpu-1"
+	if got := names(u.next(ctx, hosts, nil).Hosts); !slices.Equal(got, []string{"gpu-1"}) {
+		t.Errorf("first wave with the API's host left cordoned by a killed run: %v", got)
+	}
+
 	// --continue-on-failure: a failed node left cordoned takes its room.
 	u, hosts = planner(t, 6, Options{Budget: Budget{N: 2}, ContinueOnFailure: true}, map[string]bool{"gpu-1": true})
 	w = u.next(ctx, hosts[1:], []engine.Outcome{{Host: hosts[0], Err: errors.New("not verified")}})
