@@ -439,7 +439,11 @@ q --name agent --mode global gpukit-lab/busybox:1 sleep 3600`)
 			t.Fatalf("resume once the training ends: exit %d, failed %v\n%s", r.code, r.failed, r.out)
 		}
 		t.Logf("last resume (lab-4 waited for, upgraded): %s; %s", time.Since(start).Round(100*time.Millisecond), upgradeReport(r.out))
-		if b, err := os.ReadFile(filepath.Join(r.logDir, "lab-4.log")); err != nil || !strings.Contains(string(b), "the finished GPU job task train.") {
+		logs, _ := filepath.Glob(filepath.Join(r.logDir, "*", "lab-4.log"))
+		if len(logs) != 1 {
+			t.Fatalf("lab-4's log: %v", logs)
+		}
+		if b, err := os.ReadFile(logs[0]); err != nil || !strings.Contains(string(b), "warning: the finished GPU job task train.") {
 			t.Errorf("no warning that activating lab-4 runs its finished GPU job again: %v", err)
 		}
 		nodes := swarmNodes(t, l)
