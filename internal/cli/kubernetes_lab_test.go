@@ -595,21 +595,7 @@ spec:
 			t.Errorf("the resume changed lab-2 again: %v (first run: %v)", w, lab2)
 		}
 		for _, h := range workers {
-			if got := l.SSH(t, h, "nvidia-smi --query-gpu=driver_version --format=csv,noheader"); got != "590.48.01" {
-				t.Errorf("%s runs driver %s", h, got)
-			}
-			// Every installed package of the new release is held; none of
-			// the old one is left.
-			held := l.SSH(t, h, `dpkg-query -W -f='${Package} ${Version}\n' | awk '$2 ~ /^590\.48\.01-/ {print $1}' | sort; echo --; apt-mark showhold | sort; echo --; dpkg-query -W -f='${Package} ${Version}\n' | awk '$2 ~ /^580\.95\.05-/' | wc -l`)
-			parts := strings.Split(held, "--")
-			if len(parts) != 3 || strings.TrimSpace(parts[0]) == "" || strings.TrimSpace(parts[2]) != "0" {
-				t.Errorf("%s's packages (590 / held / count of 580):\n%s", h, held)
-			}
-			for _, p := range strings.Fields(parts[0]) {
-				if !slices.Contains(strings.Fields(parts[1]), p) {
-					t.Errorf("%s: %s at 590.48.01 is not held", h, p)
-				}
-			}
+			assertDriverSwapped(t, l, h, "590.48.01", "580.95.05")
 			if got := l.SSH(t, h, "cat /proc/sys/kernel/random/boot_id"); got == boots[h] {
 				t.Errorf("%s did not reboot for its new driver", h)
 			}
@@ -629,6 +615,28 @@ spec:
 			t.Errorf("a second upgrade: exit %d %+v writes %v\n%s", r.code, r.counts, r.writeSteps(), r.out)
 		}
 	})
+}
+
+// assertDriverSwapped checks a host after a driver upgrade from old to
+// release: nvidia-smi runs release, every installed package of release is
+// held, none of old is left.
+func assertDriverSwapped(t *testing.T, l *lab.Lab, h, release, old string) {
+	t.Helper()
+	if got := l.SSH(t, h, "nvidia-smi --query-gpu=driver_version --format=csv,noheader"); got != release {
+		t.Errorf("%s runs driver %s", h, got)
+	}
+	at := func(v string) string { return "/^" + strings.ReplaceAll(v, ".", "\\.") + "-/" }
+	held := l.SSH(t, h, `dpkg-query -W -f='${Package} ${Version}\n' | awk '$2 ~ `+at(release)+` {print $1}' | sort; echo --; apt-mark showhold | sort; echo --; dpkg-query -W -f='${Package} ${Version}\n' | awk '$2 ~ `+at(old)+`' | wc -l`)
+	parts := strings.Split(held, "--")
+	if len(parts) != 3 || strings.TrimSpace(parts[0]) == "" || strings.TrimSpace(parts[2]) != "0" {
+		t.Errorf("%s's packages (%s / held / count of %s):\n%s", h, release, old, held)
+		return
+	}
+	for _, p := range strings.Fields(parts[0]) {
+		if !slices.Contains(strings.Fields(parts[1]), p) {
+			t.Errorf("%s: %s at %s is not held", h, p, release)
+		}
+	}
 }
 
 // upgradeReport is the upgrade's last JSON object, for the log: the order,

@@ -448,19 +448,7 @@ q --name agent --mode global gpukit-lab/busybox:1 sleep 3600`)
 		}
 		nodes := swarmNodes(t, l)
 		for _, h := range workers {
-			if got := l.SSH(t, h, "nvidia-smi --query-gpu=driver_version --format=csv,noheader"); got != "590.48.01" {
-				t.Errorf("%s runs driver %s", h, got)
-			}
-			held := l.SSH(t, h, `dpkg-query -W -f='${Package} ${Version}\n' | awk '$2 ~ /^590\.48\.01-/ {print $1}' | sort; echo --; apt-mark showhold | sort; echo --; dpkg-query -W -f='${Package} ${Version}\n' | awk '$2 ~ /^580\.95\.05-/' | wc -l`)
-			parts := strings.Split(held, "--")
-			if len(parts) != 3 || strings.TrimSpace(parts[0]) == "" || strings.TrimSpace(parts[2]) != "0" {
-				t.Errorf("%s's packages (590 / held / count of 580):\n%s", h, held)
-			}
-			for _, p := range strings.Fields(parts[0]) {
-				if !slices.Contains(strings.Fields(parts[1]), p) {
-					t.Errorf("%s: %s at 590.48.01 is not held", h, p)
-				}
-			}
+			assertDriverSwapped(t, l, h, "590.48.01", "580.95.05")
 			if got := l.BootID(t, h); got == boots[h] {
 				t.Errorf("%s did not reboot for its new driver", h)
 			}
