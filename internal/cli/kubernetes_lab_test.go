@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -402,7 +403,8 @@ spec:
 		}
 		t.Chdir(t.TempDir())
 		scrape := filepath.Join(fixtures.Dir(t, "dcgm"), "h100-80gb-hbm3-x8__k8s-pod-labels__sampled.prom")
-		uuids := map[string][]string{"lab-2": {"GPU-5a1e0002-6c2d-4b1e-9f00-000000000002"}, "lab-3": {"GPU-5a1e0003-6c2d-4b1e-9f00-000000000003"}}
+		uuids := map[string][]string{"lab-2": {"GPU-5a1e0002-6c2d-4b1e-9f00-000000000002"}, "lab-3": {"GPU-5a1e0003-6c2d-4b1e-9f00-000000000003"},
+			"lab-4": {"GPU-5a1e0004-6c2d-4b1e-9f00-000000000004"}} // lab-4 joins later
 		d := mon.WithDCGMSimulator(t, l, kubeflow.DCGMChart, gpusim.DCGMExporter(t), scrape, uuids)
 		invDCGM := filepath.Join(dir, "kubernetes-3-dcgm.yaml")
 		if err := d.WriteInventory(gpuInv3, invDCGM, cluster.LabKubernetes); err != nil {
@@ -507,6 +509,66 @@ spec:
 		if got := kubectl(t, "get", "node", "lab-3", "-o", "name"); got != "node/lab-3" {
 			t.Errorf("lab-3 after init: %q", got)
 		}
+	})
+
+	// A training pod's checkpoint hook through the real kubelet: a pod
+	// annotated gpukit.dev/training=true, its hook signal:SIGUSR1, runs on
+	// lab-4 (Debian's busybox-static as its image, from the lab registry as
+	// docker.io's mirror). upgrade driver --hosts lab-4 cordons lab-4 and
+	// sends the signal through the API's exec (API server, kubelet,
+	// containerd, runc): the container's trap answers in its log. The
+	// training still runs, so lab-4 is uncordoned untouched, and the
+	// command exits 3 naming it.
+	t.Run("a training pod's checkpoint hook runs through the kubelet", func(t *testing.T) {
+		bin := filepath.Join(t.TempDir(), "busybox")
+		b64 := l.SSH(t, "lab-4", "DEBIAN_FRONTEND=noninteractive apt-get -qq install -y busybox-static >/dev/null 2>&1; base64 -w0 /bin/busybox")
+		raw, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil || os.WriteFile(bin, raw, 0o755) != nil {
+			t.Fatalf("busybox from lab-4: %v", err)
+		}
+		const image = "docker.io/gpukit-lab/busybox:1"
+		cluster.Mirror(t, l, cluster.Image{Ref: image, Upstream: image, Files: map[string]string{"/bin/busybox": bin},
+			Links: map[string]string{"/bin/sh": "busybox", "/bin/kill": "busybox", "/bin/sleep": "busybox"}, Entrypoint: []string{"/bin/sh"}})
+		kubectlIn(t, kubeconfig, `apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+  namespace: default
+  annotations: {gpukit.dev/training: "true", gpukit.dev/checkpoint: "signal:SIGUSR1", gpukit.dev/checkpoint-timeout: 30s}
+spec:
+  nodeName: lab-4
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: `+image+`
+    command: [sh, -c, 'trap "echo checkpoint asked" USR1; while :; do sleep 1; done']
+`, "apply", "-f", "-")
+		kubectl(t, "wait", "--for=condition=Ready", "pod/train", "--timeout=180s")
+		uid := kubectl(t, "get", "pod", "train", "-o", "jsonpath={.metadata.uid}")
+		r := runInit(t, "upgrade", "driver", "-i", inv4, "--driver", "590.48.01", "--hosts", "lab-4", "--state", filepath.Join(t.TempDir(), "hook.json"), "--skip-etcd-snapshot")
+		if r.code != ExitHostsFailed || len(r.failed) != 0 || !strings.Contains(r.out, "lab-4: training still running (default/train)") {
+			t.Fatalf("upgrade with training on lab-4: exit %d, failed %v\n%s", r.code, r.failed, r.out)
+		}
+		if w := r.writeSteps()["lab-4"]; !slices.Equal(w, []string{"cordon lab-4", "checkpoint default/train", "uncordon lab-4"}) {
+			t.Errorf("lab-4's writes: %v", w)
+		}
+		var logs string
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(logs, "checkpoint asked") && time.Now().Before(deadline); time.Sleep(time.Second) {
+			logs = kubectl(t, "logs", "train")
+		}
+		if !strings.Contains(logs, "checkpoint asked") {
+			t.Errorf("the training did not get its checkpoint signal; its log: %q", logs)
+		}
+		if got := kubectl(t, "get", "pod", "train", "-o", "jsonpath={.metadata.uid} {.status.phase}"); got != uid+" Running" {
+			t.Errorf("the training pod after the upgrade: %q, want %s Running", got, uid)
+		}
+		if got := kubectl(t, "get", "node", "lab-4", "-o", "jsonpath={.spec.unschedulable}"); got != "" {
+			t.Errorf("lab-4 is left unschedulable: %q", got)
+		}
+		if got := l.SSH(t, "lab-4", "nvidia-smi --query-gpu=driver_version --format=csv,noheader"); got != "580.95.05" {
+			t.Errorf("lab-4's driver was changed under its training: %s", got)
+		}
+		kubectl(t, "delete", "pod", "train", "--wait=true")
 	})
 
 	// The rolling driver upgrade on the real cluster and the simulated GPUs:

@@ -331,7 +331,7 @@ func (p *drainPhase) Run(ctx context.Context, h *engine.Host) error {
 		if err != nil {
 			return err
 		}
-		return h.WriteAPI(ctx, "drain "+name, fmt.Sprintf("move %d workloads off the node: %s", len(evict), strings.Join(evict, ", ")), nil)
+		return h.WriteAPI(ctx, "drain "+name, fmt.Sprintf("%s; %d move: %s", k.Says(OpDrain, name), len(evict), strings.Join(evict, ", ")), nil)
 	}
 	// Recorded before the node is out (the cordon did it where there was
 	// one): a crash during the drain knows the node.

@@ -101,11 +101,19 @@ func (s Site) WithPlatform(t testing.TB, l *lab.Lab, monitoring charts.Chart, st
 	}
 	began := time.Now()
 	images, prom := PlatformImages(t, s.Charts, monitoring, statsd)
-	PushImages(t, images, func(img Image) string { return mirrorPath + "/" + img.Upstream }, l.PushImage)
+	Mirror(t, l, images...)
 	t.Logf("the platform's %d images (prometheus-operator, its config reloader, Prometheus %s, the statsd exporter) pushed to the lab registry in %s",
 		len(images), prom, time.Since(began).Round(time.Millisecond))
 	s.Monitoring = LabMonitoring(prom)
 	return s
+}
+
+// Mirror pushes images to l's registry under their public names
+// (Upstream: registry/repository:tag), where a site's nodes find them
+// through spec.mirrors.registry.
+func Mirror(t testing.TB, l *lab.Lab, images ...Image) {
+	t.Helper()
+	PushImages(t, images, func(img Image) string { return mirrorPath + "/" + img.Upstream }, l.PushImage)
 }
 
 // WithDCGMSimulator pushes the GPU SIMULATOR's dcgm-exporter (bin, built
@@ -131,8 +139,8 @@ func (s Site) WithDCGMSimulator(t testing.TB, l *lab.Lab, chart charts.Chart, bi
 		t.Fatalf("chart %s names no image (repository %q, tag %q)", chart.Name, repo, tag)
 	}
 	ref := repo + ":" + tag
-	PushImages(t, []Image{{Ref: ref, Upstream: ref, Files: map[string]string{"/bin/dcgm-exporter": bin, "/etc/gpusim/dcgm.prom": capture},
-		Entrypoint: []string{"/bin/dcgm-exporter"}}}, func(img Image) string { return mirrorPath + "/" + img.Upstream }, l.PushImage)
+	Mirror(t, l, Image{Ref: ref, Upstream: ref, Files: map[string]string{"/bin/dcgm-exporter": bin, "/etc/gpusim/dcgm.prom": capture},
+		Entrypoint: []string{"/bin/dcgm-exporter"}})
 	var spec []string
 	for _, node := range slices.Sorted(maps.Keys(uuids)) {
 		spec = append(spec, node+":"+strings.Join(uuids[node], ","))

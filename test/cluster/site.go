@@ -58,7 +58,7 @@ func NewSite(t testing.TB, l *lab.Lab, version string) Site {
 	if charts != "" {
 		began = time.Now()
 		fl := FlannelImages(t, charts)
-		PushImages(t, fl, func(img Image) string { return mirrorPath + "/" + img.Upstream }, l.PushImage)
+		Mirror(t, l, fl...)
 		t.Logf("flannel's %d images pushed to the lab registry as ghcr.io's mirror in %s", len(fl), time.Since(began).Round(time.Millisecond))
 	} else {
 		t.Logf("no chart archives (../shared/fixtures/charts) above %s: the site installs no CNI", from)
