@@ -610,7 +610,10 @@ spec:
 		}
 		state := filepath.Join(t.TempDir(), "lab.driver.json")
 		l.SSH(t, "lab-3", "touch /etc/gpusim/gpu-lost")
-		args := []string{"upgrade", "driver", "-i", inv4, "--driver", "590.48.01", "--state", state, "--skip-etcd-snapshot", "--drain-timeout", "3m",
+		// The lab's etcd image (built from etcd's module) has no etcdctl:
+		// the control plane gets Debian's, as a host may have it.
+		l.SSHWithin(t, "lab-1", "DEBIAN_FRONTEND=noninteractive apt-get -qq install -y etcd-client >/dev/null", 10*time.Minute)
+		args := []string{"upgrade", "driver", "-i", inv4, "--driver", "590.48.01", "--state", state, "--drain-timeout", "3m",
 			"--delete-emptydir-data"} // Prometheus (the monitoring subtest's) keeps its data in an emptyDir
 		start := time.Now()
 		r := runInit(t, args...)
@@ -618,6 +621,14 @@ spec:
 			t.Fatalf("first run: exit %d, failed %v\n%s", r.code, r.failed, r.out)
 		}
 		t.Logf("first run (lab-2 upgraded, lab-3 caught): %s; %s", time.Since(start).Round(100*time.Millisecond), upgradeReport(r.out))
+		// The etcd snapshot, taken before the first node, is a real one.
+		snapshot := regexp.MustCompile(`"etcdSnapshot":"(/var/lib/gpukit/etcd-snapshots/before-driver-590\.48\.01-[0-9TZ]+\.db)"`).FindStringSubmatch(r.out)
+		if snapshot == nil {
+			t.Fatalf("no etcd snapshot reported:\n%s", r.out)
+		}
+		if got := l.SSH(t, "lab-1", "stat -c %a "+snapshot[1]+"; ETCDCTL_API=3 etcdctl snapshot status -w json "+snapshot[1]); !strings.HasPrefix(got, "600\n{") || !strings.Contains(got, `"revision":`) {
+			t.Errorf("the snapshot on lab-1: %s", got)
+		}
 		// gpukit status names the broken GPU and exits non-zero.
 		code, out, errOut := run(t, "status", "-i", inv4, "-o", "plain", "--log-dir", t.TempDir())
 		if code != ExitHostsFailed || !strings.Contains(errOut, "lab-3's GPUs fail their health check") || !strings.Contains(out, "lab-3: nvidia-smi: Unable to determine the device handle") {
