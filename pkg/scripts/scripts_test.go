@@ -90,7 +90,7 @@ func cases() []goldenCase {
 			return SwarmJoin(SwarmAddrParams{AdvertiseAddr: "fd00::11", ListenAddr: "[fd00::11]:2377", Manager: "10.0.0.10:2377"}, "SWMTKN-1-x")
 		}},
 		{swarmTokenTemplate.name, anyFamily, "", func() (ssh.Command, error) { return SwarmToken("worker") }},
-		{swarmNodesTemplate.name, anyFamily, "", SwarmNodes},
+		{swarmNodesTemplate.name, anyFamily, "", func() (ssh.Command, error) { return SwarmNodes() }},
 		{swarmNodeTasksTemplate.name, anyFamily, "", func() (ssh.Command, error) { return SwarmNodeTasks("2f8kq0v4n6a7pz3x1c9d5e4rb") }},
 		{dockerCheckpointTemplate.name, anyFamily, "", func() (ssh.Command, error) {
 			return DockerCheckpoint(DockerCheckpointParams{Container: strings.Repeat("ab", 32), Signal: "SIGUSR1"})

@@ -196,9 +196,17 @@ func SwarmToken(role string) (ssh.Command, error) {
 	return c, err
 }
 
-// SwarmNodes returns the read that prints `docker node inspect` of every node.
-func SwarmNodes() (ssh.Command, error) {
-	return command("read the swarm's nodes", swarmNodesTemplate, NoParams{})
+// SwarmNodes returns the read that prints `docker node inspect` of the
+// nodes ids, or of every node.
+func SwarmNodes(ids ...string) (ssh.Command, error) {
+	for _, id := range ids {
+		if !swarmNodeID.MatchString(id) {
+			return ssh.Command{}, fmt.Errorf("swarm node ID %q", id)
+		}
+	}
+	c, err := command("read the swarm's nodes", swarmNodesTemplate, NoParams{})
+	c.Args = ids
+	return c, err
 }
 
 // NodeUpdate is one node's `docker node update` options.

@@ -68,12 +68,13 @@ func (s *Swarm) run(ctx context.Context, cmd ssh.Command, err error) (ssh.Result
 // address it advertised (the inventory's), or by its hostname.
 func (s *Swarm) NodeName(m inventory.Machine) string { return m.Name }
 
-// nodes lists the swarm's nodes, each named after its inventory host.
-func (s *Swarm) nodes(ctx context.Context) ([]swarm.Node, error) {
-	cmd, err := scripts.SwarmNodes()
+// nodes lists the swarm's nodes (ids; none: all), each named after its
+// inventory host.
+func (s *Swarm) nodes(ctx context.Context, ids ...string) ([]swarm.Node, error) {
+	cmd, err := scripts.SwarmNodes(ids...)
 	res, err := s.run(ctx, cmd, err)
 	if err != nil {
-		return nil, fmt.Errorf("list the swarm's nodes: %w", err)
+		return nil, fmt.Errorf("read the swarm's nodes: %w", err)
 	}
 	list, err := swarm.ParseNodes(res.Stdout)
 	if err != nil {
@@ -84,19 +85,28 @@ func (s *Swarm) nodes(ctx context.Context) ([]swarm.Node, error) {
 	slices.SortStableFunc(list, func(a, b swarm.Node) int {
 		return cmp.Compare(btoi(a.State == "down"), btoi(b.State == "down"))
 	})
-	ids := map[string]string{}
+	byAddr := s.addresses()
+	seen := map[string]bool{}
 	var out []swarm.Node
 	for _, n := range list {
-		name := s.hostOf(n)
-		if _, dup := ids[name]; dup {
+		name := n.Hostname
+		if a, err := netip.ParseAddr(n.Addr); err == nil && byAddr[a.Unmap()] != "" {
+			name = byAddr[a.Unmap()]
+		}
+		if seen[name] {
 			continue
 		}
-		ids[name] = n.ID
+		seen[name] = true
 		n.Hostname = name
 		out = append(out, n)
 	}
 	s.mu.Lock()
-	s.ids = ids
+	if s.ids == nil {
+		s.ids = map[string]string{}
+	}
+	for _, n := range out {
+		s.ids[n.Hostname] = n.ID
+	}
 	s.mu.Unlock()
 	return out, nil
 }
@@ -108,20 +118,16 @@ func btoi(b bool) int {
 	return 0
 }
 
-// hostOf is the inventory host of node n, or its hostname when it is none.
-func (s *Swarm) hostOf(n swarm.Node) string {
-	addr, _ := netip.ParseAddr(n.Addr)
+// addresses are the inventory's hosts by address: a node is its host's
+// when it advertised the host's address (else by its hostname).
+func (s *Swarm) addresses() map[netip.Addr]string {
+	out := map[netip.Addr]string{}
 	for _, m := range s.Inventory.Machines {
-		if a, err := netip.ParseAddr(m.Address); err == nil && addr.IsValid() && a.Unmap() == addr.Unmap() {
-			return m.Name
+		if a, err := netip.ParseAddr(m.Address); err == nil {
+			out[a.Unmap()] = m.Name
 		}
 	}
-	for _, m := range s.Inventory.Machines {
-		if m.Name == n.Hostname {
-			return m.Name
-		}
-	}
-	return n.Hostname
+	return out
 }
 
 // Nodes lists the nodes as the rollout sees them: paused or drained ones
@@ -140,9 +146,17 @@ func (s *Swarm) Nodes(ctx context.Context) ([]Node, error) {
 	return out, nil
 }
 
-// node is the current state of the named node.
+// node is the current state of the named node: only it is read, once its
+// ID is known (a wave's waits poll each of its nodes).
 func (s *Swarm) node(ctx context.Context, name string) (swarm.Node, error) {
-	list, err := s.nodes(ctx)
+	s.mu.Lock()
+	id, ok := s.ids[name]
+	s.mu.Unlock()
+	var ids []string
+	if ok {
+		ids = []string{id}
+	}
+	list, err := s.nodes(ctx, ids...)
 	if err != nil {
 		return swarm.Node{}, err
 	}

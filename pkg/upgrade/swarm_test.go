@@ -53,6 +53,9 @@ func (f *fakeManager) run(_ context.Context, cmd ssh.Command) (ssh.Result, error
 	case "read the swarm's nodes":
 		var list []map[string]any
 		for _, n := range f.nodes {
+			if len(cmd.Args) > 0 && !slices.Contains(cmd.Args, n.id) {
+				continue
+			}
 			var res []map[string]any
 			for _, g := range n.gpus {
 				res = append(res, map[string]any{"NamedResourceSpec": map[string]string{"Kind": swarm.GPUKind, "Value": g}})

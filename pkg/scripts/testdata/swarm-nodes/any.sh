@@ -1,6 +1,9 @@
 set -euo pipefail
 export LC_ALL=C DEBIAN_FRONTEND=noninteractive
-# Prints every node of the swarm as `docker node inspect` shows it (a JSON
-# array); changes nothing.
-mapfile -t ids < <(docker node ls -q)
+# Prints the nodes of the swarm named by their IDs ($@; none: every node)
+# as `docker node inspect` shows them (a JSON array); changes nothing.
+ids=("$@")
+if [ "${#ids[@]}" -eq 0 ]; then
+  mapfile -t ids < <(docker node ls -q)
+fi
 docker node inspect "${ids[@]}"
