@@ -401,8 +401,8 @@ spec:
 		if mon.Monitoring == "" {
 			t.Skip("the monitoring subtest did not run")
 		}
+		scrape := filepath.Join(fixtures.Dir(t, "dcgm"), "h100-80gb-hbm3-x8__k8s-pod-labels__sampled.prom") // before the Chdir: found from the checkout
 		t.Chdir(t.TempDir())
-		scrape := filepath.Join(fixtures.Dir(t, "dcgm"), "h100-80gb-hbm3-x8__k8s-pod-labels__sampled.prom")
 		uuids := map[string][]string{"lab-2": {"GPU-5a1e0002-6c2d-4b1e-9f00-000000000002"}, "lab-3": {"GPU-5a1e0003-6c2d-4b1e-9f00-000000000003"},
 			"lab-4": {"GPU-5a1e0004-6c2d-4b1e-9f00-000000000004"}} // lab-4 joins later
 		d := mon.WithDCGMSimulator(t, l, kubeflow.DCGMChart, gpusim.DCGMExporter(t), scrape, uuids)
