@@ -20,9 +20,10 @@ import (
 	"github.com/gpukit/gpukit/pkg/ssh"
 )
 
-// LabelCordoned is put on a swarm node gpukit pauses for the upgrade (the
+// LabelCordoned is put on a swarm node gpukit drains for the upgrade (the
 // time), as AnnotationCordoned on a Kubernetes node: only such a node is
-// made active again by gpukit. Reverse-DNS, as Docker asks of labels, and
+// made active again by gpukit, and a resumed run knows the nodes a killed
+// one left out of service. Reverse-DNS, as Docker asks of labels, and
 // outside swarm.LabelPrefix, whose labels follow the facts.
 const LabelCordoned = "dev.gpukit.upgrade-cordoned"
 
