@@ -401,11 +401,13 @@ spec:
 		if mon.Monitoring == "" {
 			t.Skip("the monitoring subtest did not run")
 		}
-		scrape := filepath.Join(fixtures.Dir(t, "dcgm"), "h100-80gb-hbm3-x8__k8s-pod-labels__sampled.prom") // before the Chdir: found from the checkout
+		// Before the Chdir: both are found from the checkout.
+		scrape := filepath.Join(fixtures.Dir(t, "dcgm"), "h100-80gb-hbm3-x8__k8s-pod-labels__sampled.prom")
+		exporter := gpusim.DCGMExporter(t)
 		t.Chdir(t.TempDir())
 		uuids := map[string][]string{"lab-2": {"GPU-5a1e0002-6c2d-4b1e-9f00-000000000002"}, "lab-3": {"GPU-5a1e0003-6c2d-4b1e-9f00-000000000003"},
 			"lab-4": {"GPU-5a1e0004-6c2d-4b1e-9f00-000000000004"}} // lab-4 joins later
-		d := mon.WithDCGMSimulator(t, l, kubeflow.DCGMChart, gpusim.DCGMExporter(t), scrape, uuids)
+		d := mon.WithDCGMSimulator(t, l, kubeflow.DCGMChart, exporter, scrape, uuids)
 		invDCGM := filepath.Join(dir, "kubernetes-3-dcgm.yaml")
 		if err := d.WriteInventory(gpuInv3, invDCGM, cluster.LabKubernetes); err != nil {
 			t.Fatal(err)

@@ -206,6 +206,9 @@ func DCGMExporter(t testing.TB) string {
 	cmd := exec.CommandContext(t.Context(), "go", "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", out,
 		"github.com/gpukit/gpukit/test/gpusim/cmd/dcgm-exporter")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	if _, self, _, ok := runtime.Caller(0); ok { // in the module, whatever the test's working directory
+		cmd.Dir = filepath.Dir(self)
+	}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("gpusim: building the dcgm-exporter stand-in: %v\n%s", err, b)
 	}
