@@ -7,12 +7,12 @@ import (
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 )
 
-// A real node's tasks (testdata/node-tasks.out: scripts.SwarmNodeTasks run
+// A real node's tasks (testdata/node-tasks.txt: scripts.SwarmNodeTasks run
 // on a lab manager, Debian 12's docker.io 20.10.24): a replicated-job
 // reserving a GPU with a checkpoint label, and a global service's task.
 func TestParseTasks(t *testing.T) {
 	t.Parallel()
-	out, err := os.ReadFile("testdata/node-tasks.out")
+	out, err := os.ReadFile("testdata/node-tasks.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
