@@ -34,12 +34,12 @@ func (s *Status) GPUs() []nvidia.HostGPUs {
 	if s.metrics == nil {
 		return hosts
 	}
+	byName := map[string]inventory.Machine{}
+	for _, m := range s.Machines {
+		byName[m.Name] = m
+	}
 	for i := range hosts {
-		for _, m := range s.Machines {
-			if m.Name == hosts[i].Host {
-				hosts[i].AddDCGM(s.metrics.Node(kubeadm.NodeOf(s.inv, m).Name))
-			}
-		}
+		hosts[i].AddDCGM(s.metrics.Node(kubeadm.NodeOf(s.inv, byName[hosts[i].Host]).Name))
 	}
 	return hosts
 }
@@ -66,7 +66,7 @@ func NewStatus(inv *inventory.Inventory) (*Status, error) {
 			return nil, fmt.Errorf("the inventory has no control plane to ask")
 		}
 		k, g := kubeadm.New(inv), nvidia.NewStatus()
-		d := dcgm.NewMetrics(k)
+		d := dcgm.NewMetrics(k, kubeadm.AnsweringControlPlane)
 		return &Status{inv: inv, kube: k, gpus: g, metrics: d, Flow: Flow{
 			Name:     "gpukit status",
 			Machines: inv.Machines,

@@ -15,7 +15,6 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/charts"
 	"github.com/gpukit/gpukit/pkg/engine"
-	"github.com/gpukit/gpukit/pkg/inventory"
 )
 
 // PhaseMetrics reads the exporters (gpukit status).
@@ -38,28 +37,24 @@ type API interface {
 // through the API server's pod proxy, as Prometheus scrapes them: no
 // exporter, no reading (the monitoring stack is optional).
 type Metrics struct {
-	api API
+	api    API
+	target func([]*engine.Host) []*engine.Host
 
 	mu     sync.Mutex
 	byNode map[string][]GPU
 	errs   []string
 }
 
-// NewMetrics returns the phase.
-func NewMetrics(api API) *Metrics { return &Metrics{api: api, byNode: map[string][]GPU{}} }
+// NewMetrics returns the phase, which reaches the API from the host
+// target picks.
+func NewMetrics(api API, target func([]*engine.Host) []*engine.Host) *Metrics {
+	return &Metrics{api: api, target: target, byNode: map[string][]GPU{}}
+}
 
 func (*Metrics) Name() string  { return PhaseMetrics }
 func (*Metrics) Title() string { return "Read the DCGM exporters' GPU metrics" }
 
-// Targets: the first control plane that answered.
-func (*Metrics) Targets(hosts []*engine.Host) []*engine.Host {
-	for _, h := range hosts {
-		if h.Machine.HasRole(inventory.RoleControlPlane) {
-			return []*engine.Host{h}
-		}
-	}
-	return nil
-}
+func (p *Metrics) Targets(hosts []*engine.Host) []*engine.Host { return p.target(hosts) }
 
 // scrapeTimeout bounds one exporter's answer: a node that does not answer
 // is named, the others still read.

@@ -333,10 +333,12 @@ func (p *drainPhase) Run(ctx context.Context, h *engine.Host) error {
 		}
 		return h.WriteAPI(ctx, "drain "+name, fmt.Sprintf("%s; %d move: %s", k.Says(OpDrain, name), len(evict), strings.Join(evict, ", ")), nil)
 	}
-	// Recorded before the node is out (the cordon did it where there was
-	// one): a crash during the drain knows the node.
-	if err := u.record(h.Name(), InProgress, ""); err != nil {
-		return fmt.Errorf("rollout state: %w", err)
+	// Where the drain is what takes the node out (no cordon recorded it),
+	// recorded first: a crash during the drain knows the node.
+	if _, cordoned := k.(cordoner); !cordoned {
+		if err := u.record(h.Name(), InProgress, ""); err != nil {
+			return fmt.Errorf("rollout state: %w", err)
+		}
 	}
 	w := &logWriter{h: h, prefix: PhaseDrain + ": "}
 	err = h.WriteAPI(ctx, "drain "+name, k.Says(OpDrain, name), func(ctx context.Context) error {

@@ -72,8 +72,12 @@ func PlatformImages(t testing.TB, chartsDir string, monitoring charts.Chart, sta
 // holds PlatformImages: the stack on, with the components that have no
 // image turned off through the inventory's values, Prometheus at
 // prometheusVersion (the chart's CR takes its version from the tag), scraping every 5 s (tests wait for samples), the
-// operator without its TLS (its certificate comes from the job left out).
-func LabMonitoring(prometheusVersion string) string {
+// operator without its TLS (its certificate comes from the job left out);
+// gpuMetrics is that key's YAML (flow style), "" for off.
+func LabMonitoring(prometheusVersion, gpuMetrics string) string {
+	if gpuMetrics == "" {
+		gpuMetrics = "{enabled: false}"
+	}
 	return fmt.Sprintf(`enabled: true
 values:
   grafana: {enabled: false}
@@ -87,8 +91,8 @@ values:
     prometheusSpec:
       image: {tag: %s}
       scrapeInterval: 5s
-gpuMetrics: {enabled: false}
-`, prometheusVersion)
+gpuMetrics: %s
+`, prometheusVersion, gpuMetrics)
 }
 
 // WithPlatform pushes PlatformImages to l's registry as quay.io's and
@@ -104,7 +108,8 @@ func (s Site) WithPlatform(t testing.TB, l *lab.Lab, monitoring charts.Chart, st
 	Mirror(t, l, images...)
 	t.Logf("the platform's %d images (prometheus-operator, its config reloader, Prometheus %s, the statsd exporter) pushed to the lab registry in %s",
 		len(images), prom, time.Since(began).Round(time.Millisecond))
-	s.Monitoring = LabMonitoring(prom)
+	s.prometheus = prom
+	s.Monitoring = LabMonitoring(prom, "")
 	return s
 }
 
@@ -125,7 +130,7 @@ func Mirror(t testing.TB, l *lab.Lab, images ...Image) {
 // WithPlatform.
 func (s Site) WithDCGMSimulator(t testing.TB, l *lab.Lab, chart charts.Chart, bin, capture string, uuids map[string][]string) Site {
 	t.Helper()
-	if s.Monitoring == "" {
+	if s.prometheus == "" {
 		t.Fatal("WithDCGMSimulator: the site has no monitoring (WithPlatform first)")
 	}
 	ch, err := charts.Source(s.Charts).Load(t.Context(), chart)
@@ -145,11 +150,7 @@ func (s Site) WithDCGMSimulator(t testing.TB, l *lab.Lab, chart charts.Chart, bi
 	for _, node := range slices.Sorted(maps.Keys(uuids)) {
 		spec = append(spec, node+":"+strings.Join(uuids[node], ","))
 	}
-	s.Monitoring = strings.Replace(s.Monitoring, "gpuMetrics: {enabled: false}\n", fmt.Sprintf(`gpuMetrics:
-  enabled: true
-  values:
-    extraEnv: [{name: GPUSIM_UUIDS, value: %q}]
-`, strings.Join(spec, " ")), 1)
+	s.Monitoring = LabMonitoring(s.prometheus, fmt.Sprintf("{enabled: true, values: {extraEnv: [{name: GPUSIM_UUIDS, value: %q}]}}", strings.Join(spec, " ")))
 	return s
 }
 

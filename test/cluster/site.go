@@ -34,6 +34,8 @@ type Site struct {
 	// Monitoring is spec.addons.monitoring (YAML) where the registry holds
 	// the platform's images (WithPlatform); "" turns monitoring off.
 	Monitoring string
+	// prometheus is the Prometheus version WithPlatform pushed.
+	prometheus string
 }
 
 // mirrorPath is where the lab registry keeps the public registries' images.

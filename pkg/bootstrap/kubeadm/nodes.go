@@ -124,9 +124,13 @@ type nodesPhase struct{ l *Layer }
 func (*nodesPhase) Name() string  { return PhaseNodes }
 func (*nodesPhase) Title() string { return "Read the cluster's nodes" }
 
-// Targets: the first control plane that answered (the run connects to
-// every control plane; any of them lists the whole cluster).
-func (p *nodesPhase) Targets(hosts []*engine.Host) []*engine.Host {
+// Targets: the first control plane that answered.
+func (p *nodesPhase) Targets(hosts []*engine.Host) []*engine.Host { return AnsweringControlPlane(hosts) }
+
+// AnsweringControlPlane targets the first control plane among hosts, the
+// run's hosts that answered: a read-only command connects to every control
+// plane, and any of them sees the whole cluster.
+func AnsweringControlPlane(hosts []*engine.Host) []*engine.Host {
 	for _, h := range hosts {
 		if h.Machine.HasRole(inventory.RoleControlPlane) {
 			return []*engine.Host{h}
