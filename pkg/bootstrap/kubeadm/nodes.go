@@ -125,7 +125,9 @@ func (*nodesPhase) Name() string  { return PhaseNodes }
 func (*nodesPhase) Title() string { return "Read the cluster's nodes" }
 
 // Targets: the first control plane that answered.
-func (p *nodesPhase) Targets(hosts []*engine.Host) []*engine.Host { return AnsweringControlPlane(hosts) }
+func (p *nodesPhase) Targets(hosts []*engine.Host) []*engine.Host {
+	return AnsweringControlPlane(hosts)
+}
 
 // AnsweringControlPlane targets the first control plane among hosts, the
 // run's hosts that answered: a read-only command connects to every control
