@@ -248,13 +248,18 @@ func SwarmReset(p BackupParams) (ssh.Command, error) {
 }
 
 // SwarmNodeTasks returns the read, on a manager, that prints the tasks of
-// the node id and their services.
-func SwarmNodeTasks(id string) (ssh.Command, error) {
-	if !swarmNodeID.MatchString(id) {
-		return ssh.Command{}, fmt.Errorf("swarm node ID %q", id)
+// the nodes ids and their services.
+func SwarmNodeTasks(ids ...string) (ssh.Command, error) {
+	if len(ids) == 0 {
+		return ssh.Command{}, fmt.Errorf("no swarm node to read the tasks of")
 	}
-	c, err := command("read the node's tasks", swarmNodeTasksTemplate, NoParams{})
-	c.Args = []string{id}
+	for _, id := range ids {
+		if !swarmNodeID.MatchString(id) {
+			return ssh.Command{}, fmt.Errorf("swarm node ID %q", id)
+		}
+	}
+	c, err := command("read the nodes' tasks", swarmNodeTasksTemplate, NoParams{})
+	c.Args = ids
 	return c, err
 }
 

@@ -91,7 +91,7 @@ func (f *fakeManager) run(_ context.Context, cmd ssh.Command) (ssh.Result, error
 				}
 			}
 		}
-	case "read the node's tasks":
+	case "read the nodes' tasks":
 		node := f.node(cmd.Args[0])
 		services := map[string]*fakeTask{}
 		for _, t := range f.tasks {

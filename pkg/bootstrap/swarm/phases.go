@@ -434,6 +434,7 @@ func (p *labelsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, stri
 	}
 	p.updates, p.deferred = nil, nil
 	labelled := 0
+	var changes []change
 	for _, t := range p.all {
 		if len(p.only) > 0 && !slices.Contains(p.only, t.Name()) {
 			continue
@@ -454,21 +455,25 @@ func (p *labelsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, stri
 		if want := roleOf(t.Machine); n.Role != want {
 			opts = append(opts, "--role", want)
 		}
-		if len(opts) == 0 {
-			continue
+		if len(opts) > 0 {
+			changes = append(changes, change{host: t.Name(), node: n, update: scripts.NodeUpdate{ID: n.ID, Options: opts}})
 		}
-		if gpuTasks, err := holdingGPUs(ctx, h, n); err != nil {
-			return false, "", err
-		} else if len(gpuTasks) > 0 {
+	}
+	held, err := holdingGPUs(ctx, h, changes)
+	if err != nil {
+		return false, "", err
+	}
+	for _, c := range changes {
+		if tasks := held[c.node.ID]; len(tasks) > 0 {
 			// Any update of an active node makes swarm reject the tasks
 			// holding its GPUs (swarmkit's constraint enforcer): a training
 			// run would start over. The labels wait for the tasks.
-			why := fmt.Sprintf("%s left as it is: updating it would make swarm restart its GPU tasks (%s); run init again once they are done, or drain the node first", t.Name(), strings.Join(gpuTasks, ", "))
+			why := fmt.Sprintf("%s left as it is: updating it would make swarm restart its GPU tasks (%s); run init again once they are done, or drain the node first", c.host, strings.Join(tasks, ", "))
 			h.Logf("%s: %s", PhaseLabels, why)
 			p.deferred = append(p.deferred, why)
 			continue
 		}
-		p.updates = append(p.updates, scripts.NodeUpdate{ID: n.ID, Options: opts})
+		p.updates = append(p.updates, c.update)
 	}
 	if len(p.updates) == 0 {
 		if len(p.deferred) > 0 {
@@ -479,18 +484,31 @@ func (p *labelsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, stri
 	return true, "", nil
 }
 
-// holdingGPUs names the tasks of an active node n that hold its GPUs in
-// the swarm's books (running, or a job's finished ones), read on the
-// manager h.
-func holdingGPUs(ctx context.Context, h *engine.Host, n Node) ([]string, error) {
-	if n.Availability != "active" || len(n.GPUs) == 0 {
+// change is a node update the labels phase wants.
+type change struct {
+	host   string
+	node   Node
+	update scripts.NodeUpdate
+}
+
+// holdingGPUs names, by node ID, the tasks that hold the GPUs of the active
+// nodes among changes in the swarm's books (running, or a job's finished
+// ones): one read on the manager h for them all.
+func holdingGPUs(ctx context.Context, h *engine.Host, changes []change) (map[string][]string, error) {
+	var ids []string
+	for _, c := range changes {
+		if c.node.Availability == "active" && len(c.node.GPUs) > 0 {
+			ids = append(ids, c.node.ID)
+		}
+	}
+	if len(ids) == 0 {
 		return nil, nil
 	}
-	cmd, err := scripts.SwarmNodeTasks(n.ID)
+	cmd, err := scripts.SwarmNodeTasks(ids...)
 	if err != nil {
 		return nil, err
 	}
-	res, err := h.Run(ctx, "read the node's tasks", cmd)
+	res, err := h.Run(ctx, "read the nodes' tasks", cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -498,10 +516,10 @@ func holdingGPUs(ctx context.Context, h *engine.Host, n Node) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
-	var out []string
+	out := map[string][]string{}
 	for _, t := range tasks {
 		if (t.Active() && len(t.GPUs) > 0) || t.FinishedJobOnGPU() {
-			out = append(out, t.Name())
+			out[t.NodeID] = append(out[t.NodeID], t.Name())
 		}
 	}
 	return out, nil

@@ -168,13 +168,14 @@ func (f *fakeSwarm) handle(_ context.Context, e *enginetest.Executor, cmd ssh.Co
 		}
 		b, _ := json.Marshal(list)
 		return out("%s", b)
-	case "read the node's tasks":
-		for id, n := range f.nodes {
-			if id == cmd.Args[0] {
-				return out("%s", f.tasks[n.host])
+	case "read the nodes' tasks":
+		var b strings.Builder
+		for _, id := range cmd.Args {
+			if n := f.nodes[id]; n != nil {
+				b.WriteString(f.tasks[n.host])
 			}
 		}
-		return out("")
+		return out("%s", b.String())
 	case "update swarm nodes":
 		a := cmd.Args
 		for len(a) > 0 {
@@ -460,7 +461,7 @@ func TestSwarmLabelsWaitForGPUTasks(t *testing.T) {
 	if sum, _, _ := run(t, inv.Machines[:2], phases(inv), fake); sum.HostCounts().Failed != 0 {
 		t.Fatalf("%+v", sum.Failed())
 	}
-	fake.tasks = map[string]string{"w1": `task={"ID":"t1","ServiceID":"s1","NodeID":"x","Slot":0,"DesiredState":"complete","Status":{"State":"running"},` +
+	fake.tasks = map[string]string{"w1": `task={"ID":"t1","ServiceID":"s1","NodeID":"` + nodeID("w1") + `","Slot":0,"DesiredState":"complete","Status":{"State":"running"},` +
 		`"GenericResources":[{"NamedResourceSpec":{"Kind":"NVIDIA-GPU","Value":"GPU-w1a"}}]}` + "\n" +
 		`service={"ID":"s1","Spec":{"Name":"train","Mode":{"ReplicatedJob":{}}}}` + "\n"}
 	inv.Machines[1].Labels = map[string]string{"rack": "r9"}
@@ -468,7 +469,7 @@ func TestSwarmLabelsWaitForGPUTasks(t *testing.T) {
 	if c := sum.HostCounts(); c.Changed != 0 || c.Failed != 0 || len(writes(fleet)) != 0 {
 		t.Fatalf("with a training task on w1: %+v %+v, writes %v", c, sum.Failed(), writes(fleet))
 	}
-	if r := sum.Hosts[0].Phases[len(sum.Hosts[0].Phases)-1]; !strings.Contains(r.Reason, "w1 left as it is: updating it would make swarm restart its GPU tasks (train.x)") {
+	if r := sum.Hosts[0].Phases[len(sum.Hosts[0].Phases)-1]; !strings.Contains(r.Reason, "w1 left as it is: updating it would make swarm restart its GPU tasks (train."+nodeID("w1")+")") {
 		t.Errorf("swarm/labels on m1: %+v", r)
 	}
 	fake.tasks = nil

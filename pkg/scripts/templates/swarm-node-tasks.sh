@@ -1,4 +1,4 @@
-# Prints the tasks a swarm node holds ($1: its ID) and their services, one
+# Prints the tasks swarm nodes hold ($@: their IDs) and their services, one
 # JSON object a line (docker inspect's): task=..., then service=...;
 # changes nothing. Run on a manager. The tasks the swarm keeps as history
 # (shut down, failed, rejected) are left out: a node's history is long. A
@@ -18,7 +18,7 @@ inspect() {
     fi
   fi
 }
-mapfile -t tasks < <(docker node ps --no-trunc --format '{{`{{.ID}} {{.CurrentState}}`}}' "$1" |
+mapfile -t tasks < <(docker node ps --no-trunc --format '{{`{{.ID}} {{.CurrentState}}`}}' "$@" |
   awk '$2 !~ /^(Shutdown|Failed|Rejected|Remove|Orphaned)$/ {print $1}')
 [ "${#tasks[@]}" -gt 0 ] || exit 0
 inspect task '{{`{{json .}}`}}' "${tasks[@]}" | sed 's/^/task=/'
