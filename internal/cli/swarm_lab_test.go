@@ -464,7 +464,35 @@ q --name agent --mode global gpukit-lab/busybox:1 sleep 3600`)
 		if r.code != ExitOK || r.counts.Changed != 0 || len(r.writeSteps()) != 0 {
 			t.Errorf("a second upgrade: exit %d %+v writes %v\n%s", r.code, r.counts, r.writeSteps(), r.out)
 		}
+
+		// The job runs again on lab-4 (the activation made swarm reject its
+		// finished task). A label the inventory now gives lab-4 waits for
+		// it: init leaves lab-4's node as it is and says why, and the task
+		// runs on; once the job is gone, init labels the node.
+		waitFor("train running on lab-4 again", func() bool { return strings.Contains(trainTask(), " lab-4 Running") })
+		train = strings.Fields(trainTask())[0]
+		b, err := os.ReadFile(inv4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		labelled := regexp.MustCompile(`(?m)^(    - name: lab-4\n)`).ReplaceAllString(string(b), "${1}      labels: {rack: r9}\n")
+		invLabelled := filepath.Join(t.TempDir(), "swarm-4-labelled.yaml")
+		if labelled == string(b) || os.WriteFile(invLabelled, []byte(labelled), 0o644) != nil {
+			t.Fatalf("cannot label lab-4 in %s", inv4)
+		}
+		r = runInit(t, "init", "-i", invLabelled, "--driver", "590.48.01")
+		if r.code != ExitOK || r.counts.Changed != 0 || !strings.Contains(r.out, "lab-4 left as it is: updating it would make swarm restart its GPU tasks (train.") {
+			t.Errorf("init with a new label on lab-4, which trains: exit %d %+v\n%s", r.code, r.counts, r.out)
+		}
+		if got := strings.Fields(trainTask()); len(got) == 0 || got[0] != train || nodeNamed(swarmNodes(t, l), "lab-4").Labels["rack"] != "" {
+			t.Errorf("lab-4's training task %v (want %s) or its labels changed", got, train)
+		}
 		l.SSH(t, "lab-1", "docker service rm serve train agent >/dev/null")
+		waitFor("lab-4's tasks gone", func() bool { return l.SSH(t, "lab-4", "docker ps -q | wc -l") == "0" })
+		r = runInit(t, "init", "-i", invLabelled, "--driver", "590.48.01")
+		if r.code != ExitOK || r.counts.Changed != 1 || nodeNamed(swarmNodes(t, l), "lab-4").Labels["rack"] != "r9" {
+			t.Errorf("init once lab-4's tasks are gone: exit %d %+v, labels %v\n%s", r.code, r.counts, nodeNamed(swarmNodes(t, l), "lab-4").Labels, r.out)
+		}
 	})
 }
 
