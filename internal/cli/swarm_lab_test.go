@@ -487,6 +487,14 @@ q --name agent --mode global gpukit-lab/busybox:1 sleep 3600`)
 		if got := strings.Fields(trainTask()); len(got) == 0 || got[0] != train || nodeNamed(swarmNodes(t, l), "lab-4").Labels["rack"] != "" {
 			t.Errorf("lab-4's training task %v (want %s) or its labels changed", got, train)
 		}
+		// The job done, its finished task still holds the GPU in swarm's
+		// books (an update would run it again): init says to remove it.
+		l.SSH(t, "lab-4", "docker exec $(docker ps -q --filter name=train) sh -c ': >/done'")
+		waitFor("train complete", func() bool { return trainTask() == "" })
+		r = runInit(t, "init", "-i", invLabelled, "--driver", "590.48.01")
+		if r.code != ExitOK || r.counts.Changed != 0 || !strings.Contains(r.out, "run its finished GPU jobs again (train): remove their services first") {
+			t.Errorf("init with lab-4's job finished: exit %d %+v\n%s", r.code, r.counts, r.out)
+		}
 		l.SSH(t, "lab-1", "docker service rm serve train agent >/dev/null")
 		waitFor("lab-4's tasks gone", func() bool { return l.SSH(t, "lab-4", "docker ps -q | wc -l") == "0" })
 		r = runInit(t, "init", "-i", invLabelled, "--driver", "590.48.01")

@@ -464,11 +464,19 @@ func (p *labelsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, stri
 		return false, "", err
 	}
 	for _, c := range changes {
-		if tasks := held[c.node.ID]; len(tasks) > 0 {
+		if g := held[c.node.ID]; len(g.running)+len(g.finished) > 0 {
 			// Any update of an active node makes swarm reject the tasks
 			// holding its GPUs (swarmkit's constraint enforcer): a training
-			// run would start over. The labels wait for the tasks.
-			why := fmt.Sprintf("%s left as it is: updating it would make swarm restart its GPU tasks (%s); run init again once they are done, or drain the node first", c.host, strings.Join(tasks, ", "))
+			// run would start over, a finished job run again. The labels
+			// wait for the tasks.
+			var parts []string
+			if len(g.running) > 0 {
+				parts = append(parts, fmt.Sprintf("restart its GPU tasks (%s): run init again once they are done, or drain the node first", strings.Join(g.running, ", ")))
+			}
+			if len(g.finished) > 0 {
+				parts = append(parts, fmt.Sprintf("run its finished GPU jobs again (%s): remove their services first", strings.Join(g.finished, ", ")))
+			}
+			why := fmt.Sprintf("%s left as it is: updating it would make swarm %s", c.host, strings.Join(parts, "; and "))
 			h.Logf("%s: %s", PhaseLabels, why)
 			p.deferred = append(p.deferred, why)
 			continue
@@ -491,10 +499,13 @@ type change struct {
 	update scripts.NodeUpdate
 }
 
-// holdingGPUs names, by node ID, the tasks that hold the GPUs of the active
-// nodes among changes in the swarm's books (running, or a job's finished
-// ones): one read on the manager h for them all.
-func holdingGPUs(ctx context.Context, h *engine.Host, changes []change) (map[string][]string, error) {
+// gpuTasks are a node's tasks that hold its GPUs in the swarm's books.
+type gpuTasks struct{ running, finished []string }
+
+// holdingGPUs reads, by node ID, the tasks that hold the GPUs of the active
+// nodes among changes (running, or a job's finished ones): one read on the
+// manager h for them all.
+func holdingGPUs(ctx context.Context, h *engine.Host, changes []change) (map[string]gpuTasks, error) {
 	var ids []string
 	for _, c := range changes {
 		if c.node.Availability == "active" && len(c.node.GPUs) > 0 {
@@ -516,11 +527,16 @@ func holdingGPUs(ctx context.Context, h *engine.Host, changes []change) (map[str
 	if err != nil {
 		return nil, err
 	}
-	out := map[string][]string{}
+	out := map[string]gpuTasks{}
 	for _, t := range tasks {
-		if (t.Active() && len(t.GPUs) > 0) || t.FinishedJobOnGPU() {
-			out[t.NodeID] = append(out[t.NodeID], t.Name())
+		g := out[t.NodeID]
+		switch {
+		case t.Active() && len(t.GPUs) > 0:
+			g.running = append(g.running, t.Name())
+		case t.FinishedJobOnGPU():
+			g.finished = append(g.finished, t.ServiceName)
 		}
+		out[t.NodeID] = g
 	}
 	return out, nil
 }

@@ -469,8 +469,14 @@ func TestSwarmLabelsWaitForGPUTasks(t *testing.T) {
 	if c := sum.HostCounts(); c.Changed != 0 || c.Failed != 0 || len(writes(fleet)) != 0 {
 		t.Fatalf("with a training task on w1: %+v %+v, writes %v", c, sum.Failed(), writes(fleet))
 	}
-	if r := sum.Hosts[0].Phases[len(sum.Hosts[0].Phases)-1]; !strings.Contains(r.Reason, "w1 left as it is: updating it would make swarm restart its GPU tasks (train."+nodeID("w1")+")") {
+	if r := sum.Hosts[0].Phases[len(sum.Hosts[0].Phases)-1]; !strings.Contains(r.Reason, "w1 left as it is: updating it would make swarm restart its GPU tasks (train."+nodeID("w1")+"): run init again once they are done") {
 		t.Errorf("swarm/labels on m1: %+v", r)
+	}
+	// Finished, the job's task still holds the GPU in swarm's books.
+	fake.tasks["w1"] = strings.Replace(fake.tasks["w1"], `"Status":{"State":"running"}`, `"Status":{"State":"complete"}`, 1)
+	sum, fleet, _ = run(t, inv.Machines[:2], phases(inv), fake)
+	if r := sum.Hosts[0].Phases[len(sum.Hosts[0].Phases)-1]; len(writes(fleet)) != 0 || !strings.Contains(r.Reason, "run its finished GPU jobs again (train): remove their services first") {
+		t.Errorf("with w1's GPU job finished: writes %v, %+v", writes(fleet), r)
 	}
 	fake.tasks = nil
 	if sum, fleet, _ := run(t, inv.Machines[:2], phases(inv), fake); sum.HostCounts().Changed != 1 || fake.nodes[nodeID("w1")].labels["rack"] != "r9" {
