@@ -114,6 +114,9 @@ func ParseTasks(out []byte) ([]Task, error) {
 	var tasks []inspectedTask
 	var services []inspectedService
 	err := facts.ScanKV(out, "swarm tasks", func(key, value string) error {
+		if value == "" { // an object removed while it was read
+			return nil
+		}
 		switch key {
 		case "task":
 			var t inspectedTask

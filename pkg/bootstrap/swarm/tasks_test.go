@@ -35,6 +35,10 @@ func TestParseTasks(t *testing.T) {
 	if tasks, err := swarm.ParseTasks(nil); err != nil || len(tasks) != 0 {
 		t.Errorf("no tasks: %v %v", tasks, err)
 	}
+	// A service removed between the listing and its inspection.
+	if tasks, err := swarm.ParseTasks(append(append([]byte{}, out...), "service=\n"...)); err != nil || len(tasks) != 2 {
+		t.Errorf("with a removed service's empty line: %d tasks, %v", len(tasks), err)
+	}
 	if _, err := swarm.ParseTasks([]byte("task={\n")); err == nil {
 		t.Error("a broken line parsed")
 	}

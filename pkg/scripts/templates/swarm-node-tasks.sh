@@ -7,7 +7,8 @@
 errors=$(mktemp)
 trap 'rm -f "$errors"' EXIT
 # inspect TYPE FORMAT ID...: one line each; an object removed since it was
-# listed is left out, any other failure fails the script.
+# listed is left out (docker prints an empty line for it), any other
+# failure fails the script.
 inspect() {
   local kind=$1 format=$2
   shift 2
@@ -21,7 +22,7 @@ inspect() {
 mapfile -t tasks < <(docker node ps --no-trunc --format '{{`{{.ID}} {{.CurrentState}}`}}' "$@" |
   awk '$2 !~ /^(Shutdown|Failed|Rejected|Remove|Orphaned)$/ {print $1}')
 [ "${#tasks[@]}" -gt 0 ] || exit 0
-inspect task '{{`{{json .}}`}}' "${tasks[@]}" | sed 's/^/task=/'
+inspect task '{{`{{json .}}`}}' "${tasks[@]}" | sed '/^$/d; s/^/task=/'
 mapfile -t services < <(inspect task '{{`{{.ServiceID}}`}}' "${tasks[@]}" | sort -u)
 [ "${#services[@]}" -gt 0 ] || exit 0
-inspect service '{{`{{json .}}`}}' "${services[@]}" | sed 's/^/service=/'
+inspect service '{{`{{json .}}`}}' "${services[@]}" | sed '/^$/d; s/^/service=/'
