@@ -15,6 +15,9 @@ type Task struct {
 	ID          string
 	ServiceID   string
 	ServiceName string
+	// ServiceGone: its service was removed (swarm keeps some of a removed
+	// job's tasks on their nodes; nothing runs them again).
+	ServiceGone bool
 	// Mode is the service's: replicated, global, replicated-job or
 	// global-job.
 	Mode         string
@@ -42,9 +45,9 @@ func (t Task) Active() bool { return !slices.Contains(terminal, t.State) }
 // FinishedJobOnGPU: a job's task that completed on GPUs the swarm assigned
 // it. Swarm keeps it in its books as holding them, and rejects it, like a
 // running one, when its node is updated (swarmkit's constraint enforcer):
-// the job then runs that task again.
+// the job then runs that task again (unless its service is gone).
 func (t Task) FinishedJobOnGPU() bool {
-	return t.State == "complete" && t.DesiredState == "complete" && len(t.GPUs) > 0
+	return t.State == "complete" && t.DesiredState == "complete" && len(t.GPUs) > 0 && !t.ServiceGone
 }
 
 // Name is the task's name as docker service ps shows it: service.slot, or
@@ -142,8 +145,8 @@ func ParseTasks(out []byte) ([]Task, error) {
 	}
 	out2 := make([]Task, 0, len(tasks))
 	for _, r := range tasks {
-		s := byID[r.ServiceID]
-		t := Task{ID: r.ID, ServiceID: r.ServiceID, ServiceName: s.Spec.Name, Slot: r.Slot, NodeID: r.NodeID,
+		s, ok := byID[r.ServiceID]
+		t := Task{ServiceGone: !ok, ID: r.ID, ServiceID: r.ServiceID, ServiceName: s.Spec.Name, Slot: r.Slot, NodeID: r.NodeID,
 			DesiredState: r.DesiredState, State: r.Status.State, Labels: map[string]string{}}
 		if t.ServiceName == "" {
 			t.ServiceName = r.ServiceID // the service is gone

@@ -2,6 +2,7 @@ package swarm_test
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
@@ -35,9 +36,25 @@ func TestParseTasks(t *testing.T) {
 	if tasks, err := swarm.ParseTasks(nil); err != nil || len(tasks) != 0 {
 		t.Errorf("no tasks: %v %v", tasks, err)
 	}
-	// A service removed between the listing and its inspection.
-	if tasks, err := swarm.ParseTasks(append(append([]byte{}, out...), "service=\n"...)); err != nil || len(tasks) != 2 {
-		t.Errorf("with a removed service's empty line: %d tasks, %v", len(tasks), err)
+	if train.ServiceGone || agent.ServiceGone {
+		t.Errorf("services gone: train %v, agent %v", train.ServiceGone, agent.ServiceGone)
+	}
+	// A service removed between the listing and its inspection: an empty
+	// line, and its tasks' service gone.
+	var kept []byte
+	for _, line := range strings.SplitAfter(string(out), "\n") {
+		if !strings.Contains(line, `"Name":"train"`) {
+			kept = append(kept, line...)
+		}
+	}
+	tasks, err = swarm.ParseTasks(append(kept, "service=\n"...))
+	if err != nil || len(tasks) != 2 {
+		t.Fatalf("with a removed service's empty line: %d tasks, %v", len(tasks), err)
+	}
+	for _, task := range tasks {
+		if task.ServiceGone != (task.ServiceID == train.ServiceID) {
+			t.Errorf("%s: service gone %v", task.Name(), task.ServiceGone)
+		}
 	}
 	if _, err := swarm.ParseTasks([]byte("task={\n")); err == nil {
 		t.Error("a broken line parsed")
