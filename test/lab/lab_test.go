@@ -184,15 +184,17 @@ func TestReleaseLeavesNothing(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "hosts", "lite-2", "pid")); err != nil {
 		t.Fatal(err) // a running host the lab lost track of
 	}
-	for range 2 {
-		if out, err := run(context.Background(), script, id, "release"); err != nil {
-			t.Fatalf("release: %v\n%s", err, Tail(out))
-		}
-		if got := leftovers(id, dir); len(got) > 0 {
-			t.Errorf("after release of lab %s:\n%s", id, strings.Join(got, "\n"))
-		}
-	}
+	// All under the lab lock: once released, the id is free, and a lab that another test starts
+	// would take it and show up as this one's leftovers (or be taken down by the second release).
 	withLabLock(t, func() {
+		for range 2 {
+			if out, err := runEnv(context.Background(), script, id, lockHeld, "release"); err != nil {
+				t.Fatalf("release: %v\n%s", err, Tail(out))
+			}
+			if got := leftovers(id, dir); len(got) > 0 {
+				t.Errorf("after release of lab %s:\n%s", id, strings.Join(got, "\n"))
+			}
+		}
 		if runs, _ := os.ReadDir(filepath.Join(labDir(), "run")); len(runs) > 0 {
 			t.Logf("%d other labs running: bridge and repository stay", len(runs))
 			return
@@ -525,6 +527,10 @@ func sharedLeftovers() []string {
 	return found
 }
 
+// lockHeld tells lab.sh that the caller holds the lab lock (withLabLock), so that it runs what
+// needs the lock without waiting for it.
+var lockHeld = []string{"GPUKIT_LAB_LOCK_HELD=1"}
+
 // withLabLock holds the lab's lock: no lab starts or ends its shared part meanwhile.
 func withLabLock(t *testing.T, f func()) {
 	t.Helper()
@@ -679,12 +685,14 @@ systemctl daemon-reload && systemctl start slow-stop.service`)
 	if got := l.State(t, "lab-1"); got != "rebooting" {
 		t.Errorf("lab-1 is %s, want rebooting", got)
 	}
-	if out, err := run(context.Background(), l.script, l.id, "release"); err != nil {
-		t.Fatalf("release: %v\n%s", err, Tail(out))
-	}
-	if got := leftovers(l.id, l.Dir); len(got) > 0 {
-		t.Errorf("after release of lab %s during reboots:\n%s", l.id, strings.Join(got, "\n"))
-	}
+	withLabLock(t, func() { // the id is free once released: see TestReleaseLeavesNothing
+		if out, err := runEnv(context.Background(), l.script, l.id, lockHeld, "release"); err != nil {
+			t.Fatalf("release: %v\n%s", err, Tail(out))
+		}
+		if got := leftovers(l.id, l.Dir); len(got) > 0 {
+			t.Errorf("after release of lab %s during reboots:\n%s", l.id, strings.Join(got, "\n"))
+		}
+	})
 }
 
 // TestOwnerGone: when the test that started a lab dies (killed by -timeout), the supervisors of
@@ -719,16 +727,19 @@ func TestOwnerGone(t *testing.T) {
 			break
 		}
 	}
-	// the next Start reaps the lab (a light host: cheap)
-	if out, err := run(context.Background(), script, "auto", "up", "--light", "1"); err != nil {
-		t.Fatalf("up: %v\n%s", err, Tail(out))
-	} else {
-		other := filepath.Base(filepath.Dir(lastLine(out)))
-		run(context.Background(), script, other, "release")
-	}
-	if got := leftovers(id, dir); len(got) > 0 {
-		t.Errorf("lab %s of a dead owner after the next up:\n%s", id, strings.Join(got, "\n"))
-	}
+	// the next Start reaps the lab (a light host: cheap); under the lab lock, because the reaped
+	// id is free for any lab to take (see TestReleaseLeavesNothing)
+	withLabLock(t, func() {
+		if out, err := runEnv(context.Background(), script, "auto", lockHeld, "up", "--light", "1"); err != nil {
+			t.Fatalf("up: %v\n%s", err, Tail(out))
+		} else {
+			other := filepath.Base(filepath.Dir(lastLine(out)))
+			runEnv(context.Background(), script, other, lockHeld, "release")
+		}
+		if got := leftovers(id, dir); len(got) > 0 {
+			t.Errorf("lab %s of a dead owner after the next up:\n%s", id, strings.Join(got, "\n"))
+		}
+	})
 }
 
 // TestDebianMirror: a full host pointed at the lab's Debian proxy updates (signatures checked
