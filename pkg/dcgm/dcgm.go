@@ -87,8 +87,10 @@ func Parse(r io.Reader) ([]GPU, error) {
 			g.Model = cmp.Or(g.Model, l["modelName"])
 			g.Hostname = cmp.Or(g.Hostname, l["Hostname"])
 			g.Driver = cmp.Or(g.Driver, l["DCGM_FI_DRIVER_VERSION"])
-			if pod := l["pod"]; pod != "" {
-				if id := l["namespace"] + "/" + pod; !slices.Contains(g.Pods, id) {
+			// pod_name and pod_namespace: the exporter's --kubernetes-use-old-namespace (and its
+			// releases before 2.0)
+			if pod := cmp.Or(l["pod"], l["pod_name"]); pod != "" {
+				if id := cmp.Or(l["namespace"], l["pod_namespace"]) + "/" + pod; !slices.Contains(g.Pods, id) {
 					g.Pods = append(g.Pods, id)
 				}
 			}

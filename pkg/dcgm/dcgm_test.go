@@ -87,11 +87,22 @@ func TestHealth(t *testing.T) {
 	}
 }
 
-// Scrapes that are not dcgm-exporter's, or broken, are told apart.
+// Other exporters' metrics are left out, the exporter's label variants read
+// and a broken scrape refused.
 func TestParseOther(t *testing.T) {
 	t.Parallel()
 	gpus, err := Parse(strings.NewReader("# TYPE go_goroutines gauge\ngo_goroutines 12\nDCGM_FI_DEV_GPU_TEMP{gpu=\"0\"} 31\n"))
 	if err != nil || len(gpus) != 1 || gpus[0].Index != "0" || gpus[0].UUID != "" {
+		t.Errorf("%+v %v", gpus, err)
+	}
+	// a GPU shared by time-slicing: a sample per pod; the old label names
+	// (--kubernetes-use-old-namespace); an OpenMetrics end
+	gpus, err = Parse(strings.NewReader(`DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-a",pod="p1",namespace="n"} 30
+DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-a",pod="p2",namespace="n"} 30
+DCGM_FI_DEV_GPU_UTIL{gpu="1",UUID="GPU-b",pod_name="old",pod_namespace="ns",container_name="c"} 5
+# EOF
+`))
+	if err != nil || len(gpus) != 2 || !slices.Equal(gpus[0].Pods, []string{"n/p1", "n/p2"}) || !slices.Equal(gpus[1].Pods, []string{"ns/old"}) {
 		t.Errorf("%+v %v", gpus, err)
 	}
 	if _, err := Parse(strings.NewReader("DCGM_FI_DEV_GPU_TEMP{gpu=\"0\" 31\n")); err == nil {
