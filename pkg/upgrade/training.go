@@ -28,11 +28,12 @@ const (
 
 // trainingKinds are the owners whose pods are training: Kubernetes Jobs (and
 // what runs pods through them, JobSet), Kubeflow's training operators (v1)
-// and trainer (v2), Volcano and Ray jobs.
-var trainingKinds = []string{"Job", "JobSet", "PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob", "TrainJob", "RayJob", "VolcanoJob"}
+// and trainer (v2), Volcano and Ray jobs, and Argo Workflows (the engine of
+// Kubeflow Pipelines: a pipeline's GPU step is a Workflow's pod).
+var trainingKinds = []string{"Job", "JobSet", "PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob", "TrainJob", "RayJob", "VolcanoJob", "Workflow"}
 
 // trainingLabels are set on pods by those controllers.
-var trainingLabels = []string{"training.kubeflow.org/job-name", "trainer.kubeflow.org/trainjob-name", "jobset.sigs.k8s.io/jobset-name", "batch.kubernetes.io/job-name", "job-name"}
+var trainingLabels = []string{"training.kubeflow.org/job-name", "trainer.kubeflow.org/trainjob-name", "jobset.sigs.k8s.io/jobset-name", "batch.kubernetes.io/job-name", "job-name", "volcano.sh/job-name", "workflows.argoproj.io/workflow"}
 
 // UsesGPU says whether any container of p asks for an NVIDIA GPU
 // (nvidia.com/gpu, or a MIG slice nvidia.com/mig-*).

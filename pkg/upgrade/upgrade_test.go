@@ -67,6 +67,8 @@ func TestTraining(t *testing.T) {
 		{"GPU pod of a PyTorchJob", gpuPod("PyTorchJob/bert", nil, nil, true), true},
 		{"GPU pod of a JobSet (TrainJob v2)", gpuPod("JobSet/llm", nil, nil, true), true},
 		{"GPU pod labelled by the training operator", gpuPod("", nil, map[string]string{"training.kubeflow.org/job-name": "x"}, true), true},
+		{"GPU step of a Kubeflow pipeline (Argo Workflow)", gpuPod("Workflow/train-pipeline-x7k2q", nil, nil, true), true},
+		{"GPU pod labelled by Volcano", gpuPod("", nil, map[string]string{"volcano.sh/job-name": "mpi"}, true), true},
 		{"GPU pod of a ReplicaSet (serving)", gpuPod("ReplicaSet/serve-1", nil, nil, true), false},
 		{"CPU pod of a Job", gpuPod("Job/etl", nil, nil, false), false},
 		{"annotated training", gpuPod("ReplicaSet/r", map[string]string{AnnotationTraining: "true"}, nil, false), true},
