@@ -199,12 +199,18 @@ func SwarmToken(role string) (ssh.Command, error) {
 // SwarmNodes returns the read that prints `docker node inspect` of the
 // nodes ids, or of every node.
 func SwarmNodes(ids ...string) (ssh.Command, error) {
+	return nodesCommand("read the swarm's nodes", swarmNodesTemplate, ids)
+}
+
+// nodesCommand is a script that takes node IDs as its arguments, each
+// checked: they reach the manager's shell.
+func nodesCommand(name string, t *Template[NoParams], ids []string) (ssh.Command, error) {
 	for _, id := range ids {
 		if !swarmNodeID.MatchString(id) {
 			return ssh.Command{}, fmt.Errorf("swarm node ID %q", id)
 		}
 	}
-	c, err := command("read the swarm's nodes", swarmNodesTemplate, NoParams{})
+	c, err := command(name, t, NoParams{})
 	c.Args = ids
 	return c, err
 }
@@ -231,14 +237,7 @@ func SwarmNodeUpdate(updates []NodeUpdate) (ssh.Command, error) {
 // SwarmNodeRemove returns the command that removes nodes from the swarm's
 // list on a manager.
 func SwarmNodeRemove(ids []string) (ssh.Command, error) {
-	for _, id := range ids {
-		if !swarmNodeID.MatchString(id) {
-			return ssh.Command{}, fmt.Errorf("swarm node ID %q", id)
-		}
-	}
-	c, err := command("remove nodes from the swarm", swarmNodeRemoveTemplate, NoParams{})
-	c.Args = ids
-	return c, err
+	return nodesCommand("remove nodes from the swarm", swarmNodeRemoveTemplate, ids)
 }
 
 // SwarmReset returns the command that leaves the swarm and restores the
@@ -253,14 +252,7 @@ func SwarmNodeTasks(ids ...string) (ssh.Command, error) {
 	if len(ids) == 0 {
 		return ssh.Command{}, fmt.Errorf("no swarm node to read the tasks of")
 	}
-	for _, id := range ids {
-		if !swarmNodeID.MatchString(id) {
-			return ssh.Command{}, fmt.Errorf("swarm node ID %q", id)
-		}
-	}
-	c, err := command("read the nodes' tasks", swarmNodeTasksTemplate, NoParams{})
-	c.Args = ids
-	return c, err
+	return nodesCommand("read the nodes' tasks", swarmNodeTasksTemplate, ids)
 }
 
 var (
