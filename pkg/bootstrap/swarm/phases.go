@@ -531,7 +531,7 @@ func holdingGPUs(ctx context.Context, h *engine.Host, changes []change) (map[str
 	for _, t := range tasks {
 		g := out[t.NodeID]
 		switch {
-		case t.Active() && len(t.GPUs) > 0 && !t.ServiceGone: // a removed service's is rejected for good, as its owner wanted
+		case t.RunningOnGPU():
 			g.running = append(g.running, t.Name())
 		case t.FinishedJobOnGPU():
 			g.finished = append(g.finished, t.ServiceName)

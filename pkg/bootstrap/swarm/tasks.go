@@ -42,6 +42,12 @@ var terminal = []string{"complete", "shutdown", "failed", "rejected", "remove", 
 // finished, and not told to go.
 func (t Task) Active() bool { return !slices.Contains(terminal, t.State) }
 
+// RunningOnGPU: a task that runs on GPUs the swarm assigned it, of a
+// service that still exists. An update of its node makes swarm reject it
+// and start it over; a removed service's task is rejected for good, as its
+// owner wanted.
+func (t Task) RunningOnGPU() bool { return t.Active() && len(t.GPUs) > 0 && !t.ServiceGone }
+
 // FinishedJobOnGPU: a job's task that completed on GPUs the swarm assigned
 // it. Swarm keeps it in its books as holding them, and rejects it, like a
 // running one, when its node is updated (swarmkit's constraint enforcer):

@@ -55,6 +55,12 @@ func TestParseTasks(t *testing.T) {
 		if task.ServiceGone != (task.ServiceID == train.ServiceID) {
 			t.Errorf("%s: service gone %v", task.Name(), task.ServiceGone)
 		}
+		if task.RunningOnGPU() { // train's service is gone: nothing restarts it
+			t.Errorf("%s holds its node's GPUs", task.Name())
+		}
+	}
+	if !train.RunningOnGPU() || agent.RunningOnGPU() || train.FinishedJobOnGPU() {
+		t.Errorf("holding GPUs: train %v (finished %v), agent %v", train.RunningOnGPU(), train.FinishedJobOnGPU(), agent.RunningOnGPU())
 	}
 	if _, err := swarm.ParseTasks([]byte("task={\n")); err == nil {
 		t.Error("a broken line parsed")
