@@ -10,7 +10,8 @@ LDFLAGS    := -s -w -X $(PKG).Version=$(VERSION) -X $(PKG).Commit=$(COMMIT) -X $
 BIN        := bin/gpukit
 HOSTS      ?= 3
 LAB        := test/lab/lab.sh
-GO_TEST    ?= go test -count=1 -timeout 45m
+# 60m: internal/cli, the longest package (its lab tests one after another), took 25-32 min on 2 CPUs
+GO_TEST    ?= go test -count=1 -timeout 60m
 FUZZTIME   ?= 2m
 
 .PHONY: all build test k8s unit lint e2e demo bench bench-kubeflow fuzz lab-up lab-down cluster-up cluster-down deps clean
