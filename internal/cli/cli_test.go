@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/gpukit/gpukit/manifests"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/test/fixtures"
 )
@@ -148,12 +150,23 @@ func TestVersionJSON(t *testing.T) {
 		Version   string            `json:"version"`
 		GoVersion string            `json:"goVersion"`
 		Defaults  map[string]string `json:"defaults"`
+		Bill      manifests.BOM     `json:"bill"`
 	}
 	if code != ExitOK || json.Unmarshal([]byte(out), &v) != nil {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	if v.Version == "" || !strings.HasPrefix(v.GoVersion, "go") || v.Defaults["spec.versions.cuda"] == "" {
 		t.Errorf("%+v", v)
+	}
+	// The whole bill: every pinned chart and image, not only the defaults.
+	if !reflect.DeepEqual(&v.Bill, manifests.Bill()) {
+		t.Errorf("version -o json's bill differs from manifests/bom.yaml:\n%+v", v.Bill)
+	}
+	code, out, _ = run(t, "version")
+	for _, want := range []string{"kube-prometheus-stack", "88.5.3", manifests.Bill().Image("statsd-exporter").Ref, "26.03 (default)", "590.44.01"} {
+		if code != ExitOK || !strings.Contains(out, want) {
+			t.Errorf("gpukit version (exit %d) lacks %q:\n%s", code, want, out)
+		}
 	}
 }
 

@@ -19,6 +19,8 @@ import (
 	"helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/getter"
 	"helm.sh/helm/v3/pkg/repo"
+
+	"github.com/gpukit/gpukit/manifests"
 )
 
 // Chart is one chart at one version, and the repository it is published in.
@@ -29,6 +31,13 @@ type Chart struct {
 }
 
 func (c Chart) String() string { return c.Name + " " + c.Version }
+
+// Pinned is the chart called name as the bill of materials pins it
+// (manifests/bom.yaml); a name the bill lacks is a defect and panics.
+func Pinned(name string) Chart {
+	c := manifests.Bill().Chart(name)
+	return Chart{Name: c.Name, Version: c.Version, Repo: c.Repo}
+}
 
 // Source is where charts come from: "" for each chart's own repository, an
 // http(s) URL of a Helm repository that holds them all (spec.mirrors.charts),

@@ -3,9 +3,23 @@ package inventory
 import (
 	"net/netip"
 	"strconv"
+
+	"github.com/gpukit/gpukit/manifests"
 )
 
-// Defaults for every optional field. They are constants so that
+// The pinned versions a host gets when spec.versions names none: the bill
+// of materials' (manifests/bom.yaml), the one place versions are pinned.
+var (
+	DefaultNvidiaDriver      = manifests.Bill().Defaults.NvidiaDriver
+	DefaultCUDA              = manifests.Bill().Defaults.CUDA
+	DefaultContainerToolkit  = manifests.Bill().Defaults.ContainerToolkit
+	DefaultKubernetes        = manifests.Bill().Defaults.Kubernetes
+	DefaultContainerdVersion = manifests.Bill().Defaults.Containerd
+	DefaultDockerVersion     = manifests.Bill().Defaults.Docker
+	DefaultKubeflowVersion   = manifests.Bill().Kubeflow.Default
+)
+
+// Defaults for every other optional field. They are constants so that
 // `gpukit version` can print what an inventory gets when it says nothing.
 const (
 	DefaultOrchestrator = Kubernetes
@@ -15,15 +29,9 @@ const (
 	DefaultKnownHostsFile    = "~/.ssh/known_hosts"
 	DefaultSSHConnectTimeout = "10s"
 
-	DefaultNvidiaDriver     = "580.95.05" // CUDA 13.0 U2 driver
-	DefaultCUDA             = "13.0"
-	DefaultContainerToolkit = "1.20.0"
-	DefaultKubernetes       = "1.37.2"
 	// DefaultRuntime is the runtime for kubernetes; swarm always uses docker.
-	DefaultRuntime           = RuntimeContainerd
-	DefaultSwarmRuntime      = RuntimeDocker
-	DefaultContainerdVersion = "2.3.1"
-	DefaultDockerVersion     = "28.2.2"
+	DefaultRuntime      = RuntimeContainerd
+	DefaultSwarmRuntime = RuntimeDocker
 
 	DefaultPodCIDR     = "10.244.0.0/16"
 	DefaultServiceCIDR = "10.96.0.0/12"
@@ -35,8 +43,6 @@ const (
 	// 10.0.0.10.nip.io and every name under it to 10.0.0.10, so ingress hosts
 	// work without any DNS setup.
 	DefaultIngressDomainSuffix = ".nip.io"
-
-	DefaultKubeflowVersion = "26.03"
 
 	DefaultDriverSource  = DriverSourceCUDARepo
 	DefaultKernelModules = ModulesAuto
@@ -87,17 +93,15 @@ const (
 	FabricManagerNever  = "never"
 )
 
-// Kubernetes minor versions this gpukit installs and upgrades (1.34 to 1.37).
-const (
-	MinKubernetesMinor = 34
-	MaxKubernetesMinor = 37
+// Kubernetes minor versions this gpukit installs and upgrades (the bill's).
+var (
+	MinKubernetesMinor = manifests.Bill().Kubernetes.MinMinor
+	MaxKubernetesMinor = manifests.Bill().Kubernetes.MaxMinor
 )
 
 // KubeflowVersions returns the kubeflow/manifests releases gpukit can deploy,
 // oldest first (a fresh slice on each call).
-func KubeflowVersions() []string {
-	return []string{"v1.9.0", "v1.9.1", "v1.10.0", "v1.10.1", "v1.10.2", "v1.11.0", "26.03"}
-}
+func KubeflowVersions() []string { return manifests.Bill().KubeflowVersions() }
 
 // Default is one documented default: the field path and its value.
 type Default struct {

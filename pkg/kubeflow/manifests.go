@@ -12,6 +12,8 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/gpukit/gpukit/manifests"
 )
 
 // Manifests says where a Kubeflow release's manifests come from.
@@ -26,10 +28,9 @@ type Manifests struct {
 	RemoteBases string
 }
 
-// UpstreamArchive is the tag's source archive on GitHub.
-func UpstreamArchive(version string) string {
-	return "https://github.com/kubeflow/manifests/archive/refs/tags/" + version + ".tar.gz"
-}
+// UpstreamArchive is the tag's source archive, as the bill of materials
+// names it.
+func UpstreamArchive(version string) string { return manifests.Bill().KubeflowArchive(version) }
 
 // Load builds the release's example, as the upstream installer does,
 // in-process: every object, refused when one holds an unresolved variable;

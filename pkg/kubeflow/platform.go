@@ -6,18 +6,18 @@ import (
 	"github.com/gpukit/gpukit/pkg/inventory"
 )
 
-// The platform's charts, pinned: each is the version its values below were
-// written for (../shared/reference/install-reference.md, section 6).
+// The platform's charts, as the bill of materials pins them: each at the
+// version its values below were written for.
 var (
 	// LocalPathChart: rancher/local-path-provisioner publishes no Helm
-	// repository of its own; the containeroo repository republishes its
-	// in-repo chart (as NVIDIA's cloud-native-stack uses it). Air-gapped
-	// sites give the archive in spec.mirrors.charts.
-	LocalPathChart  = charts.Chart{Name: "local-path-provisioner", Version: "0.0.37", Repo: "https://charts.containeroo.ch"}
-	NFSChart        = charts.Chart{Name: "nfs-subdir-external-provisioner", Version: "4.0.18", Repo: "https://kubernetes-sigs.github.io/nfs-subdir-external-provisioner/"}
-	TraefikChart    = charts.Chart{Name: "traefik", Version: "41.3.0", Repo: "https://traefik.github.io/charts"}
-	MonitoringChart = charts.Chart{Name: "kube-prometheus-stack", Version: "88.5.3", Repo: "https://prometheus-community.github.io/helm-charts"}
-	DCGMChart       = charts.Chart{Name: "dcgm-exporter", Version: "4.8.2", Repo: "https://nvidia.github.io/dcgm-exporter/helm-charts"}
+	// repository of its own; the bill names one that republishes its
+	// in-repo chart. Air-gapped sites give the archive in
+	// spec.mirrors.charts.
+	LocalPathChart  = charts.Pinned("local-path-provisioner")
+	NFSChart        = charts.Pinned("nfs-subdir-external-provisioner")
+	TraefikChart    = charts.Pinned("traefik")
+	MonitoringChart = charts.Pinned("kube-prometheus-stack")
+	DCGMChart       = charts.Pinned("dcgm-exporter")
 )
 
 // Namespaces and release names of the platform.

@@ -5,14 +5,16 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/gpukit/gpukit/manifests"
 	"github.com/gpukit/gpukit/pkg/engine"
 )
 
-// The statsd exporter: prometheus/statsd_exporter, the newest release the
-// Go module proxy serves; its image is the project's own (a site's
-// registry mirror serves it through containerd's mirror settings).
+// StatsdImage is the statsd exporter's (prometheus/statsd_exporter), as the
+// bill of materials pins it: the project's own image (a site's registry
+// mirror serves it through containerd's mirror settings).
+var StatsdImage = manifests.Bill().Image("statsd-exporter").Ref
+
 const (
-	StatsdImage   = "docker.io/prom/statsd-exporter:v0.31.0"
 	StatsdService = "statsd-exporter"
 	// StatsdPort takes statsd lines on UDP and TCP; StatsdMetricsPort is
 	// what Prometheus scrapes.

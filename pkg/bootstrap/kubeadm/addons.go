@@ -22,15 +22,15 @@ const (
 	PhaseGPU = "kubernetes/gpu"
 )
 
-// The charts gpukit installs, pinned: each is the version its settings
-// below were written for.
+// The charts gpukit installs, as the bill of materials pins them: each at
+// the version its settings below were written for.
 var (
-	FlannelChart = charts.Chart{Name: "flannel", Version: "v0.28.9", Repo: "https://flannel-io.github.io/flannel/"}
-	CalicoChart  = charts.Chart{Name: "tigera-operator", Version: "v3.32.0", Repo: "https://docs.tigera.io/calico/charts"}
-	CiliumChart  = charts.Chart{Name: "cilium", Version: "1.18.0", Repo: "https://helm.cilium.io/"}
+	FlannelChart = charts.Pinned("flannel")
+	CalicoChart  = charts.Pinned("tigera-operator")
+	CiliumChart  = charts.Pinned("cilium")
 	// DevicePluginChart brings GPU feature discovery and node feature
 	// discovery (its nfd subchart) along.
-	DevicePluginChart = charts.Chart{Name: "nvidia-device-plugin", Version: "0.20.0", Repo: "https://nvidia.github.io/k8s-device-plugin"}
+	DevicePluginChart = charts.Pinned("nvidia-device-plugin")
 )
 
 // addonTimeout bounds the wait for an add-on's workloads to be ready.

@@ -1,0 +1,210 @@
+// Package manifests is gpukit's embedded data: the bill of materials
+// (bom.yaml: every pinned version, chart, image and Kubeflow release, and
+// the driver/CUDA table) and the base Helm values of the charts gpukit
+// installs (values/). It imports nothing from gpukit: every layer, the
+// inventory's defaults included, reads its pins here, so that one file says
+// what a run may fetch and `gpukit version` can print all of it.
+package manifests
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+
+	"go.yaml.in/yaml/v3"
+)
+
+//go:embed bom.yaml
+var bomYAML []byte
+
+// BOM is the bill of materials.
+type BOM struct {
+	APIVersion  string         `json:"apiVersion" yaml:"apiVersion"`
+	Kind        string         `json:"kind" yaml:"kind"`
+	Defaults    Defaults       `json:"defaults" yaml:"defaults"`
+	Kubernetes  KubernetesPins `json:"kubernetes" yaml:"kubernetes"`
+	Charts      []Chart        `json:"charts" yaml:"charts"`
+	Images      []Image        `json:"images" yaml:"images"`
+	Kubeflow    Kubeflow       `json:"kubeflow" yaml:"kubeflow"`
+	CUDADrivers []CUDADriver   `json:"cudaDrivers" yaml:"cudaDrivers"`
+}
+
+// Defaults are the versions a host gets when the inventory names none.
+type Defaults struct {
+	NvidiaDriver     string `json:"nvidiaDriver" yaml:"nvidiaDriver"`
+	CUDA             string `json:"cuda" yaml:"cuda"`
+	ContainerToolkit string `json:"containerToolkit" yaml:"containerToolkit"`
+	Kubernetes       string `json:"kubernetes" yaml:"kubernetes"`
+	Containerd       string `json:"containerd" yaml:"containerd"`
+	Docker           string `json:"docker" yaml:"docker"`
+}
+
+// KubernetesPins bound the Kubernetes minors gpukit installs (1.Min to 1.Max).
+type KubernetesPins struct {
+	MinMinor int `json:"minMinor" yaml:"minMinor"`
+	MaxMinor int `json:"maxMinor" yaml:"maxMinor"`
+}
+
+// Chart is a Helm chart at one version, in its upstream repository.
+type Chart struct {
+	Name    string `json:"name" yaml:"name"`
+	Version string `json:"version" yaml:"version"`
+	Repo    string `json:"repo" yaml:"repo"`
+	SHA256  string `json:"sha256,omitempty" yaml:"sha256,omitempty"`
+}
+
+// Image is a container image gpukit deploys itself.
+type Image struct {
+	Name   string `json:"name" yaml:"name"`
+	Ref    string `json:"ref" yaml:"ref"`
+	Digest string `json:"digest,omitempty" yaml:"digest,omitempty"`
+}
+
+// Kubeflow lists the kubeflow/manifests releases gpukit deploys.
+type Kubeflow struct {
+	Default  string            `json:"default" yaml:"default"`
+	Releases []KubeflowRelease `json:"releases" yaml:"releases"`
+	// Archive is the address of a release's source archive, {version}
+	// standing for the tag.
+	Archive string `json:"archive" yaml:"archive"`
+}
+
+// KubeflowRelease is one kubeflow/manifests tag.
+type KubeflowRelease struct {
+	Version string `json:"version" yaml:"version"`
+	SHA256  string `json:"sha256,omitempty" yaml:"sha256,omitempty"`
+}
+
+// CUDADriver is one row of NVIDIA's table: a CUDA toolkit and the oldest
+// driver that runs it.
+type CUDADriver struct {
+	CUDA      string `json:"cuda" yaml:"cuda"`
+	MinDriver string `json:"minDriver" yaml:"minDriver"`
+}
+
+// parsed is the embedded bill, read once: it is part of the binary, so a
+// defect in it is a build defect (TestBill reads it), never bad input.
+var parsed = sync.OnceValues(func() (*BOM, error) { return Parse(bomYAML) })
+
+// Bill returns the embedded bill of materials. Callers must not modify it:
+// use the accessors, which return copies.
+func Bill() *BOM {
+	b, err := parsed()
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// YAML is the embedded bill as written, comments included.
+func YAML() []byte { return slices.Clone(bomYAML) }
+
+// Parse reads and checks a bill of materials.
+func Parse(b []byte) (*BOM, error) {
+	// yaml.v3 keeps a scalar's text for a string field: an unquoted 13.10
+	// stays "13.10" (a JSON round trip would make it 13.1).
+	var bom BOM
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&bom); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("manifests: bom.yaml: %w", err)
+	}
+	if err := bom.check(); err != nil {
+		return nil, fmt.Errorf("manifests: bom.yaml: %w", err)
+	}
+	return &bom, nil
+}
+
+func (b *BOM) check() error {
+	var errs []string
+	need := func(what, v string) {
+		if strings.TrimSpace(v) == "" {
+			errs = append(errs, what+" is empty")
+		}
+	}
+	d := b.Defaults
+	for _, f := range []struct{ what, v string }{
+		{"defaults.nvidiaDriver", d.NvidiaDriver}, {"defaults.cuda", d.CUDA}, {"defaults.containerToolkit", d.ContainerToolkit},
+		{"defaults.kubernetes", d.Kubernetes}, {"defaults.containerd", d.Containerd}, {"defaults.docker", d.Docker},
+		{"kubeflow.default", b.Kubeflow.Default}, {"kubeflow.archive", b.Kubeflow.Archive},
+	} {
+		need(f.what, f.v)
+	}
+	if b.Kubernetes.MinMinor <= 0 || b.Kubernetes.MaxMinor < b.Kubernetes.MinMinor {
+		errs = append(errs, fmt.Sprintf("kubernetes: minors %d to %d", b.Kubernetes.MinMinor, b.Kubernetes.MaxMinor))
+	}
+	seen := map[string]bool{}
+	for i, c := range b.Charts {
+		need(fmt.Sprintf("charts[%d].name", i), c.Name)
+		need(fmt.Sprintf("charts[%d].version", i), c.Version)
+		need(fmt.Sprintf("charts[%d].repo", i), c.Repo)
+		if seen["chart "+c.Name] {
+			errs = append(errs, "chart "+c.Name+" listed twice")
+		}
+		seen["chart "+c.Name] = true
+	}
+	for i, im := range b.Images {
+		need(fmt.Sprintf("images[%d].name", i), im.Name)
+		need(fmt.Sprintf("images[%d].ref", i), im.Ref)
+		if seen["image "+im.Name] {
+			errs = append(errs, "image "+im.Name+" listed twice")
+		}
+		seen["image "+im.Name] = true
+	}
+	if !slices.ContainsFunc(b.Kubeflow.Releases, func(r KubeflowRelease) bool { return r.Version == b.Kubeflow.Default }) {
+		errs = append(errs, "kubeflow.default "+b.Kubeflow.Default+" is not among kubeflow.releases")
+	}
+	if !strings.Contains(b.Kubeflow.Archive, "{version}") {
+		errs = append(errs, "kubeflow.archive names no {version}")
+	}
+	for i, r := range b.CUDADrivers {
+		need(fmt.Sprintf("cudaDrivers[%d].cuda", i), r.CUDA)
+		need(fmt.Sprintf("cudaDrivers[%d].minDriver", i), r.MinDriver)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Chart returns the pinned chart called name. The bill is gpukit's own, so
+// asking for a chart it lacks is a defect: it panics (every caller's
+// package initialises from it, so any test of that package finds it).
+func (b *BOM) Chart(name string) Chart {
+	for _, c := range b.Charts {
+		if c.Name == name {
+			return c
+		}
+	}
+	panic(fmt.Sprintf("manifests: bom.yaml pins no chart %q", name))
+}
+
+// Image returns the pinned image called name; it panics as Chart does.
+func (b *BOM) Image(name string) Image {
+	for _, im := range b.Images {
+		if im.Name == name {
+			return im
+		}
+	}
+	panic(fmt.Sprintf("manifests: bom.yaml pins no image %q", name))
+}
+
+// KubeflowVersions are the releases gpukit deploys, oldest first (a fresh
+// slice).
+func (b *BOM) KubeflowVersions() []string {
+	out := make([]string, len(b.Kubeflow.Releases))
+	for i, r := range b.Kubeflow.Releases {
+		out[i] = r.Version
+	}
+	return out
+}
+
+// KubeflowArchive is the address of release version's source archive.
+func (b *BOM) KubeflowArchive(version string) string {
+	return strings.ReplaceAll(b.Kubeflow.Archive, "{version}", version)
+}

@@ -1,0 +1,71 @@
+package manifests
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestBill(t *testing.T) {
+	b := Bill()
+	if b.Kind != "BillOfMaterials" || b.APIVersion != "gpukit.dev/v1alpha1" {
+		t.Fatalf("kind %q apiVersion %q", b.Kind, b.APIVersion)
+	}
+	for _, name := range []string{"flannel", "tigera-operator", "cilium", "nvidia-device-plugin", "local-path-provisioner",
+		"nfs-subdir-external-provisioner", "traefik", "kube-prometheus-stack", "dcgm-exporter"} {
+		if c := b.Chart(name); c.Version == "" || !strings.HasPrefix(c.Repo, "https://") {
+			t.Errorf("chart %s: %+v", name, c)
+		}
+	}
+	if im := b.Image("statsd-exporter"); !strings.Contains(im.Ref, ":v") {
+		t.Errorf("statsd-exporter image %q has no tag", im.Ref)
+	}
+	if got := b.KubeflowArchive("26.03"); got != "https://github.com/kubeflow/manifests/archive/refs/tags/26.03.tar.gz" {
+		t.Errorf("KubeflowArchive = %s", got)
+	}
+	v := b.KubeflowVersions()
+	v[0] = "changed"
+	if b.KubeflowVersions()[0] == "changed" {
+		t.Error("KubeflowVersions shares the bill's slice")
+	}
+	if len(b.CUDADrivers) < 10 || b.CUDADrivers[len(b.CUDADrivers)-1].CUDA != "13.1" {
+		t.Errorf("cudaDrivers: %+v", b.CUDADrivers)
+	}
+}
+
+func TestParseRefuses(t *testing.T) {
+	good := string(YAML())
+	for _, tc := range []struct{ name, doc, want string }{
+		{"unknown field", good + "\nextra: 1\n", "field extra not found"},
+		{"empty default", strings.Replace(good, "kubernetes: 1.37.2", `kubernetes: ""`, 1), "defaults.kubernetes is empty"},
+		{"default kubeflow not released", strings.Replace(good, `default: "26.03"`, `default: "27.01"`, 1), "kubeflow.default 27.01"},
+		{"chart twice", strings.Replace(good, "  - name: cilium\n", "  - name: flannel\n", 1), "chart flannel listed twice"},
+		{"minors", strings.Replace(good, "maxMinor: 37", "maxMinor: 30", 1), "minors 34 to 30"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.doc))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Parse: %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A version written as a YAML number keeps its text: 13.10 is not 13.1.
+func TestUnquotedVersionKeepsItsText(t *testing.T) {
+	b, err := Parse([]byte(strings.Replace(string(YAML()), `cuda: "13.0"`, `cuda: 13.10`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Defaults.CUDA != "13.10" {
+		t.Fatalf("defaults.cuda = %q; want 13.10", b.Defaults.CUDA)
+	}
+}
+
+func TestUnknownPinPanics(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(r.(string), "no chart \"nope\"") {
+			t.Fatalf("recover() = %v", r)
+		}
+	}()
+	Bill().Chart("nope")
+}
