@@ -10,11 +10,11 @@ LDFLAGS    := -s -w -X $(PKG).Version=$(VERSION) -X $(PKG).Commit=$(COMMIT) -X $
 BIN        := bin/gpukit
 HOSTS      ?= 3
 LAB        := test/lab/lab.sh
-# 60m: internal/cli, the longest package (its lab tests one after another), took 25-32 min on 2 CPUs
+# 60m: test/e2e, the longest package (the end-to-end lab tests, the kubeadm ones alone first), took 25-32 min on 2 CPUs
 GO_TEST    ?= go test -count=1 -timeout 60m
 FUZZTIME   ?= 2m
 
-.PHONY: all build test k8s unit lint e2e demo bench bench-kubeflow fuzz lab-up lab-down cluster-up cluster-down deps clean
+.PHONY: all build fixtures test k8s unit lint e2e demo bench bench-kubeflow fuzz lab-up lab-down cluster-up cluster-down deps clean
 
 all: build
 
@@ -24,9 +24,16 @@ deps:
 build:
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpukit
 
+## fixtures: the files other projects wrote that tests, the demo and the bench read (chart archives,
+## Kubeflow's manifests, inventories), locked by sha256 in test/fixtures/upstream.yaml, into .fixtures/
+## ($GPUKIT_FIXTURES_CACHE): from the local mirror $GPUKIT_FIXTURES (default ../shared/fixtures beside
+## the checkout, where it exists), else downloaded where upstream publishes the bytes as they are.
+fixtures:
+	go run ./test/fixtures/cmd/fixtures
+
 ## test: every test, including the lab integration tests (they need root; skipped otherwise) and
 ## the Kubernetes ones (test/k8s built first: cold about 20 minutes, then cached).
-test: deps k8s
+test: deps k8s fixtures
 	go vet ./...
 	GPUKIT_K8S=1 $(GO_TEST) ./...
 
@@ -47,7 +54,7 @@ lint:
 	cd test/k8s/flannel && go vet ./...
 
 ## e2e: the lab integration tests only.
-e2e: deps
+e2e: deps fixtures
 	$(GO_TEST) -run 'Lab' ./...
 
 ## demo: a 3-host local lab; the workers get the GPU simulator (test/gpusim, test only: simulated
@@ -55,13 +62,14 @@ e2e: deps
 ## ORCHESTRATOR=swarm: the same, then a GPU-aware Docker Swarm (1 manager, 2 GPU workers), a
 ## service reserving a GPU, gpukit status.
 demo: deps build
+	@$(MAKE) -s fixtures || echo "demo: without the chart archives above, the cluster gets no pod network (nodes stay NotReady)" >&2
 	@ORCHESTRATOR=$(ORCHESTRATOR) hack/demo.sh $(HOSTS)
 
 bench: deps build
 	bench/facts.sh
 
 ## gpukit kubeflow deploy against the upstream kustomize | kubectl apply loop, fresh control planes each.
-bench-kubeflow: deps build
+bench-kubeflow: deps build fixtures
 	bench/kubeflow.sh
 
 fuzz:

@@ -25,10 +25,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 REPS=${REPS:-1}
 VERSION=v1.10.2
-FIXTURES=${FIXTURES:-$root/../shared/fixtures/kubeflow}
-TARBALL=$FIXTURES/manifests-$VERSION.tar.gz
+# The release tree, locked by sha256 in test/fixtures/upstream.yaml: the fixtures tool checks it in
+# the cache (.fixtures, or $GPUKIT_FIXTURES_CACHE) or copies it there from the local mirror.
+CACHE=${GPUKIT_FIXTURES_CACHE:-$root/.fixtures}
+TARBALL=$CACHE/kubeflow/manifests-$VERSION.tar.gz
 OUT=${OUT:-$here/results/kubeflow-$(date +%Y%m%d-%H%M%S).md}
-[ -f "$TARBALL" ] || { echo "kubeflow.sh: $TARBALL missing (../shared/fixtures)" >&2; exit 1; }
+(cd "$root" && GPUKIT_FIXTURES_CACHE=$CACHE go run ./test/fixtures/cmd/fixtures "kubeflow/manifests-$VERSION.tar.gz" >/dev/null) ||
+	{ echo "kubeflow.sh: $TARBALL missing: make fixtures" >&2; exit 1; }
 command -v /usr/bin/time >/dev/null || { echo "kubeflow.sh: /usr/bin/time missing (apt-get install time)" >&2; exit 1; }
 
 work=$(mktemp -d)

@@ -13,8 +13,8 @@
 # Docker's packages, kubeadm's images in the lab registry as registry.k8s.io's
 # mirror; the first build takes about 20 minutes, then it is cached): init
 # goes on to a kubeadm cluster (1 control plane, 2 GPU workers), labels the
-# GPU nodes, installs flannel from the chart archives of ../shared/fixtures
-# (its images built from flannel's Go module) and writes its admin
+# GPU nodes, installs flannel from its chart archive in the fixtures cache
+# (make fixtures; its images built from flannel's Go module) and writes its admin
 # kubeconfig, which kubectl then uses from this machine: every node Ready.
 # With ORCHESTRATOR=swarm the inventory says orchestrator: swarm (the first
 # host the manager): init goes on to Docker (Debian's docker.io), the NVIDIA
@@ -47,13 +47,9 @@ sources=$("$lab" debian-mirror sources)
 for i in $(seq 1 "$hosts"); do
 	"$lab" ssh "lab-$i" 'cat >/etc/apt/sources.list.d/debian.sources' <<<"$sources"
 done
-if [ -d ../shared/fixtures/nvidia-smi ]; then
-	gpu_inv=${inv%.yaml}-gpusim.yaml
-	go run ./test/gpusim/cmd/gpusim-install -i "$inv" --hardware --inventory-out "$gpu_inv"
-	inv=$gpu_inv
-else
-	echo "../shared/fixtures/nvidia-smi is absent: no simulated GPUs, gpukit init finds none to set up"
-fi
+gpu_inv=${inv%.yaml}-gpusim.yaml
+go run ./test/gpusim/cmd/gpusim-install -i "$inv" --hardware --inventory-out "$gpu_inv"
+inv=$gpu_inv
 if [ "$orchestrator" = kubernetes ]; then
 	echo "== the lab as an air-gapped site: Kubernetes packages and images (built from Go modules; cached after the first time)"
 	kube_inv=${inv%.yaml}-kubernetes.yaml

@@ -101,7 +101,7 @@ gpuMetrics: %s
 func (s Site) WithPlatform(t testing.TB, l *lab.Lab, monitoring charts.Chart, statsd string) Site {
 	t.Helper()
 	if s.Charts == "" {
-		t.Skip("no chart archives (../shared/fixtures/charts): no monitoring chart to install")
+		t.Skip("no chart archives (`make fixtures` puts them in .fixtures/charts): no monitoring chart to install")
 	}
 	began := time.Now()
 	images, prom := PlatformImages(t, s.Charts, monitoring, statsd)

@@ -27,9 +27,10 @@ type Site struct {
 	Registry string
 	// ContainerdVersion is containerd.io's upstream version (2.4.2).
 	ContainerdVersion string
-	// Charts is spec.mirrors.charts: the real chart archives of
-	// ../shared/fixtures/charts, a local directory as at an air-gapped site;
-	// "" when they are absent (the site installs no CNI then).
+	// Charts is spec.mirrors.charts: the real chart archives `make fixtures`
+	// puts in the fixtures cache (.fixtures/charts), a local directory as at
+	// an air-gapped site; "" when they are absent (the site installs no CNI
+	// then).
 	Charts string
 	// Monitoring is spec.addons.monitoring (YAML) where the registry holds
 	// the platform's images (WithPlatform); "" turns monitoring off.
@@ -56,14 +57,14 @@ func NewSite(t testing.TB, l *lab.Lab, version string) Site {
 	images := Images(t, kube, rt)
 	PushImages(t, images, func(img Image) string { return mirrorPath + "/registry.k8s.io/" + img.Upstream }, l.PushImage)
 	t.Logf("%d images pushed to the lab registry as registry.k8s.io's mirror in %s", len(images), time.Since(began).Round(time.Millisecond))
-	charts, from := fixtures.Find("charts")
+	charts, why := fixtures.Find("charts")
 	if charts != "" {
 		began = time.Now()
 		fl := FlannelImages(t, charts)
 		Mirror(t, l, fl...)
 		t.Logf("flannel's %d images pushed to the lab registry as ghcr.io's mirror in %s", len(fl), time.Since(began).Round(time.Millisecond))
 	} else {
-		t.Logf("no chart archives (../shared/fixtures/charts) above %s: the site installs no CNI", from)
+		t.Logf("no chart archives: the site installs no CNI: %s", why)
 	}
 	pkgs := PublishPackages(t, l.LabDir(), l.Bridge, kube, rt)
 	ctrd := runtimeVersions(t, rt)["containerd"]

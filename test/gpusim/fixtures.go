@@ -6,6 +6,6 @@ import (
 	"github.com/gpukit/gpukit/test/fixtures"
 )
 
-// FixturesDir is ../shared/fixtures/nvidia-smi (real captures); it skips the
-// test when the shared folder is absent.
+// FixturesDir is test/testdata/nvidia-smi: real captures, committed (their
+// sources in test/testdata/PROVENANCE.md).
 func FixturesDir(t testing.TB) string { return fixtures.Dir(t, "nvidia-smi") }

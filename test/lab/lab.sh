@@ -708,7 +708,7 @@ personalize() { # identity of a new host (after `host NAME`), written into its u
 	touch "$HD/personalized"
 }
 # kube_host: what a Kubernetes node needs here (after `host NAME`, at creation; each fixes an error
-# measured in ../shared/reference/kubeadm-lab or in test/cluster): kubelet reads /dev/kmsg (CAP_SYSLOG: all
+# kubeadm, kubelet or runc gave on a lab host): kubelet reads /dev/kmsg (CAP_SYSLOG: all
 # capabilities), containerd's overlay snapshots cannot sit on the host's overlayfs root
 # (/var/lib/containerd on this machine's disk), and kubelet writes vm.overcommit_memory,
 # kernel.panic and kernel.panic_on_oops, which are machine-wide: the host sees files of its own

@@ -15,13 +15,14 @@ import (
 	"github.com/gpukit/gpukit/pkg/inventory"
 )
 
-// Fixture file names under shared/fixtures/inventories.
+// Fixture file names in the fixtures cache's inventories (make fixtures).
 const (
 	deepopsInventory = "deepops-26.07__inventory.ini"
 	deepopsGroupVars = "deepops-26.07__group_vars__k8s_cluster.yml"
 )
 
-// fixturesDir is ../shared/fixtures/inventories; the test skips when absent.
+// fixturesDir is the fixtures cache's inventories; the test skips when they
+// are missing (fails with GPUKIT_LAB=1).
 func fixturesDir(t *testing.T) string { return fixtures.Dir(t, "inventories") }
 
 func readFixture(t *testing.T, name string) []byte {

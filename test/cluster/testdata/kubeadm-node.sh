@@ -4,8 +4,8 @@
 # Docker package repositories (signed stand-ins in the lab), Debian's mirror
 # and an image registry. Run as root on the host by test/cluster's kubeadm
 # lab test (no gpukit involved). Settings marked "lab:" are what lab hosts
-# (systemd-nspawn, cgroup v1, no default route) need; see
-# ../shared/reference/kubeadm-lab.
+# (systemd-nspawn, cgroup v1, no default route) need: each fixes an error
+# kubeadm, kubelet or runc gave on such a host.
 #
 # Environment: K8S_REPO (pkgs.k8s.io-style repository URL, ending in /),
 # KUBE_DEB (kubeadm/kubelet/kubectl package version), RUNTIME (docker: Docker's

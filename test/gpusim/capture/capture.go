@@ -1,5 +1,5 @@
 // Package capture reads the real nvidia-smi recordings the GPU SIMULATOR
-// replays (../shared/fixtures/nvidia-smi, or any files named the same way)
+// replays (test/testdata/nvidia-smi, or any files named the same way)
 // and replays them as a host with another driver, or another persistence
 // mode, would print them. Test tooling only, never shipped; it imports only
 // the standard library, so the nvidia-smi stand-in built from it stays small.

@@ -36,7 +36,7 @@ func main() {
 	if err := site.WriteInventory(*in, *out, cluster.LabKubernetes); err != nil {
 		t.Fatalf("%v", err)
 	}
-	cni := "no CNI (no chart archives in ../shared/fixtures/charts)"
+	cni := "no CNI (no chart archives: `make fixtures` puts them in .fixtures/charts)"
 	if site.Charts != "" {
 		cni = "flannel from the charts in " + site.Charts
 	}

@@ -2,7 +2,7 @@
 // dcgm-exporter. Test tooling only, never shipped. It serves, as the real
 // one does on $DCGM_EXPORTER_LISTEN (default :9400), /metrics and /health:
 // the metrics are a real exporter's scrape ($GPUSIM_DCGM_CAPTURE, default
-// /etc/gpusim/dcgm.prom, one of ../shared/fixtures/dcgm) replayed with the
+// /etc/gpusim/dcgm.prom, one of test/testdata/dcgm) replayed with the
 // node's GPUs in place of the recorded ones - $GPUSIM_UUIDS names them in
 // order, "NODE:UUID,UUID NODE:UUID" per node ($NODE_NAME, the chart's) or
 // "UUID,UUID" for every node, and the recorded GPUs past their count are

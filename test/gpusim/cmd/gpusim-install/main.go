@@ -33,8 +33,17 @@ import (
 
 	"github.com/gpukit/gpukit/internal/connect"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/test/fixtures"
 	"github.com/gpukit/gpukit/test/gpusim"
 )
+
+// defaultFixtures is the repository's real captures, test/testdata/nvidia-smi.
+func defaultFixtures() string {
+	if dir, _ := fixtures.Find("nvidia-smi"); dir != "" {
+		return dir
+	}
+	return filepath.Join("test", "testdata", "nvidia-smi")
+}
 
 // multi is a repeatable flag.
 type multi []string
@@ -57,7 +66,7 @@ func main() {
 	var captures, switches, nouveau multi
 	flag.StringVar(&o.inventory, "i", "", "lab inventory")
 	flag.Var(&captures, "capture", "capture for every host (NAME in --fixtures, or a PATH prefix), or for one: HOST=NAME|PATH; repeatable")
-	flag.StringVar(&o.fixtures, "fixtures", "../shared/fixtures/nvidia-smi", "real nvidia-smi captures")
+	flag.StringVar(&o.fixtures, "fixtures", defaultFixtures(), "real nvidia-smi captures")
 	flag.StringVar(&o.role, "role", "worker", "install on hosts with this role (\"\": every host)")
 	flag.BoolVar(&o.hardware, "hardware", false, "simulate GPU hardware (PCI devices, kernel module, boot) and publish the stand-in NVIDIA repositories")
 	flag.Var(&switches, "nvswitches", "HOST=N: NVSwitches on that host's PCI bus (--hardware); repeatable")
