@@ -13,7 +13,7 @@ import (
 )
 
 // Kubeflow 26.03's example, its remote bases from the bundle of
-// ../shared/fixtures/kubeflow/remote-bases, applied to a real API server
+// the fixtures cache (kubeflow/remote-bases), applied to a real API server
 // with kwok nodes in one pass, no retry loop: every object created, every
 // CRD Established before its custom resources, the webhook configurations
 // last, after their backend Deployments are Available (kwok runs their

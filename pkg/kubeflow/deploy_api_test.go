@@ -67,7 +67,7 @@ func lastHosts(evs []event) string {
 // nodes (pods are run by kwok: no image is pulled, no webhook server
 // answers, so webhook admission is off): the plan writes nothing; storage,
 // Traefik, kube-prometheus-stack and the DCGM exporter install from the
-// real chart archives of ../shared/fixtures/charts, the CRDs of Traefik
+// real chart archives of the fixtures cache, the CRDs of Traefik
 // and of the monitoring stack applied server-side by gpukit; Prometheus
 // selects the exporter's ServiceMonitor and the statsd exporter's (both
 // adding the cluster's name), the statsd exporter is Available behind its

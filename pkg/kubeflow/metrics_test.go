@@ -67,7 +67,7 @@ var (
 
 // The dashboards query only what the exporters export: each DCGM field is
 // in the counters the real dcgm-exporter chart configures (rendered from
-// ../shared/fixtures/charts with gpukit's values), each training metric is
+// the fixtures cache's archive with gpukit's values), each training metric is
 // one the documented statsd lines become; and they select only on labels
 // the scrapes give: node and cluster from the ServiceMonitors'
 // relabelings, the pod's as exported_*.

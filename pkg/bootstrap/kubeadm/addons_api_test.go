@@ -22,7 +22,7 @@ func addonsRun(t *testing.T, inv *inventory.Inventory, c *cluster.Cluster, serve
 
 // kubernetes/cni and kubernetes/gpu against a real API server with kwok
 // nodes, the charts taken from a local directory as at an air-gapped site
-// (the real chart archives of ../shared/fixtures/charts): flannel, and
+// (the real chart archives of the fixtures cache): flannel, and
 // NVIDIA's device plugin with GPU feature discovery and node feature
 // discovery, installed by the Helm SDK and waited for until their pods run
 // (kwok runs them: no image is pulled); RuntimeClass nvidia; the plan
