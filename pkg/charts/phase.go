@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/kube"
 )
 
 // Phase installs one release through the API from one host of the run (a
@@ -15,9 +16,9 @@ type Phase struct {
 	ID, Description string
 	Release         Release
 	Source          Source
-	// Client is the cluster's Helm client, reached from h; nil (no error)
-	// in a dry-run before the cluster exists.
-	Client func(ctx context.Context, h *engine.Host) (*Client, error)
+	// API reaches the cluster from h; its client is nil (no error) in a
+	// dry-run before the cluster exists.
+	API kube.API
 	// Target picks the host the phase runs from.
 	Target func(hosts []*engine.Host) []*engine.Host
 	// Pending says what else the phase has to do although the release is
@@ -35,7 +36,7 @@ func (p *Phase) Title() string                               { return p.Descript
 func (p *Phase) Targets(hosts []*engine.Host) []*engine.Host { return p.Target(hosts) }
 
 func (p *Phase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
-	c, err := p.Client(ctx, h)
+	c, err := Helm(ctx, p.API, h)
 	if err != nil {
 		return false, "", err
 	}
@@ -72,7 +73,7 @@ func (p *Phase) Run(ctx context.Context, h *engine.Host) error {
 	}
 	what := fmt.Sprintf("helm install or upgrade %s/%s from chart %s (%s)", r.Namespace, r.Name, r.Chart, p.why)
 	err = h.WriteAPI(ctx, "install "+r.Chart.Name+" "+r.Chart.Version, what, func(ctx context.Context) error {
-		c, err := p.Client(ctx, h)
+		c, err := Helm(ctx, p.API, h)
 		if err != nil {
 			return err
 		}

@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/gpukit/gpukit/pkg/charts"
 	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/kube"
 )
 
 // PhaseMetrics reads the exporters (gpukit status).
@@ -27,17 +27,11 @@ var Selectors = []string{"app.kubernetes.io/name=dcgm-exporter", "app=nvidia-dcg
 // DefaultPort is the exporter's, when its pod names none "metrics".
 const DefaultPort = 9400
 
-// API reaches the cluster from a host of the run (the first control
-// plane's connection).
-type API interface {
-	Helm(ctx context.Context, h *engine.Host) (*charts.Client, error)
-}
-
 // Metrics is the phase that reads every running dcgm-exporter's metrics
 // through the API server's pod proxy, as Prometheus scrapes them: no
 // exporter, no reading (the monitoring stack is optional).
 type Metrics struct {
-	api    API
+	api    kube.API
 	target func([]*engine.Host) []*engine.Host
 
 	mu     sync.Mutex
@@ -47,7 +41,7 @@ type Metrics struct {
 
 // NewMetrics returns the phase, which reaches the API from the host
 // target picks.
-func NewMetrics(api API, target func([]*engine.Host) []*engine.Host) *Metrics {
+func NewMetrics(api kube.API, target func([]*engine.Host) []*engine.Host) *Metrics {
 	return &Metrics{api: api, target: target, byNode: map[string][]GPU{}}
 }
 
@@ -61,14 +55,14 @@ func (p *Metrics) Targets(hosts []*engine.Host) []*engine.Host { return p.target
 const scrapeTimeout = 15 * time.Second
 
 func (p *Metrics) Run(ctx context.Context, h *engine.Host) error {
-	c, err := p.api.Helm(ctx, h)
+	c, err := p.api.Client(ctx, h)
 	if err != nil {
 		return err
 	}
 	if c == nil {
 		return fmt.Errorf("the cluster's API does not answer")
 	}
-	cs := c.Clientset()
+	cs := c.Clientset
 	var pods []corev1.Pod
 	for _, sel := range Selectors {
 		list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: sel, FieldSelector: "status.phase=Running"})

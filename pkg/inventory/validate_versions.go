@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpukit/gpukit/pkg/nvidia/compat"
+	"github.com/gpukit/gpukit/pkg/compat"
 )
 
 // checkVersions checks the pinned versions and that they fit together.

@@ -1,8 +1,11 @@
-// Package kube talks to a cluster's API server: a clientset from the admin
-// kubeconfig gpukit fetched, reached through a host's SSH connection, and
-// the node changes gpukit makes there (labels, taints), and server-side
-// apply of many objects in dependency order (Apply: Kubeflow's manifests,
-// charts' CRDs).
+// Package kube talks to a cluster's API server. It is the one home of the
+// way there (API: a Client from the admin kubeconfig gpukit fetched,
+// reached through the first control plane's SSH connection - Tunnel - or
+// from this machine with a kubeconfig - Local), of the node labels, taints
+// and runtime class names the layers share (names.go), of the node changes
+// gpukit makes (labels, taints), and of server-side apply of many objects
+// in dependency order (Apply: Kubeflow's manifests, charts' CRDs). Helm's
+// client (pkg/charts) is made from a Client.
 package kube
 
 import (
@@ -22,27 +25,43 @@ import (
 // DialFunc opens a TCP connection (engine.Host.Dialer's).
 type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
-// NewClient returns a clientset for the kubeconfig's current context. With
+// Client is one cluster's API as gpukit reaches it.
+type Client struct {
+	// Config is the client configuration: the dialer (through a control
+	// plane's SSH connection, or this machine's), 50 requests a second, no
+	// timeout of its own (Helm's waits, server-side apply, exec and drains
+	// bound theirs). Clients of other kinds start from it (Helm's,
+	// pkg/charts; the upgrade's counted one).
+	Config *rest.Config
+	// Clientset is a clientset over Config, each request bounded at 30s.
+	Clientset kubernetes.Interface
+	// Kubeconfig is what the client was made from (a secret): Helm reads
+	// its contexts.
+	Kubeconfig []byte
+}
+
+// NewClient returns the client of the kubeconfig's current context. With
 // tunnel set, connections are opened from the control plane through its SSH
 // connection, so the API is reached wherever the hosts are (behind a
 // bastion, on a network this machine has no route to); where the host's
 // sshd forbids TCP forwarding, this machine dials the API itself.
-func NewClient(kubeconfig []byte, tunnel DialFunc) (kubernetes.Interface, error) {
-	cfg, err := RESTConfig(kubeconfig, tunnel)
+func NewClient(kubeconfig []byte, tunnel DialFunc) (*Client, error) {
+	cfg, err := restConfig(kubeconfig, tunnel)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Timeout = 30 * time.Second
-	cs, err := kubernetes.NewForConfig(cfg)
+	bounded := rest.CopyConfig(cfg)
+	bounded.Timeout = 30 * time.Second
+	cs, err := kubernetes.NewForConfig(bounded)
 	if err != nil {
 		return nil, fmt.Errorf("a client for %s: %w", cfg.Host, err)
 	}
-	return cs, nil
+	return &Client{Config: cfg, Clientset: cs, Kubeconfig: kubeconfig}, nil
 }
 
-// RESTConfig is the client configuration NewClient uses, for other clients
-// of the same API (Helm's).
-func RESTConfig(kubeconfig []byte, tunnel DialFunc) (*rest.Config, error) {
+// restConfig is the client configuration of the kubeconfig's current
+// context, dialled through tunnel.
+func restConfig(kubeconfig []byte, tunnel DialFunc) (*rest.Config, error) {
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("the admin kubeconfig: %w", err)

@@ -66,7 +66,7 @@ func (o *objectsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, str
 		return false, "", err
 	}
 	o.objs = r.objs
-	c, err := o.p.api.Helm(ctx, h)
+	c, err := o.p.api.Client(ctx, h)
 	if err != nil {
 		return false, "", err
 	}
@@ -82,7 +82,7 @@ func (o *objectsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, str
 	if check == nil {
 		check = r.objs
 	}
-	res, err := kube.Apply(ctx, c.Config(), check, kube.ApplyOptions{DryRun: true})
+	res, err := kube.Apply(ctx, c.Config, check, kube.ApplyOptions{DryRun: true})
 	if err != nil {
 		return false, "", fmt.Errorf("server-side dry-run of %s: %w", r.what, err)
 	}
@@ -95,11 +95,11 @@ func (o *objectsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, str
 
 func (o *objectsPhase) Run(ctx context.Context, h *engine.Host) error {
 	return h.WriteAPI(ctx, o.action, "server-side apply (field manager "+kube.FieldManager+"): "+o.why, func(ctx context.Context) error {
-		c, err := o.p.api.Helm(ctx, h)
+		c, err := o.p.api.Client(ctx, h)
 		if err != nil {
 			return err
 		}
-		_, err = kube.Apply(ctx, c.Config(), o.objs, kube.ApplyOptions{Logf: h.Logf})
+		_, err = kube.Apply(ctx, c.Config, o.objs, kube.ApplyOptions{Logf: h.Logf})
 		return err
 	})
 }

@@ -37,21 +37,12 @@ const (
 // releaseTimeout bounds the wait for a release's workloads to be ready.
 const releaseTimeout = 10 * time.Minute
 
-// API reaches the cluster from a host of the run: the first control plane
-// of a cluster gpukit built (through its SSH connection), or the machine
-// gpukit runs on with a kubeconfig.
-type API interface {
-	// Helm is the cluster's Helm client, made once a run; nil (no error)
-	// in a dry-run before the cluster exists.
-	Helm(ctx context.Context, h *engine.Host) (*charts.Client, error)
-}
-
 // Platform is the phases of `gpukit kubeflow deploy` (and the end of
 // `gpukit init`): storage, ingress, monitoring, GPU and training metrics,
 // dashboards, Kubeflow, the routes.
 type Platform struct {
 	site      Site
-	api       API
+	api       kube.API
 	target    func(hosts []*engine.Host) []*engine.Host
 	manifests *Manifests // nil: Kubeflow is not deployed
 
@@ -69,8 +60,10 @@ type Credential struct {
 }
 
 // New returns the platform phases for site, run from the hosts target
-// picks (one: the API is reached from there); m nil leaves Kubeflow out.
-func New(site Site, api API, target func([]*engine.Host) []*engine.Host, m *Manifests) *Platform {
+// picks (one: the API is reached from there through api - the first
+// control plane of a cluster gpukit built, or this machine with a
+// kubeconfig); m nil leaves Kubeflow out.
+func New(site Site, api kube.API, target func([]*engine.Host) []*engine.Host, m *Manifests) *Platform {
 	return &Platform{site: site, api: api, target: target, manifests: m}
 }
 
@@ -104,7 +97,7 @@ func (p *Platform) Phases() []engine.Phase {
 				r, ok = rr, true
 			}
 		}
-		return &charts.Phase{ID: id, Description: title, Release: r, Source: p.site.Charts, Client: p.api.Helm,
+		return &charts.Phase{ID: id, Description: title, Release: r, Source: p.site.Charts, API: p.api,
 			Target: func(hosts []*engine.Host) []*engine.Host {
 				if !ok {
 					return nil
@@ -197,11 +190,11 @@ func password() (string, error) {
 }
 
 func (p *Platform) clientset(ctx context.Context, h *engine.Host) (kubernetes.Interface, error) {
-	c, err := p.api.Helm(ctx, h)
+	c, err := p.api.Client(ctx, h)
 	if err != nil || c == nil {
 		return nil, err
 	}
-	return c.Clientset(), nil
+	return c.Clientset, nil
 }
 
 func ensureNamespace(ctx context.Context, cs kubernetes.Interface, name string, labels map[string]string) error {
@@ -257,7 +250,7 @@ func (m *manifestsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, s
 	if err != nil {
 		return false, "", err
 	}
-	c, err := m.p.api.Helm(ctx, h)
+	c, err := m.p.api.Client(ctx, h)
 	if err != nil {
 		return false, "", err
 	}
@@ -267,14 +260,14 @@ func (m *manifestsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, s
 	}
 	// A namespace of the release missing: a first deploy (or one that
 	// stopped early), no need for a dry-run of every object to say so.
-	if missing, err := missingNamespaces(ctx, c.Clientset(), objs); err != nil {
+	if missing, err := missingNamespaces(ctx, c.Clientset, objs); err != nil {
 		return false, "", err
 	} else if len(missing) > 0 {
 		m.why = fmt.Sprintf("Kubeflow %s: namespace(s) %s missing: %d objects to apply (%s)", m.p.manifests.Version, strings.Join(missing, ", "), len(objs), Summary(objs))
 		h.Logf("%s: %s", PhaseManifests, m.why)
 		return true, "", nil
 	}
-	res, err := kube.Apply(ctx, c.Config(), objs, kube.ApplyOptions{DryRun: true, Logf: h.Logf})
+	res, err := kube.Apply(ctx, c.Config, objs, kube.ApplyOptions{DryRun: true, Logf: h.Logf})
 	if err != nil {
 		return false, "", fmt.Errorf("server-side dry-run of Kubeflow %s: %w", m.p.manifests.Version, err)
 	}
@@ -297,40 +290,17 @@ func (m *manifestsPhase) Run(ctx context.Context, h *engine.Host) error {
 		}
 	}
 	return h.WriteAPI(ctx, "apply Kubeflow "+m.p.manifests.Version, "server-side apply (field manager "+kube.FieldManager+"): "+m.why, func(ctx context.Context) error {
-		c, err := m.p.api.Helm(ctx, h)
+		c, err := m.p.api.Client(ctx, h)
 		if err != nil {
 			return err
 		}
-		res, err := kube.Apply(ctx, c.Config(), objs, kube.ApplyOptions{Logf: h.Logf})
+		res, err := kube.Apply(ctx, c.Config, objs, kube.ApplyOptions{Logf: h.Logf})
 		m.p.mu.Lock()
 		m.p.applied = res
 		m.p.mu.Unlock()
 		h.Logf("%s: %d created, %d changed, %d unchanged", PhaseManifests, res.Created, res.Changed, res.Unchanged)
 		return err
 	})
-}
-
-// KubeconfigAPI reaches a cluster gpukit did not build, with a kubeconfig,
-// from the machine gpukit runs on (kubeflow deploy --kubeconfig).
-type KubeconfigAPI struct {
-	Kubeconfig []byte
-	mu         sync.Mutex
-	c          *charts.Client
-}
-
-func (k *KubeconfigAPI) Helm(_ context.Context, h *engine.Host) (*charts.Client, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.c == nil {
-		cfg, err := kube.RESTConfig(k.Kubeconfig, nil)
-		if err != nil {
-			return nil, err
-		}
-		if k.c, err = charts.NewClient(cfg, k.Kubeconfig, func(format string, args ...any) { h.Logf("helm: "+format, args...) }); err != nil {
-			return nil, err
-		}
-	}
-	return k.c, nil
 }
 
 // missingNamespaces are the Namespace objects of objs the cluster lacks.

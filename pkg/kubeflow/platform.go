@@ -1,9 +1,9 @@
 package kubeflow
 
 import (
-	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/charts"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/kube"
 )
 
 // The platform's charts, as the bill of materials pins them: each at the
@@ -66,11 +66,11 @@ func SiteOf(inv *inventory.Inventory) Site {
 	spec := inv.Cluster.Spec
 	s := Site{Cluster: inv.Cluster.Metadata.Name, Addons: spec.Addons, Charts: charts.Source(spec.Mirrors.Charts)}
 	if spec.Kubernetes.Containerd.NVIDIARuntime == inventory.NVIDIARuntimeClass {
-		s.RuntimeClass = kubeadm.NVIDIARuntimeName
+		s.RuntimeClass = kube.NVIDIARuntimeName
 	}
 	for _, m := range inv.Machines {
 		if m.HasRole(inventory.RoleIngress) {
-			s.IngressSelector = map[string]string{kubeadm.LabelIngress: "true"}
+			s.IngressSelector = map[string]string{kube.LabelIngress: "true"}
 			return s
 		}
 	}
@@ -166,7 +166,7 @@ func (s Site) traefik() charts.Release {
 	if s.IngressSelector != nil {
 		v["deployment"] = map[string]any{"kind": "DaemonSet"}
 		v["nodeSelector"] = s.IngressSelector
-		v["tolerations"] = []any{map[string]any{"key": kubeadm.ControlPlaneTaint.Key, "operator": "Exists", "effect": kubeadm.ControlPlaneTaint.Effect}}
+		v["tolerations"] = []any{map[string]any{"key": kube.ControlPlaneTaint.Key, "operator": "Exists", "effect": string(kube.ControlPlaneTaint.Effect)}}
 		ports := v["ports"].(map[string]any)
 		ports["web"].(map[string]any)["hostPort"] = 80
 		ports["websecure"] = map[string]any{"hostPort": 443}
@@ -201,7 +201,7 @@ func (s Site) monitoring() charts.Release {
 // variables).
 func (s Site) dcgm() charts.Release {
 	v := map[string]any{
-		"nodeSelector": map[string]any{kubeadm.LabelGPUPresent: "true"},
+		"nodeSelector": map[string]any{kube.LabelGPUPresent: "true"},
 		"serviceMonitor": map[string]any{"enabled": true, "additionalLabels": map[string]any{"release": MonitoringRelease},
 			"relabelings": s.clusterRelabeling()},
 	}

@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpukit/gpukit/pkg/charts"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/kube"
 )
@@ -85,7 +86,11 @@ func (s *statusPhase) Targets(hosts []*engine.Host) []*engine.Host {
 }
 
 func (s *statusPhase) Run(ctx context.Context, h *engine.Host) error {
-	c, err := s.p.api.Helm(ctx, h)
+	c, err := charts.Helm(ctx, s.p.api, h)
+	if err != nil {
+		return err
+	}
+	cs, err := s.p.clientset(ctx, h)
 	if err != nil {
 		return err
 	}
@@ -97,7 +102,7 @@ func (s *statusPhase) Run(ctx context.Context, h *engine.Host) error {
 		}
 		st.Releases = append(st.Releases, ReleaseStatus{Name: r.Name, Namespace: r.Namespace, Chart: r.Chart.Name, Want: r.Chart.Version, Deployed: v, Status: status})
 	}
-	list, err := c.Clientset().AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	list, err := cs.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}

@@ -3,8 +3,8 @@ package nvidia
 import (
 	"slices"
 
+	"github.com/gpukit/gpukit/pkg/compat"
 	"github.com/gpukit/gpukit/pkg/facts"
-	"github.com/gpukit/gpukit/pkg/nvidia/compat"
 )
 
 // Summary is what a node's labels say of its GPUs, whatever the

@@ -34,9 +34,6 @@ import (
 // someone else's and is left alone unless named.
 const AnnotationCordoned = "gpukit.dev/upgrade-cordoned"
 
-// GPUResource is what the device plugin advertises.
-const GPUResource corev1.ResourceName = "nvidia.com/gpu"
-
 // Kube does the upgrade's work on Kubernetes nodes through the API.
 type Kube struct {
 	Client kubernetes.Interface
@@ -50,17 +47,18 @@ type Kube struct {
 }
 
 // KubeConnect reaches the API through api from the first control plane
-// (or from this machine, with a kubeconfig), every request counted.
-func KubeConnect(inv *inventory.Inventory, api API, poll time.Duration) Connect {
+// (kubeadm's layer, through its SSH connection) or from this machine with a
+// kubeconfig (kube.Local), every request counted.
+func KubeConnect(inv *inventory.Inventory, api kube.API, poll time.Duration) Connect {
 	return func(ctx context.Context, h *engine.Host, count func()) (Orchestrator, error) {
-		c, err := api.Helm(ctx, h)
+		c, err := api.Client(ctx, h)
 		if err != nil {
 			return nil, err
 		}
 		if c == nil {
 			return nil, fmt.Errorf("the cluster's API does not answer")
 		}
-		cfg := c.Config()
+		cfg := c.Config
 		counted := *cfg
 		counted.QPS, counted.Burst = max(cfg.QPS, 50), max(cfg.Burst, 100)
 		counted.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt, count} })
@@ -94,7 +92,7 @@ func (k *Kube) Nodes(ctx context.Context) ([]Node, error) {
 	out := make([]Node, len(list.Items))
 	for i := range list.Items {
 		n := &list.Items[i]
-		q := n.Status.Allocatable[GPUResource]
+		q := n.Status.Allocatable[kube.GPUResource]
 		out[i] = Node{Name: n.Name, GPU: IsGPUNode(n), GPUs: q.Value(), Unschedulable: n.Spec.Unschedulable, Ours: CordonedByUs(n), Labels: n.Labels}
 	}
 	return out, nil
@@ -110,10 +108,10 @@ func (k *Kube) poll() time.Duration {
 // IsGPUNode says whether n has NVIDIA GPUs: advertised by the device
 // plugin, or labelled present by gpukit or GPU feature discovery.
 func IsGPUNode(n *corev1.Node) bool {
-	if q, ok := n.Status.Capacity[GPUResource]; ok && !q.IsZero() {
+	if q, ok := n.Status.Capacity[kube.GPUResource]; ok && !q.IsZero() {
 		return true
 	}
-	return n.Labels["nvidia.com/gpu.present"] == "true"
+	return n.Labels[kube.LabelGPUPresent] == "true"
 }
 
 // CordonedByUs says whether gpukit's upgrade cordoned n.
@@ -330,7 +328,7 @@ func (k *Kube) WaitGPUs(ctx context.Context, node string, want int64, timeout ti
 		case !ready(n):
 			last = "the node is not Ready"
 		default:
-			q := n.Status.Allocatable[GPUResource]
+			q := n.Status.Allocatable[kube.GPUResource]
 			if q.Value() >= want {
 				return nil
 			}

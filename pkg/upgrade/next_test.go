@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/kube"
 )
 
 // planner is an Upgrade of n GPU nodes whose plan ran: every node needs
@@ -28,7 +29,7 @@ func planner(t *testing.T, n int, o Options, cordoned map[string]bool) (*Upgrade
 		name := fmt.Sprintf("gpu-%d", i+1)
 		inv.Machines = append(inv.Machines, inventory.Machine{Name: name})
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Status: corev1.NodeStatus{Capacity: corev1.ResourceList{GPUResource: resource.MustParse("8")}}}
+			Status: corev1.NodeStatus{Capacity: corev1.ResourceList{kube.GPUResource: resource.MustParse("8")}}}
 		if ours, ok := cordoned[name]; ok {
 			node.Spec.Unschedulable = true
 			if ours {

@@ -11,7 +11,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/gpukit/gpukit/pkg/charts"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
 )
@@ -28,13 +27,6 @@ const (
 	PhaseGPUs         = "upgrade/gpus"
 	PhaseUncordon     = "upgrade/uncordon"
 )
-
-// API reaches the cluster from a host of the run: the first control plane
-// (kubeadm's layer, through its SSH connection), or this machine with a
-// kubeconfig (kubeflow.KubeconfigAPI).
-type API interface {
-	Helm(ctx context.Context, h *engine.Host) (*charts.Client, error)
-}
 
 // Options are the rollout's choices.
 type Options struct {

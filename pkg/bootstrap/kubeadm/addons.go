@@ -14,6 +14,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/charts"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/kube"
 )
 
 // Phase names of the add-ons installed through the API.
@@ -90,7 +91,7 @@ func GPURelease(inv *inventory.Inventory) (charts.Release, bool) {
 	}
 	values := map[string]any{"gfd": map[string]any{"enabled": true}, "nfd": map[string]any{"enabled": true}}
 	if k.Containerd.NVIDIARuntime == inventory.NVIDIARuntimeClass {
-		values["runtimeClassName"] = NVIDIARuntimeName
+		values["runtimeClassName"] = kube.NVIDIARuntimeName
 	}
 	return charts.Release{Name: "nvidia-device-plugin", Namespace: "nvidia-device-plugin", Chart: DevicePluginChart, NamespaceLabels: privileged,
 		Values: values, Wait: true, Timeout: addonTimeout}, true
@@ -117,7 +118,7 @@ func (l *Layer) GPU() engine.Phase {
 func (l *Layer) addon(name, title string, release func(*inventory.Inventory) (charts.Release, bool)) *charts.Phase {
 	r, ok := release(l.inv)
 	return &charts.Phase{ID: name, Description: title, Release: r, Source: charts.Source(l.inv.Cluster.Spec.Mirrors.Charts),
-		Client: l.Helm,
+		API: l,
 		Target: func(hosts []*engine.Host) []*engine.Host {
 			if !ok {
 				return nil
@@ -173,14 +174,14 @@ func (l *Layer) runtimeClassPending(ctx context.Context, h *engine.Host) (string
 	if err != nil || cs == nil {
 		return "the cluster does not exist yet", err
 	}
-	rc, err := cs.NodeV1().RuntimeClasses().Get(ctx, NVIDIARuntimeName, metav1.GetOptions{})
+	rc, err := cs.NodeV1().RuntimeClasses().Get(ctx, kube.NVIDIARuntimeName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return "RuntimeClass " + NVIDIARuntimeName + " is missing", nil
+		return "RuntimeClass " + kube.NVIDIARuntimeName + " is missing", nil
 	case err != nil:
 		return "", err
-	case rc.Handler != NVIDIARuntimeName:
-		return "RuntimeClass " + NVIDIARuntimeName + " runs handler " + rc.Handler, nil
+	case rc.Handler != kube.NVIDIARuntimeName:
+		return "RuntimeClass " + kube.NVIDIARuntimeName + " runs handler " + rc.Handler, nil
 	}
 	return "", nil
 }
@@ -192,16 +193,16 @@ func (l *Layer) ensureRuntimeClass(ctx context.Context, h *engine.Host) error {
 	if err != nil || why == "" {
 		return err
 	}
-	return h.WriteAPI(ctx, "create RuntimeClass "+NVIDIARuntimeName, why, func(ctx context.Context) error {
+	return h.WriteAPI(ctx, "create RuntimeClass "+kube.NVIDIARuntimeName, why, func(ctx context.Context) error {
 		cs, err := l.client(ctx, h)
 		if err != nil {
 			return err
 		}
 		rcs := cs.NodeV1().RuntimeClasses()
-		if err := rcs.Delete(ctx, NVIDIARuntimeName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := rcs.Delete(ctx, kube.NVIDIARuntimeName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
-		_, err = rcs.Create(ctx, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: NVIDIARuntimeName}, Handler: NVIDIARuntimeName}, metav1.CreateOptions{FieldManager: "gpukit"})
+		_, err = rcs.Create(ctx, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: kube.NVIDIARuntimeName}, Handler: kube.NVIDIARuntimeName}, metav1.CreateOptions{FieldManager: "gpukit"})
 		return err
 	})
 }

@@ -9,10 +9,6 @@ import (
 	"github.com/gpukit/gpukit/pkg/kube"
 )
 
-// ControlPlaneTaint keeps workloads off control planes; gpukit leaves it
-// off when no host is a worker (a single-node cluster must schedule there).
-var ControlPlaneTaint = Taint{Key: "node-role.kubernetes.io/control-plane", Effect: "NoSchedule"}
-
 // ClusterOf is the part of kubeadm's configuration every node shares, from
 // the inventory (validated: its values are well-formed).
 func ClusterOf(inv *inventory.Inventory) Cluster {
@@ -68,7 +64,7 @@ func endpoint(e string) string {
 func NodeOf(inv *inventory.Inventory, m inventory.Machine) Node {
 	n := Node{Name: m.Name, Address: m.Address, ControlPlane: m.HasRole(inventory.RoleControlPlane), Taints: []Taint{}}
 	if n.ControlPlane && hasWorker(inv) {
-		n.Taints = append(n.Taints, ControlPlaneTaint)
+		n.Taints = append(n.Taints, Taint{Key: kube.ControlPlaneTaint.Key, Effect: string(kube.ControlPlaneTaint.Effect)})
 	}
 	for _, t := range m.Taints {
 		n.Taints = append(n.Taints, parseTaint(t))

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/gpukit/gpukit/pkg/kube"
 )
 
 // Files and directories of containerd that gpukit writes.
@@ -24,8 +26,6 @@ const (
 	// NVIDIARuntimeBinary is what the NVIDIA Container Toolkit installs:
 	// runc's interface, with the GPUs injected.
 	NVIDIARuntimeBinary = "/usr/bin/nvidia-container-runtime"
-	// NVIDIARuntimeName is the runtime handler (and RuntimeClass) name.
-	NVIDIARuntimeName = "nvidia"
 )
 
 // ContainerdSettings are what gpukit sets in containerd's configuration; the
@@ -125,20 +125,20 @@ func ContainerdConfig(current []byte, major int, s ContainerdSettings) ([]byte, 
 	set(rt, s.RestrictOOMScoreAdj, "restrict_oom_score_adj")
 	defaultRuntime := "runc"
 	if s.NVIDIA && s.NVIDIADefault {
-		defaultRuntime = NVIDIARuntimeName
+		defaultRuntime = kube.NVIDIARuntimeName
 	}
 	set(rt, defaultRuntime, "containerd", "default_runtime_name")
 	set(rt, "io.containerd.runc.v2", "containerd", "runtimes", "runc", "runtime_type")
 	set(rt, s.SystemdCgroup, "containerd", "runtimes", "runc", "options", "SystemdCgroup")
 	if s.NVIDIA {
-		set(rt, "io.containerd.runc.v2", "containerd", "runtimes", NVIDIARuntimeName, "runtime_type")
-		set(rt, NVIDIARuntimeBinary, "containerd", "runtimes", NVIDIARuntimeName, "options", "BinaryName")
-		set(rt, s.SystemdCgroup, "containerd", "runtimes", NVIDIARuntimeName, "options", "SystemdCgroup")
-	} else if runtimes, ok := table(rt, "containerd", "runtimes")[NVIDIARuntimeName].(map[string]any); ok {
+		set(rt, "io.containerd.runc.v2", "containerd", "runtimes", kube.NVIDIARuntimeName, "runtime_type")
+		set(rt, NVIDIARuntimeBinary, "containerd", "runtimes", kube.NVIDIARuntimeName, "options", "BinaryName")
+		set(rt, s.SystemdCgroup, "containerd", "runtimes", kube.NVIDIARuntimeName, "options", "SystemdCgroup")
+	} else if runtimes, ok := table(rt, "containerd", "runtimes")[kube.NVIDIARuntimeName].(map[string]any); ok {
 		// A host without GPUs (any more): a runtime whose binary is not
 		// there is kept only when it was not gpukit's.
 		if opts, _ := runtimes["options"].(map[string]any); opts["BinaryName"] == NVIDIARuntimeBinary {
-			delete(table(rt, "containerd", "runtimes"), NVIDIARuntimeName)
+			delete(table(rt, "containerd", "runtimes"), kube.NVIDIARuntimeName)
 		}
 	}
 

@@ -25,27 +25,6 @@ import (
 // PhaseLabels labels and taints the nodes through the API.
 const PhaseLabels = "kubernetes/labels"
 
-// LabelPrefix starts every node label gpukit derives from a host's facts;
-// those the facts no longer give are removed. The inventory's own labels
-// are set as written and never removed (they are the user's). GPU feature
-// discovery, where it runs, adds NVIDIA's nvidia.com/gpu.* labels beside
-// these: gpukit's come from the host layer it installed, before any pod runs.
-const LabelPrefix = "gpukit.dev/"
-
-// Node labels from the facts, for nodeSelector and affinity
-// (gpukit.dev/gpu.product: NVIDIA-H100-80GB-HBM3).
-const (
-	LabelGPUProduct = LabelPrefix + "gpu.product"
-	LabelGPUCount   = LabelPrefix + "gpu.count"
-	LabelGPUMemory  = LabelPrefix + "gpu.memory-mib"
-	LabelDriver     = LabelPrefix + "nvidia.driver"
-	LabelCUDA       = LabelPrefix + "nvidia.cuda"
-	LabelGPUPresent = "nvidia.com/gpu.present"
-	// LabelIngress marks the nodes of ingress hosts, where Traefik takes
-	// ports 80 and 443.
-	LabelIngress = LabelPrefix + "ingress"
-)
-
 // NodeLabels are the labels a host's node carries: from its GPUs and from
 // the inventory. Values are made label-safe as GPU feature discovery makes
 // them (NVIDIA H100 80GB HBM3 -> NVIDIA-H100-80GB-HBM3).
@@ -56,23 +35,23 @@ func NodeLabels(m inventory.Machine, f *facts.Facts) map[string]string {
 		for i, p := range g.Products {
 			products[i] = labelValue(p)
 		}
-		out[LabelGPUProduct] = labelValue(strings.Join(products, "_"))
-		out[LabelGPUCount] = strconv.Itoa(g.Count)
+		out[kube.LabelGPUProduct] = labelValue(strings.Join(products, "_"))
+		out[kube.LabelGPUCount] = strconv.Itoa(g.Count)
 		// What NVIDIA's device plugin and GPU feature discovery select
 		// their nodes by, before node feature discovery has looked.
-		out[LabelGPUPresent] = "true"
+		out[kube.LabelGPUPresent] = "true"
 		if g.MemMiB > 0 {
-			out[LabelGPUMemory] = strconv.FormatInt(g.MemMiB, 10)
+			out[kube.LabelGPUMemory] = strconv.FormatInt(g.MemMiB, 10)
 		}
 		if v := labelValue(g.Driver); v != "" {
-			out[LabelDriver] = v
+			out[kube.LabelDriver] = v
 		}
 		if v := labelValue(g.CUDA); v != "" {
-			out[LabelCUDA] = v
+			out[kube.LabelCUDA] = v
 		}
 	}
 	if m.HasRole(inventory.RoleIngress) {
-		out[LabelIngress] = "true"
+		out[kube.LabelIngress] = "true"
 	}
 	maps.Copy(out, m.Labels)
 	return out
@@ -98,12 +77,12 @@ func labelValue(s string) string {
 // cluster has workers (a cluster of control planes only runs its pods
 // there, so the taint comes off).
 func NodeWant(inv *inventory.Inventory, m inventory.Machine, f *facts.Facts) kube.NodeWant {
-	w := kube.NodeWant{Labels: NodeLabels(m, f), OwnPrefix: LabelPrefix}
+	w := kube.NodeWant{Labels: NodeLabels(m, f), OwnPrefix: kube.LabelPrefix}
 	for _, t := range NodeOf(inv, m).Taints {
 		w.Taints = append(w.Taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
 	}
 	if m.HasRole(inventory.RoleControlPlane) && !hasWorker(inv) {
-		w.Remove = append(w.Remove, corev1.Taint{Key: ControlPlaneTaint.Key, Effect: corev1.TaintEffect(ControlPlaneTaint.Effect)})
+		w.Remove = append(w.Remove, kube.ControlPlaneTaint)
 	}
 	return w
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/engine/enginetest"
 	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/kube"
 	"github.com/gpukit/gpukit/pkg/preflight"
 	"github.com/gpukit/gpukit/pkg/ssh"
 	"github.com/gpukit/gpukit/test/cluster"
@@ -146,7 +147,7 @@ func TestLabelsOnARealAPIServer(t *testing.T) {
 		}
 		var b strings.Builder
 		for _, k := range slices.Sorted(maps.Keys(n.Metadata.Labels)) {
-			if k == "team" || strings.HasPrefix(k, kubeadm.LabelPrefix) {
+			if k == "team" || strings.HasPrefix(k, kube.LabelPrefix) {
 				fmt.Fprintf(&b, "%s=%s ", k, n.Metadata.Labels[k])
 			}
 		}

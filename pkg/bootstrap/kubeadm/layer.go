@@ -7,12 +7,10 @@ import (
 	"strings"
 	"sync"
 
-	"k8s.io/client-go/kubernetes"
-
-	"github.com/gpukit/gpukit/pkg/charts"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/kube"
 	"github.com/gpukit/gpukit/pkg/osfamily"
 	"github.com/gpukit/gpukit/pkg/probe"
 	"github.com/gpukit/gpukit/pkg/scripts"
@@ -54,9 +52,9 @@ type Layer struct {
 	hosts      map[string]*hostInfo
 	kubeconfig []byte
 	nodes      []NodeStatus // status: what the control plane listed
-	// the API's clients, made from kubeconfig once (client, helm)
-	api    kubernetes.Interface
-	charts *charts.Client
+	// api is the cluster's API through the first control plane, its
+	// client made from kubeconfig once (Client)
+	api kube.Tunnel
 }
 
 // hostInfo is one host's share; only the goroutine working on the host
@@ -71,8 +69,12 @@ type hostInfo struct {
 
 // New returns the layer for inv.
 func New(inv *inventory.Inventory) *Layer {
-	return &Layer{inv: inv, cluster: ClusterOf(inv), hosts: map[string]*hostInfo{}}
+	l := &Layer{inv: inv, cluster: ClusterOf(inv), hosts: map[string]*hostInfo{}}
+	l.api.Fetch = l.adminKubeconfig
+	return l
 }
+
+var _ kube.API = (*Layer)(nil)
 
 func (l *Layer) info(name string) *hostInfo {
 	l.mu.Lock()

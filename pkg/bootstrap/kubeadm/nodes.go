@@ -9,14 +9,12 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/kube"
 	"github.com/gpukit/gpukit/pkg/scripts"
 )
 
 // PhaseNodes reads the cluster's nodes (status).
 const PhaseNodes = "status/nodes"
-
-// GPUResource is the extended resource NVIDIA's device plugin advertises.
-const GPUResource = "nvidia.com/gpu"
 
 // NodeStatus is one node of the cluster as the API lists it.
 type NodeStatus struct {
@@ -71,7 +69,7 @@ func ParseNodes(out []byte) ([]NodeStatus, error) {
 	nodes := make([]NodeStatus, 0, len(l.Items))
 	for _, it := range l.Items {
 		n := NodeStatus{Name: it.Metadata.Name, Ready: "Unknown", Kubelet: it.Status.NodeInfo.KubeletVersion,
-			Runtime: it.Status.NodeInfo.ContainerRuntimeVersion, GPUs: it.Status.Allocatable[GPUResource], Labels: map[string]string{},
+			Runtime: it.Status.NodeInfo.ContainerRuntimeVersion, GPUs: it.Status.Allocatable[kube.GPUResource], Labels: map[string]string{},
 			Unschedulable: it.Spec.Unschedulable}
 		for k, v := range it.Metadata.Labels {
 			if role, ok := strings.CutPrefix(k, "node-role.kubernetes.io/"); ok {

@@ -13,7 +13,6 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/gpukit/gpukit/pkg/charts"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/kube"
@@ -224,7 +223,7 @@ func (p *containerdPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, 
 	s, _ := p.l.state(ctx, h)
 	runtime := "runc"
 	if hasGPUs(h.Facts) && p.l.inv.Cluster.Spec.Kubernetes.Containerd.NVIDIARuntime != inventory.NVIDIARuntimeClass {
-		runtime = NVIDIARuntimeName
+		runtime = kube.NVIDIARuntimeName
 	}
 	return false, fmt.Sprintf("containerd %s installed, held and configured (default runtime %s)", s.ContainerdVersion, runtime), nil
 }
@@ -542,44 +541,23 @@ func (l *Layer) adminKubeconfig(ctx context.Context, h *engine.Host) ([]byte, er
 	return res.Stdout, nil
 }
 
-// client is a clientset for the cluster's API, reached through h's
-// connection (h is always the first control plane), made once a run so
-// that the phases share its connections; nil in a dry-run before the
-// cluster exists.
-func (l *Layer) client(ctx context.Context, h *engine.Host) (kubernetes.Interface, error) {
-	kc, err := l.adminKubeconfig(ctx, h)
-	if err != nil || kc == nil {
-		return nil, err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.api == nil {
-		if l.api, err = kube.NewClient(kc, kube.DialFunc(h.Dialer())); err != nil {
-			return nil, err
-		}
-	}
-	return l.api, nil
+// Client is the cluster's API client, reached through h's connection (h
+// is the first control plane that answers) with the admin kubeconfig read
+// from it: made once a run (kube.Tunnel), so that every phase that uses the
+// API - the layer's, the platform's, the DCGM exporters' reading - shares
+// its connections; nil in a dry-run before the cluster exists.
+func (l *Layer) Client(ctx context.Context, h *engine.Host) (*kube.Client, error) {
+	return l.api.Client(ctx, h)
 }
 
-// Helm is the Helm client of the cluster, made once a run as client is;
-// Helm's debug lines go to h's log.
-func (l *Layer) Helm(ctx context.Context, h *engine.Host) (*charts.Client, error) {
-	kc, err := l.adminKubeconfig(ctx, h)
-	if err != nil || kc == nil {
+// client is the clientset of Client (nil in a dry-run before the cluster
+// exists).
+func (l *Layer) client(ctx context.Context, h *engine.Host) (kubernetes.Interface, error) {
+	c, err := l.Client(ctx, h)
+	if err != nil || c == nil {
 		return nil, err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.charts == nil {
-		cfg, err := kube.RESTConfig(kc, kube.DialFunc(h.Dialer()))
-		if err != nil {
-			return nil, err
-		}
-		if l.charts, err = charts.NewClient(cfg, kc, func(format string, args ...any) { h.Logf("helm: "+format, args...) }); err != nil {
-			return nil, err
-		}
-	}
-	return l.charts, nil
+	return c.Clientset, nil
 }
 
 func (p *kubeconfigPhase) Run(context.Context, *engine.Host) error { return nil }

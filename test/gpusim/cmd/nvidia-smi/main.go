@@ -28,7 +28,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/gpukit/gpukit/pkg/nvidia/compat"
+	"github.com/gpukit/gpukit/pkg/compat"
 	"github.com/gpukit/gpukit/test/gpusim/capture"
 	"github.com/gpukit/gpukit/test/gpusim/hoststate"
 )

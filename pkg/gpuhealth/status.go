@@ -1,4 +1,10 @@
-package nvidia
+// Package gpuhealth is gpukit status's view of a host's GPUs: nvidia-smi's
+// report and the kernel's XIDs read over SSH (the status/gpus phase), each
+// GPU's verdict, and dcgm-exporter's readings merged in by UUID where the
+// monitoring stack runs. It sits above pkg/nvidia and pkg/dcgm so that the
+// driver installer does not pull the exporter's reader (and the cluster's
+// API client) in.
+package gpuhealth
 
 import (
 	"bytes"

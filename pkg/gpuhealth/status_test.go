@@ -1,4 +1,4 @@
-package nvidia_test
+package gpuhealth_test
 
 import (
 	"os"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/dcgm"
 	"github.com/gpukit/gpukit/pkg/facts"
-	"github.com/gpukit/gpukit/pkg/nvidia"
+	"github.com/gpukit/gpukit/pkg/gpuhealth"
 	"github.com/gpukit/gpukit/test/fixtures"
 )
 
@@ -16,7 +16,7 @@ func TestParseXIDs(t *testing.T) {
 	t.Parallel()
 	out := "[ 12.3] NVRM: Xid (PCI:0000:17:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n" +
 		"NVRM: Xid (PCI:0000:b1:00): 13, Graphics SM Warp Exception on (GPC 0, TPC 1)\nnot an xid\n"
-	xs := nvidia.ParseXIDs([]byte(out))
+	xs := gpuhealth.ParseXIDs([]byte(out))
 	if len(xs) != 2 || xs[0].Bus != "0000:17:00" || xs[0].Code != 79 || !strings.Contains(xs[0].Message, "fallen off the bus") || xs[1].Code != 13 {
 		t.Errorf("%+v", xs)
 	}
@@ -34,7 +34,7 @@ func TestParseGPUStatusOfRealCaptures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			clean := nvidia.ParseGPUStatus("h", append(append([]byte("=== nvidia-smi\n"), b...), "\n=== xid\n"...))
+			clean := gpuhealth.ParseGPUStatus("h", append(append([]byte("=== nvidia-smi\n"), b...), "\n=== xid\n"...))
 			if clean.Error != "" || len(clean.GPUs) == 0 || clean.Driver == "" {
 				t.Fatalf("%+v", clean)
 			}
@@ -49,7 +49,7 @@ func TestParseGPUStatusOfRealCaptures(t *testing.T) {
 			xidBus := strings.TrimPrefix(strings.ToLower(bus), "0000")
 			xidBus = xidBus[:strings.LastIndexByte(xidBus, '.')]
 			out := append(append([]byte("=== nvidia-smi\n"), b...), []byte("\n=== xid\nNVRM: Xid (PCI:"+xidBus+"): 79, pid=1, GPU has fallen off the bus.\nNVRM: Xid (PCI:"+xidBus+"): 13, Graphics Exception\nNVRM: Xid (PCI:0000:ee:00): 31, MMU fault\n")...)
-			r := nvidia.ParseGPUStatus("h", out)
+			r := gpuhealth.ParseGPUStatus("h", out)
 			if r.Status != facts.HealthFail || len(r.GPUs[0].XIDs) != 2 || !strings.Contains(strings.Join(r.GPUs[0].Health.Fails, ";"), "XID 79 this boot") {
 				t.Errorf("with XID 79 on %s: %s, GPU 0 xids %v, fails %v", xidBus, r.Status, r.GPUs[0].XIDs, r.GPUs[0].Health.Fails)
 			}
@@ -62,11 +62,11 @@ func TestParseGPUStatusOfRealCaptures(t *testing.T) {
 
 func TestParseGPUStatusWithoutAnAnswer(t *testing.T) {
 	t.Parallel()
-	r := nvidia.ParseGPUStatus("h", []byte("=== nvidia-smi\nNVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n\n=== xid\n"))
+	r := gpuhealth.ParseGPUStatus("h", []byte("=== nvidia-smi\nNVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n\n=== xid\n"))
 	if r.Status != facts.HealthFail || !strings.HasPrefix(r.Error, "NVIDIA-SMI has failed") {
 		t.Errorf("%+v", r)
 	}
-	if r := nvidia.ParseGPUStatus("h", []byte("gpukit: no nvidia-smi\n")); r.Error != "no nvidia-smi" || r.Status != "" {
+	if r := gpuhealth.ParseGPUStatus("h", []byte("gpukit: no nvidia-smi\n")); r.Error != "no nvidia-smi" || r.Status != "" {
 		t.Errorf("no nvidia-smi: %+v", r)
 	}
 }
@@ -81,7 +81,7 @@ func TestAddDCGM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := nvidia.ParseGPUStatus("h", append(append([]byte("=== nvidia-smi\n"), b...), "\n=== xid\n"...))
+	r := gpuhealth.ParseGPUStatus("h", append(append([]byte("=== nvidia-smi\n"), b...), "\n=== xid\n"...))
 	scrape, err := os.Open(filepath.Join(fixtures.Dir(t, "dcgm"), "h100-80gb-hbm3-x8__k8s-pod-labels__sampled.prom"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,8 +1,9 @@
-// Package compat answers whether an NVIDIA driver can run a CUDA toolkit. It
-// holds NVIDIA's "CUDA Toolkit and minimum required driver version" table for
-// Linux x86_64 (CUDA release notes, section "CUDA Driver", Table 3) so that
-// inventory validation, the driver phases and the upgrade planner all read one
-// table. It imports nothing from gpukit on purpose: it is data plus arithmetic.
+// Package compat answers whether an NVIDIA driver can run a CUDA toolkit,
+// from NVIDIA's "CUDA Toolkit and minimum required driver version" table for
+// Linux x86_64 (CUDA release notes, section "CUDA Driver", Table 3), which the
+// bill of materials holds (manifests/bom.yaml, cudaDrivers): inventory
+// validation, the driver phases and the upgrade planner all read one table.
+// It imports only that data: it is the arithmetic over it.
 package compat
 
 import (
@@ -10,6 +11,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/gpukit/gpukit/manifests"
 )
 
 // ErrUnknownCUDA is returned for a well-formed CUDA version that is not in the
@@ -133,29 +136,14 @@ type Release struct {
 // Releases returns the table, oldest CUDA first. The slice is fresh on every
 // call so callers may keep or modify it.
 func Releases() []Release {
-	// NVIDIA CUDA 13.1 release notes, Table 3, GA column (Linux x86_64).
-	// There is no 12.7 row: CUDA 12.7 was never released.
-	rows := []struct{ cuda, driver string }{
-		{"11.8", "520.61.05"},
-		{"12.0", "525.60.13"},
-		{"12.1", "530.30.02"},
-		{"12.2", "535.54.03"},
-		{"12.3", "545.23.06"},
-		{"12.4", "550.54.14"},
-		{"12.5", "555.42.02"},
-		{"12.6", "560.28.03"},
-		{"12.8", "570.26"},
-		{"12.9", "575.51.03"},
-		{"13.0", "580.65.06"},
-		{"13.1", "590.44.01"},
-	}
+	rows := manifests.Bill().CUDADrivers
 	out := make([]Release, len(rows))
 	for i, r := range rows {
-		c, err := ParseCUDA(r.cuda)
+		c, err := ParseCUDA(r.CUDA)
 		if err != nil {
-			panic(err) // the table above is a constant; a test covers every row
+			panic(err) // the bill is part of the binary; a test covers every row
 		}
-		out[i] = Release{CUDA: c, MinDriver: MustParseDriver(r.driver)}
+		out[i] = Release{CUDA: c, MinDriver: MustParseDriver(r.MinDriver)}
 	}
 	return out
 }
