@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/kube"
 )
 
@@ -56,24 +57,29 @@ type Client struct {
 	raw  []byte
 	cs   kubernetes.Interface
 	logf func(format string, args ...any)
+	// helm, when set, is Helm's configuration for a namespace instead of
+	// one on the cluster's Secrets (tests: Helm's in-memory storage).
+	helm func(namespace string) (*action.Configuration, error)
 }
 
-// NewClient returns a client for the cluster of an admin kubeconfig, cfg
-// its client configuration (pkg/kube.RESTConfig: the tunnel through a
-// control plane). logf receives Helm's debug lines (a host's log).
-func NewClient(cfg *rest.Config, kubeconfig []byte, logf func(string, ...any)) (*Client, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
+// NewClient returns the Helm client of k's cluster: the releases are made
+// with k's configuration (its dialer: the tunnel through a control plane)
+// and k's kubeconfig's contexts. logf receives Helm's debug lines (a
+// host's log).
+func NewClient(k *kube.Client, logf func(string, ...any)) *Client {
+	return &Client{cfg: k.Config, raw: k.Kubeconfig, cs: k.Clientset, logf: logf}
+}
+
+// Helm is the Helm client of api's cluster reached from h, Helm's debug
+// lines in h's log; nil (no error) when api has no client (a dry-run
+// before the cluster exists).
+func Helm(ctx context.Context, api kube.API, h *engine.Host) (*Client, error) {
+	k, err := api.Client(ctx, h)
+	if err != nil || k == nil {
 		return nil, err
 	}
-	return &Client{cfg: cfg, raw: kubeconfig, cs: cs, logf: logf}, nil
+	return NewClient(k, func(format string, args ...any) { h.Logf("helm: "+format, args...) }), nil
 }
-
-// Config is the client configuration the releases are made with.
-func (c *Client) Config() *rest.Config { return c.cfg }
-
-// Clientset is a clientset of the same cluster, over the same connections.
-func (c *Client) Clientset() kubernetes.Interface { return c.cs }
 
 // Pending says why r must be installed or upgraded: "" when the release is
 // deployed from r's chart version with r's values.
@@ -220,6 +226,9 @@ func (c *Client) ensureNamespace(ctx context.Context, r Release) error {
 // action is Helm's configuration for one namespace, releases stored as
 // Secrets there (Helm's default).
 func (c *Client) action(namespace string) (*action.Configuration, error) {
+	if c.helm != nil {
+		return c.helm(namespace)
+	}
 	raw, err := clientcmd.Load(c.raw)
 	if err != nil {
 		return nil, err

@@ -22,7 +22,7 @@ import (
 // fakeManager answers the Swarm orchestrator's scripts as a manager's
 // docker would (recognised by their names): the nodes, `docker node
 // update`, and the tasks on a node; a drain shuts a node's tasks down at the
-// next look. The lab test (internal/cli) runs the same on real dockerd.
+// next look. The lab test (test/e2e) runs the same on real dockerd.
 type fakeManager struct {
 	mu      sync.Mutex
 	nodes   []*fakeNode

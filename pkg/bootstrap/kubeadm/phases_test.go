@@ -27,7 +27,7 @@ const token = "abcdef.canary0123456789"
 // fakeKube answers the Kubernetes layer's scripts for a fleet of Debian
 // hosts: what was prepared, installed, written, initialised and joined. A
 // recording executor, for the phases' logic; TestLabKubernetes
-// (internal/cli) runs them on real hosts.
+// (test/e2e) runs them on real hosts.
 type fakeKube struct {
 	// cpJoins are control-plane joins in flight, cpJoinPeak their most.
 	cpJoins, cpJoinPeak atomic.Int32

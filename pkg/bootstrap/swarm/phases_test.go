@@ -28,7 +28,7 @@ const token = "SWMTKN-1-canary0123456789secret"
 // fakeSwarm answers the swarm layer's scripts for a fleet of Debian hosts
 // with docker.io: what was installed, written and joined, and the swarm's
 // node list as its manager keeps it. A recording executor, for the phases'
-// logic; the lab test (internal/cli) runs them on real dockerd.
+// logic; the lab test (test/e2e) runs them on real dockerd.
 type fakeSwarm struct {
 	// managerJoins are manager joins in flight, managerJoinPeak their most.
 	managerJoins, managerJoinPeak atomic.Int32

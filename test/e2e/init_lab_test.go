@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpukit/gpukit/internal/cli"
 	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/test/gpusim"
@@ -34,7 +35,7 @@ func runInit(t *testing.T, args ...string) initResult {
 	start := time.Now()
 	logDir := t.TempDir()
 	args = append(append([]string{}, args...), "-o", "json", "--log-dir", logDir)
-	code := Execute(context.Background(), args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+	code := cli.Execute(context.Background(), args, cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
 	r := initResult{code: code, failed: map[string]string{}, out: out.String() + errb.String(), logDir: logDir}
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		var e event.Event
@@ -137,7 +138,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 		l.SSH(t, "lab-3", `printf '#!/bin/sh\necho "SecureBoot enabled"\n' >/usr/local/bin/mokutil && chmod +x /usr/local/bin/mokutil`)
 		defer l.SSH(t, "lab-3", "rm -f /usr/local/bin/mokutil")
 		r := runInit(t, "init", "--skip-phases", "kubernetes,platform,kubeflow", "-i", inv)
-		if r.code != ExitHostsFailed || !strings.Contains(r.failed["lab-3"], "preflight/checks") ||
+		if r.code != cli.ExitHostsFailed || !strings.Contains(r.failed["lab-3"], "preflight/checks") ||
 			!strings.Contains(r.failed["lab-3"], "choose spec.nvidia.secureBoot: signed or mok") {
 			t.Errorf("exit %d, failed %v", r.code, r.failed)
 		}
@@ -152,7 +153,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 	before := bootIDs(t, l, hosts...)
 	t.Run("plan changes nothing", func(t *testing.T) {
 		r := runInit(t, "plan", "--skip-phases", "kubernetes,platform,kubeflow", "-i", inv)
-		if r.code != ExitOK || r.counts.Changed != 3 {
+		if r.code != cli.ExitOK || r.counts.Changed != 3 {
 			t.Fatalf("plan: exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
 		}
 		planned := map[string]int{}
@@ -175,7 +176,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 	t.Run("fresh install ends verified, one reboot each, one host down at a time", func(t *testing.T) {
 		start := time.Now()
 		r := runInit(t, "init", "--skip-phases", "kubernetes,platform,kubeflow", "-i", inv, "--max-parallel-reboots", "1")
-		if r.code != ExitOK || r.counts != (event.HostCounts{Changed: 3}) {
+		if r.code != cli.ExitOK || r.counts != (event.HostCounts{Changed: 3}) {
 			t.Fatalf("exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
 		}
 		t.Logf("first init on 3 hosts: %s", time.Since(start).Round(100*time.Millisecond))
@@ -231,7 +232,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 		start := time.Now()
 		ids := bootIDs(t, l, hosts...)
 		r := runInit(t, "init", "--skip-phases", "kubernetes,platform,kubeflow", "-i", inv)
-		if r.code != ExitOK || r.counts != (event.HostCounts{Unchanged: 3}) || len(r.writeSteps()) != 0 {
+		if r.code != cli.ExitOK || r.counts != (event.HostCounts{Unchanged: 3}) || len(r.writeSteps()) != 0 {
 			t.Errorf("exit %d %+v, writes %v", r.code, r.counts, r.writeSteps())
 		}
 		t.Logf("second init on 3 hosts: %s", time.Since(start).Round(100*time.Millisecond))
@@ -244,7 +245,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 		ids := bootIDs(t, l, hosts...)
 		l.SSH(t, "lab-2", "touch /etc/gpusim/fail-install")
 		r := runInit(t, "init", "--skip-phases", "kubernetes,platform,kubeflow", "-i", inv, "--driver", "590.48.01")
-		if r.code != ExitHostsFailed || len(r.failed) != 1 || !strings.Contains(r.failed["lab-2"], "nvidia/driver: driver 590.48.01") ||
+		if r.code != cli.ExitHostsFailed || len(r.failed) != 1 || !strings.Contains(r.failed["lab-2"], "nvidia/driver: driver 590.48.01") ||
 			!strings.Contains(r.failed["lab-2"], "dpkg returned an error") {
 			t.Errorf("exit %d, failed %v", r.code, r.failed)
 		}
@@ -266,7 +267,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 		}
 		l.SSH(t, "lab-2", "rm /etc/gpusim/fail-install")
 		r = runInit(t, "init", "--skip-phases", "kubernetes,platform,kubeflow", "-i", inv, "--driver", "590.48.01")
-		if r.code != ExitOK || r.counts != (event.HostCounts{Changed: 1, Unchanged: 2}) {
+		if r.code != cli.ExitOK || r.counts != (event.HostCounts{Changed: 1, Unchanged: 2}) {
 			t.Errorf("re-run: exit %d %+v %v", r.code, r.counts, r.failed)
 		}
 		if out := l.SSH(t, "lab-2", "nvidia-smi --query-gpu=driver_version --format=csv,noheader; dpkg-query -W -f='${Version}' nvidia-fabricmanager"); out != "590.48.01\n590.48.01-1" {
@@ -279,7 +280,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 		start := time.Now()
 		r := runInit(t, "init", "--skip-phases", "kubernetes,platform,kubeflow", "-i", inv, "--driver", "580.95.05", "--reboot-timeout", "30s")
 		took := time.Since(start)
-		if r.code != ExitHostsFailed || len(r.failed) != 1 || !strings.Contains(r.failed["lab-3"], "nvidia/reboot") ||
+		if r.code != cli.ExitHostsFailed || len(r.failed) != 1 || !strings.Contains(r.failed["lab-3"], "nvidia/reboot") ||
 			!strings.Contains(r.failed["lab-3"], "lab-3 did not come back within 30s") {
 			t.Errorf("exit %d, failed %v", r.code, r.failed)
 		}
@@ -289,7 +290,7 @@ func TestLabInitNVIDIA(t *testing.T) {
 		l.SetRebootDelay(t, "lab-3", time.Second)
 		l.StartHost(t, "lab-3")
 		r = runInit(t, "init", "--skip-phases", "kubernetes,platform,kubeflow", "-i", inv, "--driver", "580.95.05")
-		if r.code != ExitOK || r.counts.Failed != 0 || r.counts.Changed != 0 {
+		if r.code != cli.ExitOK || r.counts.Failed != 0 || r.counts.Changed != 0 {
 			// lab-3 came back with the new driver loaded: nothing left to do.
 			t.Errorf("after the host came back: exit %d %+v %v", r.code, r.counts, r.failed)
 		}
@@ -357,7 +358,7 @@ func TestLabInitDistributionDriver(t *testing.T) {
 		kernel := l.SSH(t, "lab-1", "uname -r")
 		for _, h := range hosts {
 			msg := r.failed[h]
-			if r.code != ExitHostsFailed || !strings.HasPrefix(msg, "nvidia/prepare") ||
+			if r.code != cli.ExitHostsFailed || !strings.HasPrefix(msg, "nvidia/prepare") ||
 				!strings.Contains(msg, "no kernel headers for the running kernel "+kernel) {
 				t.Errorf("%s: exit %d, failed %q", h, r.code, msg)
 			}
@@ -399,7 +400,7 @@ func TestLabInitDistributionDriver(t *testing.T) {
 		wg.Wait()
 		t.Logf("real nvidia-driver installed on 2 hosts in %s", time.Since(start).Round(100*time.Millisecond))
 		for h, r := range results {
-			if r.code != ExitOK || r.counts.Changed != 1 {
+			if r.code != cli.ExitOK || r.counts.Changed != 1 {
 				t.Fatalf("%s: exit %d %+v %v\n%s", h, r.code, r.counts, r.failed, r.out)
 			}
 		}
@@ -416,7 +417,7 @@ func TestLabInitDistributionDriver(t *testing.T) {
 			}
 		}
 		for h, p := range invs {
-			if r := runInit(t, "init", "-i", p, "--only-phases", "nvidia/driver"); r.code != ExitOK || r.counts.Changed != 0 {
+			if r := runInit(t, "init", "-i", p, "--only-phases", "nvidia/driver"); r.code != cli.ExitOK || r.counts.Changed != 0 {
 				t.Errorf("%s second run: exit %d %+v", h, r.code, r.counts)
 			}
 		}

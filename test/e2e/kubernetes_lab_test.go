@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"encoding/base64"
@@ -14,12 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpukit/gpukit/internal/cli"
+	"github.com/gpukit/gpukit/internal/flow"
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/dcgm"
 	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/pkg/facts"
+	"github.com/gpukit/gpukit/pkg/gpuhealth"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
-	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/test/cluster"
 	"github.com/gpukit/gpukit/test/fixtures"
 	"github.com/gpukit/gpukit/test/gpusim"
@@ -103,7 +105,7 @@ func TestLabKubernetes(t *testing.T) {
 
 	t.Run("plan changes nothing", func(t *testing.T) {
 		r := runInit(t, "plan", "-i", inv)
-		if r.code != ExitOK || len(r.writeSteps()) != 0 {
+		if r.code != cli.ExitOK || len(r.writeSteps()) != 0 {
 			t.Fatalf("plan: exit %d, writes %v\n%s", r.code, r.writeSteps(), r.out)
 		}
 		joins := 0
@@ -123,7 +125,7 @@ func TestLabKubernetes(t *testing.T) {
 	t.Run("init makes the cluster", func(t *testing.T) {
 		start := time.Now()
 		r := runInit(t, "init", "-i", inv, "--kubeconfig-out", kubeconfig)
-		if r.code != ExitOK || r.counts.Changed != 3 {
+		if r.code != cli.ExitOK || r.counts.Changed != 3 {
 			t.Fatalf("exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
 		}
 		t.Logf("first init (NVIDIA stack + Kubernetes %s) on 3 hosts: %s", site.Version, time.Since(start).Round(100*time.Millisecond))
@@ -212,7 +214,7 @@ spec:
 
 	t.Run("the pod network runs across the nodes", func(t *testing.T) {
 		if site.Charts == "" {
-			t.Skip("no chart archives (../shared/fixtures/charts): the site installs no CNI")
+			t.Skip("no chart archives in the fixtures cache (make fixtures): the site installs no CNI")
 		}
 		// kubernetes/cni waited for every node to be Ready; CoreDNS, the
 		// first pods on the pod network, roll out behind it.
@@ -243,7 +245,7 @@ spec:
 	t.Run("a second init changes nothing", func(t *testing.T) {
 		start := time.Now()
 		r := runInit(t, "init", "-i", inv, "--kubeconfig-out", kubeconfig)
-		if r.code != ExitOK || r.counts.Changed != 0 || r.counts.Unchanged != 3 || len(r.writeSteps()) != 0 {
+		if r.code != cli.ExitOK || r.counts.Changed != 0 || r.counts.Unchanged != 3 || len(r.writeSteps()) != 0 {
 			t.Fatalf("exit %d %+v writes %v\n%s", r.code, r.counts, r.writeSteps(), r.out)
 		}
 		t.Logf("second init: %s", time.Since(start).Round(100*time.Millisecond))
@@ -251,14 +253,10 @@ spec:
 
 	t.Run("status lists the nodes", func(t *testing.T) {
 		code, out, errOut := run(t, "status", "-i", inv, "-o", "json", "--log-dir", t.TempDir())
-		var st struct {
-			Type    string               `json:"type"`
-			Healthy bool                 `json:"healthy"`
-			Nodes   []kubeadm.NodeStatus `json:"nodes"`
-			GPUs    []nvidia.HostGPUs    `json:"gpus"`
-		}
+		var st flow.KubernetesStatus
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if code != ExitOK || json.Unmarshal([]byte(lines[len(lines)-1]), &st) != nil || st.Type != "kubernetes-status" || len(st.Nodes) != 3 || !st.Healthy {
+		if code != cli.ExitOK || json.Unmarshal([]byte(lines[len(lines)-1]), &st) != nil || st.Type != flow.KindKubernetesStatus ||
+			st.APIVersion != flow.ResultAPIVersion || len(st.Nodes) != 3 || !st.Healthy || len(st.Problems) != 0 {
 			t.Fatalf("status: exit %d\n%s\n%s", code, out, errOut)
 		}
 		// Every GPU worker's GPU, read from its simulated nvidia-smi -q -x
@@ -291,12 +289,9 @@ spec:
 	t.Run("kubeflow status reads the cluster through the first control plane's SSH connection", func(t *testing.T) {
 		code, out, errOut := run(t, "kubeflow", "status", "-i", inv, "-o", "json", "--log-dir", t.TempDir())
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		var st struct {
-			Type     string
-			Releases []struct{ Name string }
-			Kubeflow struct{ Deployments int }
-		}
-		if code != ExitOK || json.Unmarshal([]byte(lines[len(lines)-1]), &st) != nil || st.Type != "kubeflow-status" || len(st.Releases) != 0 || st.Kubeflow.Deployments != 0 {
+		var st flow.KubeflowStatusResult
+		if code != cli.ExitOK || json.Unmarshal([]byte(lines[len(lines)-1]), &st) != nil || st.Type != flow.KindKubeflowStatus || st.Status == nil ||
+			len(st.Releases) != 0 || st.Kubeflow.Deployments != 0 {
 			t.Fatalf("kubeflow status: exit %d %+v\n%s\n%s", code, st, out, errOut)
 		}
 	})
@@ -328,7 +323,7 @@ spec:
 		}
 		start := time.Now()
 		r := runInit(t, "init", "-i", invMon, "--kubeconfig-out", kubeconfig)
-		if r.code != ExitOK || r.counts.Changed != 1 { // the first control plane, whose connection deploys
+		if r.code != cli.ExitOK || r.counts.Changed != 1 { // the first control plane, whose connection deploys
 			t.Fatalf("init with monitoring: exit %d %+v %v\n%s\n%s", r.code, r.counts, r.failed, r.out, dump())
 		}
 		t.Logf("init with monitoring on a converged cluster: %s (platform/monitoring %s, platform/training-metrics %s)",
@@ -376,7 +371,7 @@ spec:
 		}
 		t.Logf("Prometheus scraped %v %v, %s after init began", m, got[0].Value[1], time.Since(start).Round(time.Second))
 
-		if r := runInit(t, "init", "-i", invMon, "--kubeconfig-out", kubeconfig); r.code != ExitOK || r.counts.Changed != 0 || len(r.writeSteps()) != 0 {
+		if r := runInit(t, "init", "-i", invMon, "--kubeconfig-out", kubeconfig); r.code != cli.ExitOK || r.counts.Changed != 0 || len(r.writeSteps()) != 0 {
 			t.Fatalf("second init with monitoring: exit %d %+v writes %v\n%s", r.code, r.counts, r.writeSteps(), r.out)
 		}
 		code, out, errOut := run(t, "kubeflow", "status", "-i", invMon, "-o", "json", "--log-dir", t.TempDir())
@@ -385,7 +380,7 @@ spec:
 			Releases []struct{ Name, Status string }
 			Platform struct{ Deployments, Available int }
 		}
-		if code != ExitOK || json.Unmarshal([]byte(lines[len(lines)-1]), &st) != nil || len(st.Releases) != 1 || st.Releases[0].Name != "kube-prometheus-stack" || st.Platform.Available != 1 {
+		if code != cli.ExitOK || json.Unmarshal([]byte(lines[len(lines)-1]), &st) != nil || len(st.Releases) != 1 || st.Releases[0].Name != "kube-prometheus-stack" || st.Platform.Available != 1 {
 			t.Errorf("kubeflow status: exit %d %+v\n%s\n%s", code, st, out, errOut)
 		}
 	})
@@ -413,7 +408,7 @@ spec:
 			t.Fatal(err)
 		}
 		r := runInit(t, "init", "-i", invDCGM, "--kubeconfig-out", kubeconfig)
-		if r.code != ExitOK {
+		if r.code != cli.ExitOK {
 			t.Fatalf("init with gpuMetrics: exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
 		}
 		if out, err := exec.Command(filepath.Join(cluster.Binaries(t), "kubectl"), "--kubeconfig", kubeconfig, "-n", "monitoring", "rollout", "status", "daemonset/dcgm-exporter", "--timeout=180s").CombinedOutput(); err != nil {
@@ -422,10 +417,10 @@ spec:
 		code, out, errOut := run(t, "status", "-i", invDCGM, "-o", "json", "--log-dir", t.TempDir())
 		var st struct {
 			Healthy bool
-			GPUs    []nvidia.HostGPUs
+			GPUs    []gpuhealth.HostGPUs
 		}
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if code != ExitOK || json.Unmarshal([]byte(lines[len(lines)-1]), &st) != nil || !st.Healthy || len(st.GPUs) != 2 {
+		if code != cli.ExitOK || json.Unmarshal([]byte(lines[len(lines)-1]), &st) != nil || !st.Healthy || len(st.GPUs) != 2 {
 			t.Fatalf("status: exit %d\n%s\n%s", code, out, errOut)
 		}
 		for _, h := range st.GPUs {
@@ -465,7 +460,7 @@ spec:
 		before := sshLogins(t, l, all...)
 		start := time.Now()
 		r := runInit(t, "add-node", "-i", inv4, "lab-4")
-		if r.code != ExitOK || r.counts.Changed != 2 { // lab-4, and the control plane that labels its node
+		if r.code != cli.ExitOK || r.counts.Changed != 2 { // lab-4, and the control plane that labels its node
 			t.Fatalf("exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
 		}
 		t.Logf("add-node of 1 host (NVIDIA stack + Kubernetes + join): %s", time.Since(start).Round(100*time.Millisecond))
@@ -481,7 +476,7 @@ spec:
 		if got := kubectl(t, "get", "node", "lab-4", "-o", `jsonpath={.status.nodeInfo.kubeletVersion} {.metadata.labels.gpukit\.dev/gpu\.product}`); got != "v"+site.Version+" NVIDIA-H100-80GB-HBM3" {
 			t.Errorf("lab-4's kubelet: %q", got)
 		}
-		if r := runInit(t, "init", "-i", inv4, "--kubeconfig-out", kubeconfig); r.code != ExitOK || r.counts.Changed != 0 {
+		if r := runInit(t, "init", "-i", inv4, "--kubeconfig-out", kubeconfig); r.code != cli.ExitOK || r.counts.Changed != 0 {
 			t.Fatalf("init of the 4 hosts after add-node: exit %d %+v writes %v", r.code, r.counts, r.writeSteps())
 		}
 	})
@@ -489,7 +484,7 @@ spec:
 	t.Run("reset cleans a worker and init joins it again", func(t *testing.T) {
 		start := time.Now()
 		r := runInit(t, "reset", "-i", inv4, "--hosts", "lab-3", "--yes")
-		if r.code != ExitOK || r.counts.Changed != 2 {
+		if r.code != cli.ExitOK || r.counts.Changed != 2 {
 			t.Fatalf("reset: exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
 		}
 		t.Logf("reset of lab-3: %s", time.Since(start).Round(100*time.Millisecond))
@@ -501,11 +496,11 @@ spec:
 		if left != "0\n0\nactive" {
 			t.Errorf("lab-3 after reset (files left, KUBE- rules, containerd):\n%s", left)
 		}
-		if r := runInit(t, "reset", "-i", inv4, "--hosts", "lab-3", "--yes"); r.code != ExitOK || r.counts.Changed != 0 {
+		if r := runInit(t, "reset", "-i", inv4, "--hosts", "lab-3", "--yes"); r.code != cli.ExitOK || r.counts.Changed != 0 {
 			t.Errorf("second reset: exit %d %+v writes %v", r.code, r.counts, r.writeSteps())
 		}
 		r = runInit(t, "init", "-i", inv4, "--kubeconfig-out", kubeconfig)
-		if r.code != ExitOK || r.counts.Changed != 2 { // lab-3, and the control plane that labels its node
+		if r.code != cli.ExitOK || r.counts.Changed != 2 { // lab-3, and the control plane that labels its node
 			t.Fatalf("init after reset: exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
 		}
 		if got := kubectl(t, "get", "node", "lab-3", "-o", "name"); got != "node/lab-3" {
@@ -548,7 +543,7 @@ spec:
 		kubectl(t, "wait", "--for=condition=Ready", "pod/train", "--timeout=180s")
 		uid := kubectl(t, "get", "pod", "train", "-o", "jsonpath={.metadata.uid}")
 		r := runInit(t, "upgrade", "driver", "-i", inv4, "--driver", "590.48.01", "--hosts", "lab-4", "--state", filepath.Join(t.TempDir(), "hook.json"), "--skip-etcd-snapshot")
-		if r.code != ExitHostsFailed || len(r.failed) != 0 || !strings.Contains(r.out, "lab-4: training still running (default/train)") {
+		if r.code != cli.ExitHostsFailed || len(r.failed) != 0 || !strings.Contains(r.out, "lab-4: training still running (default/train)") {
 			t.Fatalf("upgrade with training on lab-4: exit %d, failed %v\n%s", r.code, r.failed, r.out)
 		}
 		if w := r.writeSteps()["lab-4"]; !slices.Equal(w, []string{"cordon lab-4", "checkpoint default/train", "uncordon lab-4"}) {
@@ -619,7 +614,7 @@ spec:
 			"--delete-emptydir-data"} // Prometheus (the monitoring subtest's) keeps its data in an emptyDir
 		start := time.Now()
 		r := runInit(t, args...)
-		if r.code != ExitHostsFailed || !strings.HasPrefix(r.failed["lab-3"], "nvidia/verify: not verified") || len(r.failed) != 1 {
+		if r.code != cli.ExitHostsFailed || !strings.HasPrefix(r.failed["lab-3"], "nvidia/verify: not verified") || len(r.failed) != 1 {
 			t.Fatalf("first run: exit %d, failed %v\n%s", r.code, r.failed, r.out)
 		}
 		t.Logf("first run (lab-2 upgraded, lab-3 caught): %s; %s", time.Since(start).Round(100*time.Millisecond), upgradeReport(r.out))
@@ -633,7 +628,7 @@ spec:
 		}
 		// gpukit status names the broken GPU and exits non-zero.
 		code, out, errOut := run(t, "status", "-i", inv4, "-o", "plain", "--log-dir", t.TempDir())
-		if code != ExitHostsFailed || !strings.Contains(errOut, "lab-3's GPUs fail their health check") || !strings.Contains(out, "lab-3: nvidia-smi: Unable to determine the device handle") {
+		if code != cli.ExitHostsFailed || !strings.Contains(errOut, "lab-3's GPUs fail their health check") || !strings.Contains(out, "lab-3: nvidia-smi: Unable to determine the device handle") {
 			t.Errorf("status with lab-3's GPU lost: exit %d\n%s\n%s", code, out, errOut)
 		}
 		if got := kubectl(t, "get", "node", "lab-3", "-o", "jsonpath={.spec.unschedulable}"); got != "true" {
@@ -650,7 +645,7 @@ spec:
 		// cordoned; the process gone, the next resume finishes it.
 		l.SSH(t, "lab-4", "echo '4242, python train.py, 30000 MiB' >/etc/gpusim/compute-apps")
 		r = runInit(t, append(args, "--resume")...)
-		if r.code != ExitHostsFailed || !strings.HasPrefix(r.failed["lab-4"], "upgrade/stop-gpu-consumers: ") || !strings.Contains(r.out, "4242, python train.py") || len(r.failed) != 1 {
+		if r.code != cli.ExitHostsFailed || !strings.HasPrefix(r.failed["lab-4"], "upgrade/stop-gpu-consumers: ") || !strings.Contains(r.out, "4242, python train.py") || len(r.failed) != 1 {
 			t.Fatalf("resume with a process computing on lab-4: exit %d, failed %v\n%s", r.code, r.failed, r.out)
 		}
 		if got := l.SSH(t, "lab-4", `nvidia-smi --query-gpu=driver_version --format=csv,noheader; dpkg-query -W -f='${Version}\n' | grep -c '^590\.48\.01-' || true`); got != "580.95.05\n0" {
@@ -662,7 +657,7 @@ spec:
 		l.SSH(t, "lab-4", "rm /etc/gpusim/compute-apps")
 		start = time.Now()
 		r = runInit(t, append(args, "--resume", "--write-inventory")...)
-		if r.code != ExitOK {
+		if r.code != cli.ExitOK {
 			t.Fatalf("resume: exit %d, failed %v\n%s", r.code, r.failed, r.out)
 		}
 		t.Logf("second resume (lab-4 upgraded): %s; %s", time.Since(start).Round(100*time.Millisecond), upgradeReport(r.out))
@@ -686,7 +681,7 @@ spec:
 		}
 		kubectl(t, "rollout", "status", "deployment/serve", "--timeout=180s")
 		r = runInit(t, "upgrade", "driver", "-i", inv4, "--driver", "590.48.01", "--state", state, "--skip-etcd-snapshot")
-		if r.code != ExitOK || r.counts.Changed != 0 || len(r.writeSteps()) != 0 {
+		if r.code != cli.ExitOK || r.counts.Changed != 0 || len(r.writeSteps()) != 0 {
 			t.Errorf("a second upgrade: exit %d %+v writes %v\n%s", r.code, r.counts, r.writeSteps(), r.out)
 		}
 	})
@@ -718,15 +713,9 @@ func assertDriverSwapped(t *testing.T, l *lab.Lab, h, release, old string) {
 // the waves and the API requests.
 func upgradeReport(out string) string {
 	for _, line := range strings.Split(out, "\n") {
-		if strings.HasPrefix(line, `{"type":"upgrade"`) {
-			var r struct {
-				Order    []string
-				Waves    int
-				Requests int `json:"apiRequests"`
-			}
-			if json.Unmarshal([]byte(line), &r) == nil {
-				return fmt.Sprintf("nodes %v in %d waves, %d API requests", r.Order, r.Waves, r.Requests)
-			}
+		var r flow.UpgradeResult
+		if json.Unmarshal([]byte(line), &r) == nil && r.Type == flow.KindUpgrade {
+			return fmt.Sprintf("nodes %v in %d waves, %d API requests", r.Order, r.Waves, r.APIRequests)
 		}
 	}
 	return "no upgrade report"
@@ -816,7 +805,7 @@ func TestLabKubernetesVariants(t *testing.T) {
 			start := time.Now()
 			kubeconfig := filepath.Join(dir, "kubeconfig")
 			r := runInit(t, "init", "-i", inv, "--kubeconfig-out", kubeconfig)
-			if r.code != ExitOK || r.counts.Changed != c.hosts {
+			if r.code != cli.ExitOK || r.counts.Changed != c.hosts {
 				t.Fatalf("exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
 			}
 			t.Logf("init of %d hosts, Kubernetes %s: %s", c.hosts, site.Version, time.Since(start).Round(100*time.Millisecond))
@@ -858,7 +847,7 @@ func TestLabKubernetesVariants(t *testing.T) {
 			} else if got := l.SSH(t, "lab-2", "head -n 4 /etc/containerd/config.toml | grep -c '^version = 2'"); got != "1" {
 				t.Errorf("lab-2's config.toml is not version 2:\n%s", l.SSH(t, "lab-2", "cat /etc/containerd/config.toml"))
 			}
-			if r := runInit(t, "init", "-i", inv, "--kubeconfig-out", kubeconfig); r.code != ExitOK || r.counts.Changed != 0 {
+			if r := runInit(t, "init", "-i", inv, "--kubeconfig-out", kubeconfig); r.code != cli.ExitOK || r.counts.Changed != 0 {
 				t.Errorf("second init: exit %d %+v writes %v", r.code, r.counts, r.writeSteps())
 			}
 		})

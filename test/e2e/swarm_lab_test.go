@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"encoding/json"
@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpukit/gpukit/internal/cli"
+	"github.com/gpukit/gpukit/internal/flow"
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/pkg/facts"
-	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/test/gpusim"
 	"github.com/gpukit/gpukit/test/lab"
 )
@@ -84,7 +85,7 @@ func TestLabSwarm(t *testing.T) {
 
 	t.Run("plan changes nothing", func(t *testing.T) {
 		r := runInit(t, "plan", "-i", inv3)
-		if r.code != ExitOK || len(r.writeSteps()) != 0 {
+		if r.code != cli.ExitOK || len(r.writeSteps()) != 0 {
 			t.Fatalf("plan: exit %d, writes %v\n%s", r.code, r.writeSteps(), r.out)
 		}
 		joins := 0
@@ -107,7 +108,7 @@ func TestLabSwarm(t *testing.T) {
 	t.Run("init forms a GPU swarm", func(t *testing.T) {
 		start := time.Now()
 		r := runInit(t, "init", "-i", inv3)
-		if r.code != ExitOK || r.counts.Changed != 3 {
+		if r.code != cli.ExitOK || r.counts.Changed != 3 {
 			t.Fatalf("exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
 		}
 		t.Logf("first init (NVIDIA stack + docker + swarm) on 3 hosts: %s", time.Since(start).Round(100*time.Millisecond))
@@ -189,7 +190,7 @@ func TestLabSwarm(t *testing.T) {
 
 	t.Run("a second init changes nothing", func(t *testing.T) {
 		r := runInit(t, "init", "-i", inv3)
-		if r.code != ExitOK || r.counts.Changed != 0 || r.counts.Unchanged != 3 || len(r.writeSteps()) != 0 {
+		if r.code != cli.ExitOK || r.counts.Changed != 0 || r.counts.Unchanged != 3 || len(r.writeSteps()) != 0 {
 			t.Fatalf("exit %d %+v writes %v\n%s", r.code, r.counts, r.writeSteps(), r.out)
 		}
 	})
@@ -198,7 +199,7 @@ func TestLabSwarm(t *testing.T) {
 		before := sshLogins(t, l, all...)
 		start := time.Now()
 		r := runInit(t, "add-node", "-i", inv4, "lab-4")
-		if r.code != ExitOK || r.counts.Changed != 2 { // lab-4, and the manager that labels its node
+		if r.code != cli.ExitOK || r.counts.Changed != 2 { // lab-4, and the manager that labels its node
 			t.Fatalf("exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
 		}
 		t.Logf("add-node of 1 host (NVIDIA stack + docker + join): %s", time.Since(start).Round(100*time.Millisecond))
@@ -220,12 +221,7 @@ func TestLabSwarm(t *testing.T) {
 
 	t.Run("status lists the nodes", func(t *testing.T) {
 		r := runInit(t, "status", "-i", inv4)
-		var st struct {
-			Type    string            `json:"type"`
-			Healthy bool              `json:"healthy"`
-			Nodes   []swarm.Node      `json:"nodes"`
-			GPUs    []nvidia.HostGPUs `json:"gpus"`
-		}
+		var st flow.SwarmStatus
 		lines := strings.Split(strings.TrimSpace(r.out), "\n")
 		for _, line := range lines {
 			if strings.Contains(line, `"type":"swarm-status"`) {
@@ -234,7 +230,7 @@ func TestLabSwarm(t *testing.T) {
 				}
 			}
 		}
-		if r.code != ExitOK || len(st.Nodes) != 4 || len(nodeNamed(st.Nodes, "lab-4").GPUs) != 1 || !st.Healthy {
+		if r.code != cli.ExitOK || len(st.Nodes) != 4 || len(nodeNamed(st.Nodes, "lab-4").GPUs) != 1 || !st.Healthy {
 			t.Errorf("exit %d, nodes %+v\n%s", r.code, st.Nodes, r.out)
 		}
 		for _, g := range st.GPUs {
@@ -262,7 +258,7 @@ func TestLabSwarm(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := runInit(t, "init", "-i", inv4m)
-		if r.code != ExitOK || r.counts.Changed != 1 {
+		if r.code != cli.ExitOK || r.counts.Changed != 1 {
 			t.Fatalf("exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
 		}
 		if n := nodeNamed(swarmNodes(t, l), "lab-4"); n.Role != "manager" || n.Manager != "reachable" {
@@ -272,12 +268,12 @@ func TestLabSwarm(t *testing.T) {
 
 	t.Run("reset one host, then all; init again", func(t *testing.T) {
 		r := runInit(t, "reset", "-i", inv4m, "--hosts", "lab-4")
-		if r.code != ExitUsage || !strings.Contains(r.out, "pass --yes") {
+		if r.code != cli.ExitUsage || !strings.Contains(r.out, "pass --yes") {
 			t.Fatalf("reset without --yes and no terminal: exit %d\n%s", r.code, r.out)
 		}
 		// lab-4 is a manager: lab-1 demotes it first, and forgets it after.
 		r = runInit(t, "reset", "-i", inv4m, "--hosts", "lab-4", "--yes")
-		if r.code != ExitOK || !slices.Contains(r.writeSteps()["lab-1"], "demote 1 manager(s)") {
+		if r.code != cli.ExitOK || !slices.Contains(r.writeSteps()["lab-1"], "demote 1 manager(s)") {
 			t.Fatalf("exit %d %v, writes %v\n%s", r.code, r.failed, r.writeSteps(), r.out)
 		}
 		if got := l.SSH(t, "lab-4", "docker info --format '{{.Swarm.LocalNodeState}}'; test -e /etc/docker/daemon.json && echo daemon.json left || true; grep -c '^swarm-resource' /etc/nvidia-container-runtime/config.toml || true"); got != "inactive\n0" {
@@ -287,7 +283,7 @@ func TestLabSwarm(t *testing.T) {
 			t.Errorf("lab-4 is still listed: %+v", n)
 		}
 		r = runInit(t, "reset", "-i", inv4, "--yes")
-		if r.code != ExitOK {
+		if r.code != cli.ExitOK {
 			t.Fatalf("exit %d %v\n%s", r.code, r.failed, r.out)
 		}
 		if got := l.SSH(t, "lab-2", "cat /etc/docker/daemon.json"); got != userDaemon {
@@ -300,7 +296,7 @@ func TestLabSwarm(t *testing.T) {
 			}
 		}
 		r = runInit(t, "init", "-i", inv4)
-		if r.code != ExitOK || len(swarmNodes(t, l)) != 4 {
+		if r.code != cli.ExitOK || len(swarmNodes(t, l)) != 4 {
 			t.Fatalf("init after reset: exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
 		}
 	})
@@ -361,7 +357,7 @@ q --name agent --mode global gpukit-lab/busybox:1 sleep 3600`)
 				planned[e.Host] = e.Message
 			}
 		}
-		if r.code != ExitOK || !strings.Contains(planned["lab-2"], "--availability drain") || planned["lab-4"] != "" || !strings.Contains(r.out, `"order":["lab-2","lab-3","lab-4"]`) ||
+		if r.code != cli.ExitOK || !strings.Contains(planned["lab-2"], "--availability drain") || planned["lab-4"] != "" || !strings.Contains(r.out, `"order":["lab-2","lab-3","lab-4"]`) ||
 			nodeSpec("lab-2") == "" || nodeNamed(swarmNodes(t, l), "lab-2").Availability != "active" {
 			t.Fatalf("dry-run: exit %d, drains planned %v\n%s", r.code, planned, r.out)
 		}
@@ -372,7 +368,7 @@ q --name agent --mode global gpukit-lab/busybox:1 sleep 3600`)
 		l.SSH(t, "lab-3", "touch /etc/gpusim/gpu-lost")
 		start := time.Now()
 		r = runInit(t, args...)
-		if r.code != ExitHostsFailed || !strings.HasPrefix(r.failed["lab-3"], "nvidia/verify: not verified") || len(r.failed) != 1 {
+		if r.code != cli.ExitHostsFailed || !strings.HasPrefix(r.failed["lab-3"], "nvidia/verify: not verified") || len(r.failed) != 1 {
 			t.Fatalf("first run: exit %d, failed %v\n%s", r.code, r.failed, r.out)
 		}
 		t.Logf("first run (lab-2 upgraded, lab-3 caught): %s; %s", time.Since(start).Round(100*time.Millisecond), upgradeReport(r.out))
@@ -392,7 +388,7 @@ q --name agent --mode global gpukit-lab/busybox:1 sleep 3600`)
 			t.Errorf("lab-4's node was updated before its turn: %s -> %s", lab4Spec, got)
 		}
 		code, out, errOut := run(t, "status", "-i", inv4, "-o", "plain", "--log-dir", t.TempDir())
-		if code != ExitHostsFailed || !strings.Contains(errOut, "lab-3's GPUs fail their health check") || !regexp.MustCompile(`(?m)^lab-3\s+worker\s+ready\s+drain\s`).MatchString(out) {
+		if code != cli.ExitHostsFailed || !strings.Contains(errOut, "lab-3's GPUs fail their health check") || !regexp.MustCompile(`(?m)^lab-3\s+worker\s+ready\s+drain\s`).MatchString(out) {
 			t.Errorf("status with lab-3's GPU lost: exit %d\n%s\n%s", code, out, errOut)
 		}
 		l.SSH(t, "lab-3", "rm /etc/gpusim/gpu-lost")
@@ -401,7 +397,7 @@ q --name agent --mode global gpukit-lab/busybox:1 sleep 3600`)
 		// Resumed: lab-3 first (gpukit's, out of service), then lab-4's
 		// training is asked to checkpoint and the node left alone.
 		r = runInit(t, append(args, "--resume")...)
-		if r.code != ExitHostsFailed || len(r.failed) != 0 || !strings.Contains(r.out, "lab-4: training still running (train.") {
+		if r.code != cli.ExitHostsFailed || len(r.failed) != 0 || !strings.Contains(r.out, "lab-4: training still running (train.") {
 			t.Fatalf("resume with training on lab-4: exit %d, failed %v\n%s", r.code, r.failed, r.out)
 		}
 		if w := r.writeSteps()["lab-2"]; len(w) != 0 {
@@ -435,7 +431,7 @@ q --name agent --mode global gpukit-lab/busybox:1 sleep 3600`)
 		if got := <-ended; got != "<nil> " {
 			t.Errorf("ending the training: %s", got)
 		}
-		if r.code != ExitOK {
+		if r.code != cli.ExitOK {
 			t.Fatalf("resume once the training ends: exit %d, failed %v\n%s", r.code, r.failed, r.out)
 		}
 		t.Logf("last resume (lab-4 waited for, upgraded): %s; %s", time.Since(start).Round(100*time.Millisecond), upgradeReport(r.out))
@@ -461,7 +457,7 @@ q --name agent --mode global gpukit-lab/busybox:1 sleep 3600`)
 			t.Error("the manager rebooted: it has no GPU")
 		}
 		r = runInit(t, "upgrade", "driver", "-i", inv4, "--driver", "590.48.01", "--state", state)
-		if r.code != ExitOK || r.counts.Changed != 0 || len(r.writeSteps()) != 0 {
+		if r.code != cli.ExitOK || r.counts.Changed != 0 || len(r.writeSteps()) != 0 {
 			t.Errorf("a second upgrade: exit %d %+v writes %v\n%s", r.code, r.counts, r.writeSteps(), r.out)
 		}
 
@@ -481,7 +477,7 @@ q --name agent --mode global gpukit-lab/busybox:1 sleep 3600`)
 			t.Fatalf("cannot label lab-4 in %s", inv4)
 		}
 		r = runInit(t, "init", "-i", invLabelled, "--driver", "590.48.01")
-		if r.code != ExitOK || r.counts.Changed != 0 || !strings.Contains(r.out, "lab-4 left as it is: updating it would make swarm restart its GPU tasks (train.") {
+		if r.code != cli.ExitOK || r.counts.Changed != 0 || !strings.Contains(r.out, "lab-4 left as it is: updating it would make swarm restart its GPU tasks (train.") {
 			t.Errorf("init with a new label on lab-4, which trains: exit %d %+v\n%s", r.code, r.counts, r.out)
 		}
 		if got := strings.Fields(trainTask()); len(got) == 0 || got[0] != train || nodeNamed(swarmNodes(t, l), "lab-4").Labels["rack"] != "" {
@@ -492,13 +488,13 @@ q --name agent --mode global gpukit-lab/busybox:1 sleep 3600`)
 		l.SSH(t, "lab-4", "docker exec $(docker ps -q --filter name=train) sh -c ': >/done'")
 		waitFor("train complete", func() bool { return trainTask() == "" })
 		r = runInit(t, "init", "-i", invLabelled, "--driver", "590.48.01")
-		if r.code != ExitOK || r.counts.Changed != 0 || !strings.Contains(r.out, "run its finished GPU jobs again (train): remove their services first") {
+		if r.code != cli.ExitOK || r.counts.Changed != 0 || !strings.Contains(r.out, "run its finished GPU jobs again (train): remove their services first") {
 			t.Errorf("init with lab-4's job finished: exit %d %+v\n%s", r.code, r.counts, r.out)
 		}
 		l.SSH(t, "lab-1", "docker service rm serve train agent >/dev/null")
 		waitFor("lab-4's tasks gone", func() bool { return l.SSH(t, "lab-4", "docker ps -q | wc -l") == "0" })
 		r = runInit(t, "init", "-i", invLabelled, "--driver", "590.48.01")
-		if r.code != ExitOK || r.counts.Changed != 1 || nodeNamed(swarmNodes(t, l), "lab-4").Labels["rack"] != "r9" {
+		if r.code != cli.ExitOK || r.counts.Changed != 1 || nodeNamed(swarmNodes(t, l), "lab-4").Labels["rack"] != "r9" {
 			t.Errorf("init once lab-4's tasks are gone: exit %d %+v, labels %v\n%s", r.code, r.counts, nodeNamed(swarmNodes(t, l), "lab-4").Labels, r.out)
 		}
 	})

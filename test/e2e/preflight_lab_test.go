@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpukit/gpukit/internal/cli"
 	"github.com/gpukit/gpukit/pkg/preflight"
 	"github.com/gpukit/gpukit/pkg/ssh"
 	"github.com/gpukit/gpukit/test/gpusim"
@@ -25,7 +26,7 @@ func preflightJSON(t *testing.T, inv string, extra ...string) (int, preflight.Re
 	t.Helper()
 	var out, errb bytes.Buffer
 	args := append([]string{"preflight", "-i", inv, "-o", "json", "--log-dir", t.TempDir()}, extra...)
-	code := Execute(context.Background(), args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+	code := cli.Execute(context.Background(), args, cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
 	var rep preflight.Report
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		if strings.Contains(line, `"type":"preflight-report"`) {
@@ -91,7 +92,7 @@ func TestLabPreflight(t *testing.T) {
 	installGPUSimulator(t, l, l.Hosts[1], h100)
 
 	code, rep, out := preflightJSON(t, l.Inventory)
-	if code != ExitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d, want 0 (warnings only)\n%s", code, out)
 	}
 	for _, h := range rep.Hosts {
@@ -122,8 +123,8 @@ func TestLabPreflight(t *testing.T) {
 	l.Stop(t, l.Hosts[2].Name)
 	start := time.Now()
 	code, rep, out = preflightJSON(t, l.Inventory)
-	if code != ExitHostsFailed {
-		t.Fatalf("exit %d with a host down, want %d\n%s", code, ExitHostsFailed, out)
+	if code != cli.ExitHostsFailed {
+		t.Fatalf("exit %d with a host down, want %d\n%s", code, cli.ExitHostsFailed, out)
 	}
 	down := hostReport(t, rep, l.Hosts[2].Name)
 	if down.Status != preflight.Fail || !strings.Contains(down.Error, "connect") || down.Facts != nil {
@@ -159,7 +160,7 @@ func TestLabPreflightPasswordSudo(t *testing.T) {
 	t.Setenv("GPUKIT_TEST_OPS_PASSWORD", l.SudoPassword)
 	logs := t.TempDir()
 	code, rep, out := preflightJSON(t, path, "--log-dir", logs)
-	if code != ExitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 	for _, h := range rep.Hosts {
@@ -198,7 +199,7 @@ func TestLabPreflightThroughBastion(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, rep, out := preflightJSON(t, path)
-	if code != ExitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 	for _, h := range rep.Hosts {
@@ -209,7 +210,7 @@ func TestLabPreflightThroughBastion(t *testing.T) {
 	// With the bastion down every host behind it fails, naming the bastion.
 	l.Stop(t, l.Hosts[0].Name)
 	code, rep, out = preflightJSON(t, path)
-	if code != ExitHostsFailed {
+	if code != cli.ExitHostsFailed {
 		t.Fatalf("exit %d with the bastion down\n%s", code, out)
 	}
 	for _, h := range rep.Hosts {
