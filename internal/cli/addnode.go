@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpukit/gpukit/internal/flow"
+	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/nvidia"
 )
 
@@ -27,6 +28,9 @@ continue), 2 on bad input (nothing changed on any host).`,
 			return usage(cobra.MinimumNArgs(1)(cmd, args))
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.list {
+				return o.printPhases(s)
+			}
 			if err := o.checkFlags(); err != nil {
 				return err
 			}
@@ -38,10 +42,27 @@ continue), 2 on bad input (nothing changed on any host).`,
 			if err != nil {
 				return usage(err)
 			}
-			return o.executeAfterPreflight(cmd.Context(), s, l, f.Preflight)
+			res := flow.NewInitResult(true, o.dryRun)
+			ran, err := o.executeAfterPreflight(cmd.Context(), s, l, f.Preflight, res)
+			if !ran {
+				return err
+			}
+			if werr := writeResult(l.out, res); werr != nil && err == nil {
+				err = werr
+			}
+			return err
 		},
 	}
 	o.addFlags(cmd.Flags())
+	o.phaseFlags(cmd, func(inv *inventory.Inventory) (flow.Flow, error) {
+		// The phases are the same whichever hosts join: list them for the
+		// inventory's last host.
+		f, err := flow.NewAddNode(inv, []string{inv.Machines[len(inv.Machines)-1].Name}, flow.InitOptions{NVIDIA: o.nvidiaOptions()})
+		if err != nil {
+			return flow.Flow{}, err
+		}
+		return f.Flow, nil
+	})
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "probe the hosts and show every write as the script that would run; change nothing")
 	return cmd
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpukit/gpukit/internal/flow"
+	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/ui"
 )
 
@@ -80,6 +80,7 @@ func newInitCmd(s Streams) *cobra.Command {
 		},
 	}
 	o.addFlags(cmd.Flags())
+	o.phaseFlags(cmd, o.initFlow)
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "probe the hosts and show every write as the script that would run; change nothing")
 	return cmd
 }
@@ -99,7 +100,17 @@ the scripts on a terminal or in plain output; -o json carries them in "planned" 
 		},
 	}
 	o.addFlags(cmd.Flags())
+	o.phaseFlags(cmd, o.initFlow)
 	return cmd
+}
+
+// initFlow is init's (and plan's) flow, for --list-phases.
+func (o *initOptions) initFlow(inv *inventory.Inventory) (flow.Flow, error) {
+	f := flow.NewInit(inv, flow.InitOptions{NVIDIA: o.nvidiaOptions()})
+	if o.dryRun {
+		f.Name = "gpukit plan"
+	}
+	return f.Flow, nil
 }
 
 // checkFlags refuses flag values no run can use (exit 2).
@@ -114,6 +125,9 @@ func (o *initOptions) checkFlags() error {
 }
 
 func (o *initOptions) run(cmd *cobra.Command, s Streams) error {
+	if o.list {
+		return o.printPhases(s)
+	}
 	if err := o.checkFlags(); err != nil {
 		return err
 	}
@@ -130,32 +144,40 @@ func (o *initOptions) run(cmd *cobra.Command, s Streams) error {
 	if o.dryRun {
 		f.Name = "gpukit plan"
 	}
-	err = o.executeAfterPreflight(cmd.Context(), s, l, f.Preflight)
+	res := flow.NewInitResult(false, o.dryRun)
+	ran, err := o.executeAfterPreflight(cmd.Context(), s, l, f.Preflight, res)
+	if !ran {
+		return err
+	}
+	keep := func(werr error) {
+		if werr != nil && err == nil {
+			err = werr
+		}
+	}
 	if f.Kube != nil && !o.dryRun {
 		if kc := f.Kube.Kubeconfig(); kc != nil {
 			path := cmp.Or(o.kubeconfigOut, l.inv.Cluster.Metadata.Name+".kubeconfig")
-			if werr := writeKubeconfig(l.out, path, kc); werr != nil && err == nil {
-				err = werr
-			}
+			keep(writeKubeconfig(l.out, path, kc))
+			res.Files.Kubeconfig = path
 			if o.mergeKubeconfig {
-				if werr := o.merge(l, kc); werr != nil && err == nil {
-					err = werr
-				}
+				keep(o.merge(l, kc, res))
 			}
 		}
 	}
 	if f.Platform != nil && !o.dryRun {
 		if creds := f.Platform.Credentials(); len(creds) > 0 {
-			if werr := writeCredentials(l.out, l.inv.Cluster.Metadata.Name+".credentials", creds); werr != nil && err == nil {
-				err = werr
-			}
+			path := l.inv.Cluster.Metadata.Name + ".credentials"
+			keep(writeCredentials(l.out, path, creds))
+			res.Files.Credentials = path
 		}
 	}
+	keep(writeResult(l.out, res))
 	return err
 }
 
-// merge puts the admin kubeconfig into the user's kubeconfig and says so.
-func (o *initOptions) merge(l *loaded, kc []byte) error {
+// merge puts the admin kubeconfig into the user's kubeconfig and says so
+// (-o json: in res).
+func (o *initOptions) merge(l *loaded, kc []byte, res *flow.InitResult) error {
 	path, err := userKubeconfig()
 	if err != nil {
 		return err
@@ -165,13 +187,9 @@ func (o *initOptions) merge(l *loaded, kc []byte) error {
 	if err != nil {
 		return fmt.Errorf("--merge-kubeconfig: %w", err)
 	}
+	res.Files.Merged = &flow.MergedKubeconfig{Path: path, Context: name + "-admin@" + name, Changed: changed}
 	if l.out.Format == ui.FormatJSON {
-		return json.NewEncoder(l.out.W).Encode(struct {
-			Type    string `json:"type"`
-			Path    string `json:"path"`
-			Context string `json:"context"`
-			Changed bool   `json:"changed"`
-		}{"kubeconfig-merged", path, name + "-admin@" + name, changed})
+		return nil
 	}
 	_, err = fmt.Fprintf(l.out.W, "Merged into %s as context %s-admin@%s (current): kubectl get nodes\n", path, name, name)
 	return err
@@ -184,26 +202,26 @@ func writeKubeconfig(out ui.Output, path string, kc []byte) error {
 		return fmt.Errorf("admin kubeconfig: %w", err)
 	}
 	if out.Format == ui.FormatJSON {
-		return json.NewEncoder(out.W).Encode(struct {
-			Type string `json:"type"`
-			Path string `json:"path"`
-		}{"kubeconfig", path})
+		return nil // the result names it
 	}
 	_, err := fmt.Fprintf(out.W, "\nThe cluster's admin kubeconfig is %s (mode 0600): kubectl --kubeconfig %s get nodes\n", path, path)
 	return err
 }
 
 // executeAfterPreflight runs a flow that starts with preflight's phases: a
-// run stopped there says which checks failed, as preflight does.
-func (o *initOptions) executeAfterPreflight(ctx context.Context, s Streams, l *loaded, f *flow.Preflight) error {
+// run stopped there says which checks failed, as preflight does (and res
+// says it stopped). ran is false when nothing ran (bad input).
+func (o *initOptions) executeAfterPreflight(ctx context.Context, s Streams, l *loaded, f *flow.Preflight, res *flow.InitResult) (ran bool, err error) {
 	sum, err := o.execute(ctx, s, l, f.Flow)
 	if sum == nil {
-		return err
+		return false, err
 	}
+	res.Hosts = sum.HostCounts()
 	if f.Stopped(sum) {
+		res.Stopped = true
 		if werr := writePreflightReport(l.out, f.Report(sum), o.verbose); werr != nil {
-			return werr
+			return true, werr
 		}
 	}
-	return runError(err)
+	return true, runError(err)
 }

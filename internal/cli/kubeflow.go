@@ -3,7 +3,6 @@ package cli
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -75,6 +74,13 @@ Exit code 0 when every phase finished, 1 when one failed (named), 2 on bad input
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd, s) },
 	}
 	o.addFlags(cmd.Flags())
+	o.phaseFlags(cmd, func(inv *inventory.Inventory) (flow.Flow, error) {
+		f, err := flow.NewKubeflowDeploy(inv, o.flowOptions())
+		if err != nil {
+			return flow.Flow{}, err
+		}
+		return f.Flow, nil
+	})
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "reach the cluster with this kubeconfig (its current context) from this machine, instead of through the inventory's first control plane")
 	f.StringVar(&o.manifests, "manifests", "", "Kubeflow's manifests: a tarball (.tar.gz) or directory of the kubeflow/manifests tag (default: download the tag's archive from GitHub)")
@@ -109,6 +115,9 @@ func (o *kubeflowOptions) executeAPI(ctx context.Context, l *loaded, f flow.Flow
 }
 
 func (o *kubeflowOptions) run(cmd *cobra.Command, s Streams) error {
+	if o.list {
+		return o.printPhases(s)
+	}
 	if o.version != "" && !slices.Contains(inventory.KubeflowVersions(), o.version) {
 		return usage(fmt.Errorf("--version %s: gpukit deploys %s", o.version, strings.Join(inventory.KubeflowVersions(), ", ")))
 	}
@@ -124,11 +133,16 @@ func (o *kubeflowOptions) run(cmd *cobra.Command, s Streams) error {
 	if sum == nil {
 		return err
 	}
+	res := &flow.KubeflowDeployResult{Header: flow.NewHeader(flow.KindKubeflowDeploy), DryRun: o.dryRun, Hosts: sum.HostCounts()}
 	if creds := f.Platform.Credentials(); len(creds) > 0 && !o.dryRun {
 		path := cmp.Or(o.credentialsOut, name+".credentials")
 		if werr := writeCredentials(l.out, path, creds); werr != nil && err == nil {
 			err = werr
 		}
+		res.Files.Credentials = path
+	}
+	if werr := writeResult(l.out, res); werr != nil && err == nil {
+		err = werr
 	}
 	return runError(err)
 }
@@ -137,7 +151,7 @@ func (o *kubeflowOptions) run(cmd *cobra.Command, s Streams) error {
 // given): bad input is a usage error and nothing is contacted. name is the
 // cluster's, for the files the command writes.
 func (o *kubeflowOptions) prepare(s Streams) (*loaded, flow.KubeflowOptions, string, error) {
-	fo := flow.KubeflowOptions{Version: o.version, Manifests: o.manifests, RemoteBases: o.remoteBases}
+	fo := o.flowOptions()
 	if o.inventory == "" && o.kubeconfig == "" {
 		return nil, fo, "", usage(errors.New("no cluster: pass -i FILE (the inventory of a cluster gpukit built) or --kubeconfig PATH"))
 	}
@@ -169,6 +183,12 @@ func (o *kubeflowOptions) prepare(s Streams) (*loaded, flow.KubeflowOptions, str
 	return l, fo, name, nil
 }
 
+// flowOptions are the flags the flow takes (the kubeconfig is read by
+// prepare).
+func (o *kubeflowOptions) flowOptions() flow.KubeflowOptions {
+	return flow.KubeflowOptions{Version: o.version, Manifests: o.manifests, RemoteBases: o.remoteBases}
+}
+
 // executeFlow runs f through the inventory's first control plane, or from
 // this machine with --kubeconfig.
 func (o *kubeflowOptions) executeFlow(ctx context.Context, s Streams, l *loaded, f flow.Flow) (*engine.Summary, error) {
@@ -192,6 +212,9 @@ URLs of the web UIs. Nothing is changed. -o json prints the events, then one obj
 Exit code 0 when everything is deployed and Available, 1 when something is not, 2 on bad input.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.list {
+				return o.printPhases(s)
+			}
 			l, fo, _, err := o.prepare(s)
 			if err != nil {
 				return err
@@ -215,16 +238,20 @@ Exit code 0 when everything is deployed and Available, 1 when something is not, 
 		},
 	}
 	o.addFlags(cmd.Flags())
+	o.phaseFlags(cmd, func(inv *inventory.Inventory) (flow.Flow, error) {
+		f, err := flow.NewKubeflowStatus(inv, o.flowOptions())
+		if err != nil {
+			return flow.Flow{}, err
+		}
+		return f.Flow, nil
+	})
 	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "reach the cluster with this kubeconfig from this machine, instead of through the inventory's first control plane")
 	return cmd
 }
 
 func writeKubeflowStatus(out ui.Output, st *kubeflow.Status) error {
 	if out.Format == ui.FormatJSON {
-		return json.NewEncoder(out.W).Encode(struct {
-			Type string `json:"type"`
-			*kubeflow.Status
-		}{"kubeflow-status", st})
+		return writeResult(out, &flow.KubeflowStatusResult{Header: flow.NewHeader(flow.KindKubeflowStatus), Healthy: st.Healthy(), Status: st})
 	}
 	w := tabwriter.NewWriter(out.W, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "\nRELEASE\tNAMESPACE\tCHART\tDEPLOYED\tPINNED\tSTATUS")
@@ -281,11 +308,9 @@ func writeCredentials(out ui.Output, path string, creds []kubeflow.Credential) e
 		return fmt.Errorf("--credentials-out: %w", err)
 	}
 	if out.Format == ui.FormatJSON {
-		// Events and JSON output are logged by CI systems: the file only.
-		return json.NewEncoder(out.W).Encode(struct {
-			Type string `json:"type"`
-			Path string `json:"path"`
-		}{"credentials-written", path})
+		// Events and JSON output are logged by CI systems: the file only,
+		// named by the result.
+		return nil
 	}
 	_, err := fmt.Fprintf(out.W, "Logins written to %s (mode 0600):\n%s", path, b.String())
 	return err

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpukit/gpukit/internal/flow"
+	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/preflight"
 	"github.com/gpukit/gpukit/pkg/ui"
 )
@@ -25,6 +26,9 @@ Exit code 0 when every host passes (warnings allowed), 3 when some hosts fail a 
 cannot be reached, 2 on bad input.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.list {
+				return o.printPhases(s)
+			}
 			l, err := o.load(s)
 			if err != nil {
 				return err
@@ -41,6 +45,7 @@ cannot be reached, 2 on bad input.`,
 		},
 	}
 	o.addFlags(cmd.Flags())
+	o.phaseFlags(cmd, func(inv *inventory.Inventory) (flow.Flow, error) { return flow.NewPreflight(inv).Flow, nil })
 	return cmd
 }
 

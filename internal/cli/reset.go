@@ -37,6 +37,9 @@ Exit code 0 when every host is reset, 3 when some failed, 2 on bad input or when
 the reset was not confirmed (nothing changed).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.list {
+				return o.printPhases(s)
+			}
 			l, err := o.load(s)
 			if err != nil {
 				return err
@@ -58,10 +61,21 @@ the reset was not confirmed (nothing changed).`,
 			if sum == nil {
 				return err
 			}
+			res := &flow.ResetResult{Header: flow.NewHeader(flow.KindReset), DryRun: o.dryRun, Reset: f.Hosts, Hosts: sum.HostCounts()}
+			if werr := writeResult(l.out, res); werr != nil && err == nil {
+				err = werr
+			}
 			return runError(err)
 		},
 	}
 	o.addFlags(cmd.Flags())
+	o.phaseFlags(cmd, func(inv *inventory.Inventory) (flow.Flow, error) {
+		f, err := flow.NewReset(inv, nil)
+		if err != nil {
+			return flow.Flow{}, err
+		}
+		return f.Flow, nil
+	})
 	cmd.Flags().StringSliceVar(&hosts, "hosts", nil, "hosts to reset (comma-separated; default: every host)")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "show every write as the script that would run; change nothing")

@@ -32,6 +32,10 @@ type runOptions struct {
 	dryRun bool
 	// overrides replace inventory versions (init --driver, --cuda, --toolkit).
 	overrides inventory.Overrides
+	// list prints the phases instead of running them (--list-phases);
+	// flowOf builds them (phaseFlags).
+	list   bool
+	flowOf flowOf
 }
 
 // The flags that select phases, as the user typed them.

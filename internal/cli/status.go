@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -13,11 +12,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpukit/gpukit/internal/flow"
-	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/dcgm"
 	"github.com/gpukit/gpukit/pkg/facts"
-	"github.com/gpukit/gpukit/pkg/nvidia"
+	"github.com/gpukit/gpukit/pkg/gpuhealth"
+	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/kube"
 	"github.com/gpukit/gpukit/pkg/ui"
 )
 
@@ -48,6 +48,9 @@ Exit code 0 when everything is healthy, 3 when a host did not answer, a node is 
 Ready or a GPU fails its health check (each named), 2 on bad input.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.list {
+				return o.printPhases(s)
+			}
 			l, err := o.load(s)
 			if err != nil {
 				return err
@@ -60,46 +63,32 @@ Ready or a GPU fails its health check (each named), 2 on bad input.`,
 			if sum == nil {
 				return err
 			}
-			gpus := f.GPUs()
-			var problems []string
-			for _, h := range sum.Failed() {
-				problems = append(problems, h.Host+" did not answer")
-			}
-			for _, g := range gpus {
-				if g.Status == facts.HealthFail {
-					problems = append(problems, g.Host+"'s GPUs fail their health check")
+			switch r := f.Result(sum).(type) {
+			case *flow.KubernetesStatus:
+				for _, u := range r.Unanswered {
+					fmt.Fprintf(s.Err, "warning: the DCGM exporter on %s did not answer\n", u)
 				}
-			}
-			for _, u := range f.Unanswered() {
-				fmt.Fprintf(s.Err, "warning: the DCGM exporter on %s did not answer\n", u)
-			}
-			if kn := f.KubeNodes(); kn != nil {
-				for _, n := range kn {
-					if n.Ready != "True" {
-						problems = append(problems, "node "+n.Name+" is not Ready")
-					}
-				}
-				if werr := writeKubeStatus(l.out, kn, gpus, len(problems) == 0); werr != nil {
+				if werr := writeKubeStatus(l.out, r); werr != nil {
 					return werr
 				}
-				return unhealthy(problems)
-			}
-			nodes := f.Nodes()
-			if nodes == nil {
-				return runError(err)
-			}
-			for _, n := range nodes {
-				if n.State != "ready" {
-					problems = append(problems, "node "+n.Hostname+" is "+n.State)
+				return unhealthy(r.Problems)
+			case *flow.SwarmStatus:
+				if werr := writeStatus(l.out, r); werr != nil {
+					return werr
 				}
+				return unhealthy(r.Problems)
 			}
-			if werr := writeStatus(l.out, nodes, gpus, len(problems) == 0); werr != nil {
-				return werr
-			}
-			return unhealthy(problems)
+			return runError(err)
 		},
 	}
 	o.addFlags(cmd.Flags())
+	o.phaseFlags(cmd, func(inv *inventory.Inventory) (flow.Flow, error) {
+		f, err := flow.NewStatus(inv)
+		if err != nil {
+			return flow.Flow{}, err
+		}
+		return f.Flow, nil
+	})
 	return cmd
 }
 
@@ -113,15 +102,11 @@ func unhealthy(problems []string) error {
 
 // writeStatus writes the nodes after the run's own output: one JSON object
 // after the events, or a table.
-func writeStatus(out ui.Output, nodes []swarm.Node, gpus []nvidia.HostGPUs, healthy bool) error {
+func writeStatus(out ui.Output, r *flow.SwarmStatus) error {
 	if out.Format == ui.FormatJSON {
-		return json.NewEncoder(out.W).Encode(struct {
-			Type    string            `json:"type"`
-			Healthy bool              `json:"healthy"`
-			Nodes   []swarm.Node      `json:"nodes"`
-			GPUs    []nvidia.HostGPUs `json:"gpus"`
-		}{"swarm-status", healthy, nodes, gpus})
+		return writeResult(out, r)
 	}
+	nodes, gpus := r.Nodes, r.GPUs
 	fmt.Fprintln(out.W)
 	if err := writeNodeTable(out.W, nodes); err != nil {
 		return err
@@ -130,7 +115,7 @@ func writeStatus(out ui.Output, nodes []swarm.Node, gpus []nvidia.HostGPUs, heal
 }
 
 // writeGPUTable is one line per GPU, its reasons below it.
-func writeGPUTable(w io.Writer, hosts []nvidia.HostGPUs) error {
+func writeGPUTable(w io.Writer, hosts []gpuhealth.HostGPUs) error {
 	if len(hosts) == 0 {
 		return nil
 	}
@@ -238,7 +223,7 @@ func ints(v []int) string {
 	return strings.Join(s, ",")
 }
 
-func xidCodes(xs []nvidia.XID) string {
+func xidCodes(xs []gpuhealth.XID) string {
 	codes := make([]int, len(xs))
 	for i, x := range xs {
 		codes[i] = x.Code
@@ -274,15 +259,11 @@ func writeNodeTable(w io.Writer, nodes []swarm.Node) error {
 }
 
 // writeKubeStatus writes the Kubernetes nodes after the run's own output.
-func writeKubeStatus(out ui.Output, nodes []kubeadm.NodeStatus, gpus []nvidia.HostGPUs, healthy bool) error {
+func writeKubeStatus(out ui.Output, r *flow.KubernetesStatus) error {
 	if out.Format == ui.FormatJSON {
-		return json.NewEncoder(out.W).Encode(struct {
-			Type    string               `json:"type"`
-			Healthy bool                 `json:"healthy"`
-			Nodes   []kubeadm.NodeStatus `json:"nodes"`
-			GPUs    []nvidia.HostGPUs    `json:"gpus"`
-		}{"kubernetes-status", healthy, nodes, gpus})
+		return writeResult(out, r)
 	}
+	nodes, gpus := r.Nodes, r.GPUs
 	fmt.Fprintln(out.W)
 	tw := tabwriter.NewWriter(out.W, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tROLES\tREADY\tKUBELET\tRUNTIME\tGPUS\tTAINTS\tLABELS")
@@ -317,7 +298,7 @@ func writeKubeStatus(out ui.Output, nodes []kubeadm.NodeStatus, gpus []nvidia.Ho
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintf(out.W, "%d node(s), %d Ready, %d schedulable %s\n", len(nodes), ready, schedulable, kubeadm.GPUResource); err != nil {
+	if _, err := fmt.Fprintf(out.W, "%d node(s), %d Ready, %d schedulable %s\n", len(nodes), ready, schedulable, kube.GPUResource); err != nil {
 		return err
 	}
 	return writeGPUTable(out.W, gpus)

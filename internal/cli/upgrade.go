@@ -2,7 +2,6 @@ package cli
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -128,10 +127,20 @@ func newUpgradeDriverCmd(s Streams) *cobra.Command {
 	f.BoolVar(&o.deleteEmptyDirData, "delete-emptydir-data", false, "drain pods with emptyDir volumes too (their data is lost)")
 	f.DurationVar(&o.gpuTimeout, "gpu-timeout", 5*time.Minute, "how long a node may take to advertise its GPUs again")
 	f.BoolVar(&o.skipEtcdSnapshot, "skip-etcd-snapshot", false, "take no etcd snapshot before the first node")
+	o.phaseFlags(cmd, func(inv *inventory.Inventory) (flow.Flow, error) {
+		f, err := flow.NewUpgradeDriver(inv, flow.UpgradeOptions{NVIDIA: o.nvidiaOptions()})
+		if err != nil {
+			return flow.Flow{}, err
+		}
+		return f.Flow, nil
+	})
 	return cmd
 }
 
 func (o *upgradeOptions) run(cmd *cobra.Command, s Streams) error {
+	if o.list {
+		return o.printPhases(s)
+	}
 	if err := o.checkFlags(); err != nil {
 		return err
 	}
@@ -211,7 +220,7 @@ func (o *upgradeOptions) run(cmd *cobra.Command, s Streams) error {
 	if sum == nil {
 		return runErr
 	}
-	if err := o.report(l, f.Upgrade, state, sum); err != nil && runErr == nil {
+	if err := o.report(l, f, state, sum); err != nil && runErr == nil {
 		runErr = err
 	}
 	if why := f.Upgrade.Unfinished(); runErr == nil && len(why) > 0 && !o.dryRun {
@@ -304,8 +313,9 @@ func describeState(st *upgrade.State) string {
 
 // report says where the etcd snapshot is, how far the rollout got, and how
 // to record the new versions (or records them).
-func (o *upgradeOptions) report(l *loaded, up *upgrade.Upgrade, st *upgrade.State, sum *engine.Summary) error {
-	complete := len(sum.Failed()) == 0 && !sum.Cancelled && up.Complete()
+func (o *upgradeOptions) report(l *loaded, f *flow.UpgradeDriver, st *upgrade.State, sum *engine.Summary) error {
+	res := f.Result(sum, o.dryRun)
+	up, complete := f.Upgrade, res.Complete
 	values := o.versions(l)
 	var record []string
 	for _, k := range []string{"nvidiaDriver", "cuda", "containerToolkit"} {
@@ -339,18 +349,8 @@ func (o *upgradeOptions) report(l *loaded, up *upgrade.Upgrade, st *upgrade.Stat
 		}
 	}
 	if l.out.Format == ui.FormatJSON {
-		return json.NewEncoder(l.out.W).Encode(struct {
-			Type     string   `json:"type"`
-			Complete bool     `json:"complete"`
-			Order    []string `json:"order"`
-			Waves    int      `json:"waves"`
-			Snapshot string   `json:"etcdSnapshot,omitempty"`
-			State    string   `json:"state,omitempty"`
-			Record   []string `json:"record"`
-			Written  string   `json:"inventoryWritten,omitempty"`
-			Requests int      `json:"apiRequests"`
-			DryRun   bool     `json:"dryRun,omitempty"`
-		}{"upgrade", complete, up.Order(), up.Waves(), up.Snapshot(), statePath(st), record, written, up.APIRequests(), o.dryRun})
+		res.State, res.Record, res.Written = statePath(st), record, written
+		return writeResult(l.out, res)
 	}
 	w := l.out.W
 	if p := up.Snapshot(); p != "" {

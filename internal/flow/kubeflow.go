@@ -8,6 +8,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/kube"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
 )
 
@@ -50,14 +51,9 @@ func NewKubeflowDeploy(inv *inventory.Inventory, o KubeflowOptions) (*KubeflowDe
 	return &KubeflowDeploy{Platform: p, Flow: Flow{
 		Name:     "gpukit kubeflow deploy",
 		Machines: machines,
-		// platform/storage      the default StorageClass (local-path, or nfs-subdir with the inventory's export)
-		// platform/ingress      Traefik: DaemonSet on the ingress hosts (ports 80, 443), the default IngressClass
-		// platform/monitoring   kube-prometheus-stack, Grafana's admin login generated
-		// platform/gpu-metrics  DCGM exporter on the GPU nodes, its ServiceMonitor selected by Prometheus
-		// platform/training-metrics  the statsd exporter training loops push to, scraped by Prometheus
-		// platform/dashboards   the GPU and training dashboards, loaded by Grafana's sidecar
-		// kubeflow/manifests    Kubeflow's example built in-process, its login generated, applied server-side in dependency order
-		// platform/routes       Grafana, Kubeflow and TensorBoard on <name>.<domain> through Traefik, TLS
+		// storage, ingress, monitoring, GPU and training metrics,
+		// dashboards, Kubeflow, routes: `gpukit kubeflow deploy
+		// --list-phases` prints them as Platform.Phases builds them.
 		Phases: p.Phases(),
 	}}, nil
 }
@@ -93,7 +89,7 @@ func platform(inv *inventory.Inventory, o KubeflowOptions) (*kubeflow.Platform, 
 			site.Cluster = o.APIMachine // the kubeconfig's cluster
 		}
 		first := func(hosts []*engine.Host) []*engine.Host { return hosts[:1] }
-		return kubeflow.New(site, &kubeflow.KubeconfigAPI{Kubeconfig: o.Kubeconfig}, first, m),
+		return kubeflow.New(site, &kube.Local{Kubeconfig: o.Kubeconfig}, first, m),
 			[]inventory.Machine{{Name: o.APIMachine, Address: "127.0.0.1"}}, nil
 	}
 	cp, ok := kubeadm.FirstControlPlane(inv)

@@ -7,8 +7,9 @@ import (
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/dcgm"
 	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/facts"
+	"github.com/gpukit/gpukit/pkg/gpuhealth"
 	"github.com/gpukit/gpukit/pkg/inventory"
-	"github.com/gpukit/gpukit/pkg/nvidia"
 )
 
 // Status is `gpukit status`: the cluster's nodes as its control planes (or
@@ -19,13 +20,13 @@ type Status struct {
 	inv     *inventory.Inventory
 	sw      *swarm.Layer
 	kube    *kubeadm.Layer
-	gpus    *nvidia.Status
+	gpus    *gpuhealth.Status
 	metrics *dcgm.Metrics // Kubernetes: the DCGM exporters'
 }
 
 // GPUs are the hosts' GPUs the run read, in inventory order (hosts without
 // nvidia-smi left out), with the DCGM exporters' readings of their nodes.
-func (s *Status) GPUs() []nvidia.HostGPUs {
+func (s *Status) GPUs() []gpuhealth.HostGPUs {
 	names := make([]string, len(s.Machines))
 	for i, m := range s.Machines {
 		names[i] = m.Name
@@ -65,7 +66,7 @@ func NewStatus(inv *inventory.Inventory) (*Status, error) {
 		if len(cps) == 0 {
 			return nil, fmt.Errorf("the inventory has no control plane to ask")
 		}
-		k, g := kubeadm.New(inv), nvidia.NewStatus()
+		k, g := kubeadm.New(inv), gpuhealth.NewStatus()
 		d := dcgm.NewMetrics(k, kubeadm.AnsweringControlPlane)
 		return &Status{inv: inv, kube: k, gpus: g, metrics: d, Flow: Flow{
 			Name:     "gpukit status",
@@ -86,7 +87,7 @@ func NewStatus(inv *inventory.Inventory) (*Status, error) {
 	if len(managers) == 0 {
 		return nil, fmt.Errorf("the inventory has no manager to ask")
 	}
-	sw, g := swarm.New(inv), nvidia.NewStatus()
+	sw, g := swarm.New(inv), gpuhealth.NewStatus()
 	return &Status{inv: inv, sw: sw, gpus: g, Flow: Flow{
 		Name:     "gpukit status",
 		Machines: inv.Machines,
@@ -113,4 +114,40 @@ func (s *Status) KubeNodes() []kubeadm.NodeStatus {
 		return nil
 	}
 	return s.kube.ListedNodes()
+}
+
+// Result is the run's verdict: every node and host with their GPUs, and what
+// is unhealthy (a host that did not answer, a node not Ready, a GPU failing
+// its health check). Nil when no control plane (manager) answered: there
+// are no nodes to show, and the run's failures say why.
+func (s *Status) Result(sum *engine.Summary) Result {
+	gpus := s.GPUs()
+	var problems []string
+	for _, h := range sum.Failed() {
+		problems = append(problems, h.Host+" did not answer")
+	}
+	for _, g := range gpus {
+		if g.Status == facts.HealthFail {
+			problems = append(problems, g.Host+"'s GPUs fail their health check")
+		}
+	}
+	if kn := s.KubeNodes(); kn != nil {
+		for _, n := range kn {
+			if n.Ready != "True" {
+				problems = append(problems, "node "+n.Name+" is not Ready")
+			}
+		}
+		return &KubernetesStatus{Header: header(KindKubernetesStatus), Healthy: len(problems) == 0, Problems: problems,
+			Nodes: kn, GPUs: gpus, Unanswered: s.Unanswered()}
+	}
+	nodes := s.Nodes()
+	if nodes == nil {
+		return nil
+	}
+	for _, n := range nodes {
+		if n.State != "ready" {
+			problems = append(problems, "node "+n.Hostname+" is "+n.State)
+		}
+	}
+	return &SwarmStatus{Header: header(KindSwarmStatus), Healthy: len(problems) == 0, Problems: problems, Nodes: nodes, GPUs: gpus}
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
-	"github.com/gpukit/gpukit/pkg/kubeflow"
+	"github.com/gpukit/gpukit/pkg/kube"
 	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/pkg/preflight"
 	"github.com/gpukit/gpukit/pkg/upgrade"
@@ -68,9 +68,9 @@ func NewUpgradeDriver(inv *inventory.Inventory, o UpgradeOptions) (*UpgradeDrive
 		verify = append(verify, swarm.New(inv).Runtime())
 	default:
 		first, ok = kubeadm.FirstControlPlane(inv)
-		var api upgrade.API = kubeadm.New(inv)
+		var api kube.API = kubeadm.New(inv)
 		if o.Kubeconfig != nil {
-			api = &kubeflow.KubeconfigAPI{Kubeconfig: o.Kubeconfig}
+			api = &kube.Local{Kubeconfig: o.Kubeconfig}
 		}
 		if !ok {
 			return nil, fmt.Errorf("the inventory has no control plane to reach the cluster through")
@@ -91,18 +91,22 @@ func NewUpgradeDriver(inv *inventory.Inventory, o UpgradeOptions) (*UpgradeDrive
 		}
 	}
 	up := upgrade.New(inv, connect, target, change, verify, o.Upgrade)
-	phases := []engine.Phase{preflight.New(inv).Facts()} // preflight/facts  probe each host in one round trip
-	// upgrade/check             what each GPU host needs (the NVIDIA layer's checks, nothing changed)
-	// upgrade/plan              the nodes, the budget (--max-unavailable of the GPU nodes), the order
-	// upgrade/etcd-snapshot     Kubernetes: etcd snapshot on the first control plane, before the first node
-	// upgrade/rollout           wave by wave, within the budget (failed and cordoned nodes count):
-	//   upgrade/cordon              cordoned (swarm: paused), marked as gpukit's
-	//   upgrade/drain               training asked to checkpoint, waited for or the node left alone;
-	//                               the rest drained (Kubernetes: through PDBs; swarm: availability drain)
-	//   upgrade/stop-gpu-consumers  no process computing on the GPUs; persistenced, fabric manager, DCGM stopped
-	//   nvidia/prepare ... nvidia/reboot, nvidia/verify (swarm: and swarm/runtime)   as init runs them, at the new versions
-	//   upgrade/gpus                the GPUs advertised again (Kubernetes: the device plugin restarted)
-	//   upgrade/uncordon            driver labels updated, back in service
-	phases = append(phases, up.Phases()...)
+	// The facts, then the upgrade's check, plan, etcd snapshot and the
+	// rollout of change and verify wave by wave: `gpukit upgrade driver
+	// --list-phases` prints the list as this builds it.
+	phases := append([]engine.Phase{preflight.New(inv).Facts()}, up.Phases()...)
 	return &UpgradeDriver{Upgrade: up, Flow: Flow{Name: "gpukit upgrade driver", Machines: machines, Phases: phases}}, nil
+}
+
+// Result is how far the rollout got: complete only when nothing failed, the
+// run was not stopped and every node asked for runs the new versions.
+func (u *UpgradeDriver) Result(sum *engine.Summary, dryRun bool) *UpgradeResult {
+	up := u.Upgrade
+	return &UpgradeResult{
+		Header:   NewHeader(KindUpgrade),
+		Complete: len(sum.Failed()) == 0 && !sum.Cancelled && up.Complete(),
+		Order:    up.Order(), Waves: up.Waves(), Snapshot: up.Snapshot(),
+		Unfinished:  up.Unfinished(),
+		APIRequests: up.APIRequests(), DryRun: dryRun, Hosts: sum.HostCounts(),
+	}
 }
