@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 
@@ -29,10 +30,43 @@ func loadInventory(path string) (*inventory.Inventory, error) {
 
 // loadInventoryWith is loadInventory with versions from the command line.
 func loadInventoryWith(path string, o inventory.Overrides) (*inventory.Inventory, error) {
+	return parseInventoryWith(path, nil, o)
+}
+
+// readInventory reads the inventory file once, for a command that needs its
+// bytes too (upgrade driver: the cluster's name before the overrides, and
+// --write-inventory's check).
+func readInventory(path string) ([]byte, error) {
 	if path == "" {
 		return nil, usage(errors.New("no inventory: pass -i FILE (gpukit inventory example writes one)"))
 	}
-	inv, err := inventory.LoadWith(path, o)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usage(fmt.Errorf("read inventory: %w", err))
+	}
+	defer f.Close()
+	// One byte over the limit is enough for the parser to refuse it.
+	data, err := io.ReadAll(io.LimitReader(f, inventory.MaxFileSize+1))
+	if err != nil {
+		return nil, usage(fmt.Errorf("read inventory: %w", err))
+	}
+	return data, nil
+}
+
+// parseInventoryWith parses data read from path (nil: reads path).
+func parseInventoryWith(path string, data []byte, o inventory.Overrides) (*inventory.Inventory, error) {
+	if path == "" {
+		return nil, usage(errors.New("no inventory: pass -i FILE (gpukit inventory example writes one)"))
+	}
+	var (
+		inv *inventory.Inventory
+		err error
+	)
+	if data != nil {
+		inv, err = inventory.ParseWith(path, data, o)
+	} else {
+		inv, err = inventory.LoadWith(path, o)
+	}
 	if err != nil {
 		var ve *inventory.ValidationError
 		if errors.As(err, &ve) {

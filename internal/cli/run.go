@@ -36,6 +36,8 @@ type runOptions struct {
 	// flowOf builds them (phaseFlags).
 	list   bool
 	flowOf flowOf
+	// data is the inventory file when the command read it already.
+	data []byte
 }
 
 // The flags that select phases, as the user typed them.
@@ -99,7 +101,7 @@ func (o *runOptions) load(s Streams) (*loaded, error) {
 	if o.concurrency < 1 {
 		return nil, usage(fmt.Errorf("--concurrency %d: want 1 or more", o.concurrency))
 	}
-	inv, err := loadInventoryWith(o.inventory, o.overrides)
+	inv, err := parseInventoryWith(o.inventory, o.data, o.overrides)
 	if err != nil {
 		return nil, err
 	}

@@ -162,6 +162,12 @@ func (o *upgradeOptions) run(cmd *cobra.Command, s Streams) error {
 	case o.resume && o.dryRun:
 		return usage(errors.New("--resume and --dry-run: a dry-run changes nothing, so there is nothing to resume"))
 	}
+	// The inventory is read once: its bytes give the cluster's name (the
+	// state's default path) before the flags' versions apply, the versions
+	// the run installs, and --write-inventory's check.
+	if o.data, err = readInventory(o.inventory); err != nil {
+		return err
+	}
 	// The state: a new rollout's, or the one to resume (its versions unless
 	// the flags give them again, and then they must be its own).
 	state, err := o.loadState()
@@ -199,11 +205,7 @@ func (o *upgradeOptions) run(cmd *cobra.Command, s Streams) error {
 	if o.writeInventory {
 		// Before any host: an inventory the versions cannot be written to
 		// is bad input, not a failure after the rollout.
-		data, err := os.ReadFile(o.inventory)
-		if err == nil {
-			_, err = inventory.SetVersions(data, o.versions(l))
-		}
-		if err != nil {
+		if _, err := inventory.SetVersions(o.data, o.versions(l)); err != nil {
 			return usage(fmt.Errorf("--write-inventory: %s: %w", o.inventory, err))
 		}
 	}
@@ -246,69 +248,36 @@ func swarmFlags(cmd *cobra.Command) error {
 	return nil
 }
 
-// loadState reads the rollout to resume, or checks that none is unfinished.
+// loadState reads the rollout to resume, or checks that none is unfinished
+// (upgrade.Decide); a resumed rollout's versions become the flags' where
+// they gave none.
 func (o *upgradeOptions) loadState() (*upgrade.State, error) {
 	if o.dryRun {
 		return nil, nil
 	}
-	path := o.statePath
-	if path == "" {
-		// The default path needs the cluster's name: read the inventory
-		// once without the overrides.
-		inv, err := loadInventoryWith(o.inventory, inventory.Overrides{})
+	if o.statePath == "" {
+		// The default path needs the cluster's name: the inventory as
+		// written, without the overrides.
+		inv, err := parseInventoryWith(o.inventory, o.data, inventory.Overrides{})
 		if err != nil {
 			return nil, err
 		}
-		path = upgrade.DefaultStatePath(inv.Cluster.Metadata.Name)
-		o.statePath = path
+		o.statePath = upgrade.DefaultStatePath(inv.Cluster.Metadata.Name)
 	}
-	st, err := upgrade.LoadState(path)
+	flags := map[string]*inventory.Override{"driver": &o.overrides.NvidiaDriver, "cuda": &o.overrides.CUDA, "toolkit": &o.overrides.ContainerToolkit}
+	want := upgrade.Target{Driver: flags["driver"].Value, CUDA: flags["cuda"].Value, Toolkit: flags["toolkit"].Value}
+	st, got, err := upgrade.Decide(o.statePath, o.resume, want)
+	var re *upgrade.ResumeError
 	switch {
-	case errors.Is(err, upgrade.ErrNoState):
-		if o.resume {
-			return nil, usage(fmt.Errorf("--resume: no rollout to resume (%s does not exist)", path))
-		}
-		return nil, nil
+	case errors.As(err, &re) && re.Field != "":
+		return nil, usage(fmt.Errorf("--resume %s %s: the rollout being resumed installs %q; give the same, or none", flags[re.Field].Flag, re.Want, re.Have))
+	case errors.As(err, &re) && o.resume:
+		return nil, usage(fmt.Errorf("--resume: %w", err))
 	case err != nil:
-		return nil, usage(fmt.Errorf("rollout state: %w", err))
+		return nil, usage(err)
 	}
-	// A rollout that never took a node out of service holds nothing back.
-	unfinished := st.Finished == nil && len(st.Nodes) > 0
-	if !o.resume {
-		if unfinished {
-			return nil, usage(fmt.Errorf("a rollout to driver %s started %s is unfinished (%s): --resume to go on, or remove %s to start over",
-				st.Target.Driver, st.Started.Format(time.RFC3339), describeState(st), path))
-		}
-		return nil, nil // a finished rollout: a new one replaces it
-	}
-	if st.Finished != nil {
-		return nil, usage(fmt.Errorf("--resume: the rollout to driver %s finished %s; nothing to resume", st.Target.Driver, st.Finished.Format(time.RFC3339)))
-	}
-	for _, c := range []struct {
-		o    *inventory.Override
-		have string
-	}{{&o.overrides.NvidiaDriver, st.Target.Driver}, {&o.overrides.CUDA, st.Target.CUDA}, {&o.overrides.ContainerToolkit, st.Target.Toolkit}} {
-		switch {
-		case c.o.Value == "":
-			c.o.Value = c.have
-		case c.o.Value != c.have:
-			return nil, usage(fmt.Errorf("--resume %s %s: the rollout being resumed installs %q; give the same, or none", c.o.Flag, c.o.Value, c.have))
-		}
-	}
+	flags["driver"].Value, flags["cuda"].Value, flags["toolkit"].Value = got.Driver, got.CUDA, got.Toolkit
 	return st, nil
-}
-
-func describeState(st *upgrade.State) string {
-	var parts []string
-	for _, s := range []string{upgrade.InProgress, upgrade.Failed, upgrade.Skipped, upgrade.Done} {
-		if n := st.Names(s); len(n) > 0 {
-			parts = append(parts, fmt.Sprintf("%s: %s", s, strings.Join(n, ", ")))
-		}
-	}
-	if len(parts) == 0 {
-		return "no node started"
-	}
-	return strings.Join(parts, "; ")
 }
 
 // report says where the etcd snapshot is, how far the rollout got, and how
@@ -331,6 +300,8 @@ func (o *upgradeOptions) report(l *loaded, f *flow.UpgradeDriver, st *upgrade.St
 			}
 		}
 		if o.writeInventory {
+			// Read again, not o.data: a rollout takes hours, and an edit made
+			// to the file meanwhile must not be lost to the write.
 			data, err := os.ReadFile(o.inventory)
 			if err == nil {
 				data, err = inventory.SetVersions(data, values)
