@@ -101,6 +101,16 @@ func Bill() *BOM {
 	return b
 }
 
+// decodeStrict reads one YAML document into v, refusing fields v lacks.
+func decodeStrict(b []byte, v any) error {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
 // YAML is the embedded bill as written, comments included.
 func YAML() []byte { return slices.Clone(bomYAML) }
 
@@ -109,9 +119,7 @@ func Parse(b []byte) (*BOM, error) {
 	// yaml.v3 keeps a scalar's text for a string field: an unquoted 13.10
 	// stays "13.10" (a JSON round trip would make it 13.1).
 	var bom BOM
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&bom); err != nil && !errors.Is(err, io.EOF) {
+	if err := decodeStrict(b, &bom); err != nil {
 		return nil, fmt.Errorf("manifests: bom.yaml: %w", err)
 	}
 	if err := bom.check(); err != nil {

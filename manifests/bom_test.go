@@ -69,3 +69,28 @@ func TestUnknownPinPanics(t *testing.T) {
 	}()
 	Bill().Chart("nope")
 }
+
+// Every values file is a chart the bill pins, parses, and is handed out as a
+// fresh copy.
+func TestValues(t *testing.T) {
+	files, err := ValuesFiles()
+	if err != nil || len(files) == 0 {
+		t.Fatalf("%v %v", files, err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(f, ".yaml")
+		Bill().Chart(name) // panics for a chart the bill does not pin
+		v, err := values(name)
+		if err != nil || len(v) == 0 {
+			t.Errorf("%s: %v %v", f, v, err)
+		}
+	}
+	tr := Values("traefik")
+	tr["ingressClass"].(map[string]any)["enabled"] = false
+	if Values("traefik")["ingressClass"].(map[string]any)["enabled"] != true {
+		t.Error("Values shares its maps between calls")
+	}
+	if v := Values("flannel"); v == nil || len(v) != 0 {
+		t.Errorf("a chart without a file: %v", v)
+	}
+}

@@ -1,6 +1,7 @@
 package kubeflow
 
 import (
+	"github.com/gpukit/gpukit/manifests"
 	"github.com/gpukit/gpukit/pkg/charts"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/kube"
@@ -137,18 +138,17 @@ func (s Site) storage() (charts.Release, bool) {
 	case inventory.StorageNone:
 		return charts.Release{}, false
 	case inventory.StorageNFS:
-		nfs := map[string]any{}
+		v := manifests.Values(NFSChart.Name)
+		v["nfs"] = map[string]any{}
 		if n := s.Addons.Storage.NFS; n != nil {
-			nfs = map[string]any{"server": n.Server, "path": n.Path}
+			v["nfs"] = map[string]any{"server": n.Server, "path": n.Path}
 		}
 		return charts.Release{Name: "nfs-subdir-external-provisioner", Namespace: "nfs-provisioner", Chart: NFSChart,
-			Values: withValues(map[string]any{"nfs": nfs, "storageClass": map[string]any{"name": "nfs", "defaultClass": true, "archiveOnDelete": false}}, s.Addons.Storage.Values),
-			Wait:   true, Timeout: releaseTimeout}, true
+			Values: withValues(v, s.Addons.Storage.Values), Wait: true, Timeout: releaseTimeout}, true
 	}
 	// Its helper pods mount host paths: a privileged namespace.
 	return charts.Release{Name: "local-path-provisioner", Namespace: StorageNamespace, Chart: LocalPathChart, NamespaceLabels: privileged,
-		Values: withValues(map[string]any{"storageClass": map[string]any{"name": "local-path", "defaultClass": true}}, s.Addons.Storage.Values),
-		Wait:   true, Timeout: releaseTimeout}, true
+		Values: withValues(manifests.Values(LocalPathChart.Name), s.Addons.Storage.Values), Wait: true, Timeout: releaseTimeout}, true
 }
 
 // traefik is the ingress controller, the cluster's default IngressClass.
@@ -156,22 +156,18 @@ func (s Site) storage() (charts.Release, bool) {
 // (no load balancer on baremetal), tolerating the control-plane taint
 // where the first control plane is the ingress host.
 func (s Site) traefik() charts.Release {
-	v := map[string]any{
-		"ingressClass": map[string]any{"enabled": true, "isDefaultClass": true},
-		// Kubeflow's web apps set Secure cookies: HTTP is sent to HTTPS.
-		"ports": map[string]any{"web": map[string]any{"http": map[string]any{"redirections": map[string]any{"entryPoint": map[string]any{"to": "websecure", "scheme": "https", "permanent": true}}}}},
-		// Routes in any namespace may use the TLS store's certificate.
-		"providers": map[string]any{"kubernetesIngress": map[string]any{"enabled": true}, "kubernetesCRD": map[string]any{"enabled": true}},
-	}
+	v := manifests.Values(TraefikChart.Name)
 	if s.IngressSelector != nil {
-		v["deployment"] = map[string]any{"kind": "DaemonSet"}
-		v["nodeSelector"] = s.IngressSelector
-		v["tolerations"] = []any{map[string]any{"key": kube.ControlPlaneTaint.Key, "operator": "Exists", "effect": string(kube.ControlPlaneTaint.Effect)}}
-		ports := v["ports"].(map[string]any)
-		ports["web"].(map[string]any)["hostPort"] = 80
-		ports["websecure"] = map[string]any{"hostPort": 443}
-		v["service"] = map[string]any{"spec": map[string]any{"type": "ClusterIP"}}
-		v["updateStrategy"] = map[string]any{"rollingUpdate": map[string]any{"maxUnavailable": 1, "maxSurge": 0}}
+		v = withValues(v, map[string]any{
+			"deployment":   map[string]any{"kind": "DaemonSet"},
+			"nodeSelector": s.IngressSelector,
+			"tolerations":  []any{map[string]any{"key": kube.ControlPlaneTaint.Key, "operator": "Exists", "effect": string(kube.ControlPlaneTaint.Effect)}},
+			"ports":        map[string]any{"web": map[string]any{"hostPort": 80}, "websecure": map[string]any{"hostPort": 443}},
+			"service":      map[string]any{"spec": map[string]any{"type": "ClusterIP"}},
+			// One host's Traefik at a time, the new one only once the old
+			// freed the host's ports.
+			"updateStrategy": map[string]any{"rollingUpdate": map[string]any{"maxUnavailable": 1, "maxSurge": 0}},
+		})
 	}
 	return charts.Release{Name: "traefik", Namespace: IngressNamespace, Chart: TraefikChart, Values: withValues(v, s.Addons.Ingress.Values),
 		CRDsServerSide: true, Wait: true, Timeout: releaseTimeout}
@@ -183,14 +179,11 @@ func (s Site) traefik() charts.Release {
 // kube-state-metrics. Node exporter uses the host's network and PID
 // namespace: a privileged namespace.
 func (s Site) monitoring() charts.Release {
-	v := map[string]any{
-		"grafana": map[string]any{
-			"admin": map[string]any{"existingSecret": GrafanaAdminSecret, "userKey": "admin-user", "passwordKey": "admin-password"},
-		},
-	}
+	grafana := map[string]any{"admin": map[string]any{"existingSecret": GrafanaAdminSecret}}
 	if d := s.Addons.Ingress.Domain; d != "" && on(s.Addons.Ingress.Enabled) {
-		v["grafana"].(map[string]any)["grafana.ini"] = map[string]any{"server": map[string]any{"root_url": "https://grafana." + d}}
+		grafana["grafana.ini"] = map[string]any{"server": map[string]any{"root_url": "https://grafana." + d}}
 	}
+	v := withValues(manifests.Values(MonitoringChart.Name), map[string]any{"grafana": grafana})
 	return charts.Release{Name: MonitoringRelease, Namespace: MonitoringNamespace, Chart: MonitoringChart, Values: withValues(v, s.Addons.Monitoring.Values),
 		NamespaceLabels: privileged, CRDsServerSide: true, Wait: true, Timeout: releaseTimeout}
 }
@@ -200,11 +193,11 @@ func (s Site) monitoring() charts.Release {
 // adding the node and the cluster to the samples (the GPU dashboard's
 // variables).
 func (s Site) dcgm() charts.Release {
-	v := map[string]any{
+	v := withValues(manifests.Values(DCGMChart.Name), map[string]any{
 		"nodeSelector": map[string]any{kube.LabelGPUPresent: "true"},
-		"serviceMonitor": map[string]any{"enabled": true, "additionalLabels": map[string]any{"release": MonitoringRelease},
+		"serviceMonitor": map[string]any{"additionalLabels": map[string]any{"release": MonitoringRelease},
 			"relabelings": s.clusterRelabeling()},
-	}
+	})
 	if s.RuntimeClass != "" {
 		v["runtimeClassName"] = s.RuntimeClass
 	}

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpukit/gpukit/manifests"
 	"github.com/gpukit/gpukit/pkg/charts"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
@@ -58,10 +59,9 @@ func CNIRelease(inv *inventory.Inventory) (charts.Release, bool) {
 		return charts.Release{Name: "calico", Namespace: "tigera-operator", Chart: CalicoChart, NamespaceLabels: privileged,
 			Values: map[string]any{"installation": map[string]any{"calicoNetwork": map[string]any{"ipPools": pools}}}, Wait: true, Timeout: addonTimeout}, true
 	case inventory.CNICilium:
-		// kubeadm allocates each node its pod range (podSubnet): Cilium's
-		// kubernetes IPAM takes them.
+		// Its IPAM takes kubeadm's per-node pod ranges (values/cilium.yaml).
 		return charts.Release{Name: "cilium", Namespace: "kube-system", Chart: CiliumChart,
-			Values: map[string]any{"ipam": map[string]any{"mode": "kubernetes"}}, Wait: true, Timeout: addonTimeout}, true
+			Values: manifests.Values(CiliumChart.Name), Wait: true, Timeout: addonTimeout}, true
 	}
 	return charts.Release{}, false
 }
@@ -89,7 +89,7 @@ func GPURelease(inv *inventory.Inventory) (charts.Release, bool) {
 	if k.DevicePlugin == inventory.DevicePluginNone {
 		return charts.Release{}, false
 	}
-	values := map[string]any{"gfd": map[string]any{"enabled": true}, "nfd": map[string]any{"enabled": true}}
+	values := manifests.Values(DevicePluginChart.Name)
 	if k.Containerd.NVIDIARuntime == inventory.NVIDIARuntimeClass {
 		values["runtimeClassName"] = kube.NVIDIARuntimeName
 	}
