@@ -94,3 +94,21 @@ func TestValues(t *testing.T) {
 		t.Errorf("a chart without a file: %v", v)
 	}
 }
+
+func TestObjects(t *testing.T) {
+	objs := Objects("statsd-exporter")
+	var kinds []string
+	for _, o := range objs {
+		kinds = append(kinds, o["kind"].(string))
+	}
+	if strings.Join(kinds, ",") != "Deployment,Service,ServiceMonitor" {
+		t.Fatalf("kinds %v", kinds)
+	}
+	objs[0]["kind"] = "changed"
+	if Objects("statsd-exporter")[0]["kind"] != "Deployment" {
+		t.Error("Objects shares its maps between calls")
+	}
+	if _, err := objects("nope"); err == nil {
+		t.Error("a missing file is not an error")
+	}
+}

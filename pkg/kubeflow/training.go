@@ -39,70 +39,36 @@ var statsdLabels = map[string]any{"app.kubernetes.io/name": StatsdService, "app.
 
 // StatsdObjects are the exporter's Deployment, its Service and the
 // ServiceMonitor the monitoring release's Prometheus selects (labelled
-// release=<its name>), the cluster's name added to every sample.
+// release=<its name>), the cluster's name added to every sample: the file
+// manifests/objects/statsd-exporter.yaml, completed here.
 func (s Site) StatsdObjects() ([]*yaml.RNode, error) {
 	labels := merge(statsdLabels, managedBy)
-	port := func(name string, n int, proto string) map[string]any {
-		return map[string]any{"name": name, "port": n, "targetPort": name, "protocol": proto}
+	objs := manifests.Objects("statsd-exporter")
+	docs := make([]any, len(objs))
+	for i, o := range objs {
+		meta := map[string]any{"name": StatsdService, "namespace": MonitoringNamespace, "labels": labels}
+		spec, _ := o["spec"].(map[string]any)
+		switch o["kind"] {
+		case "Deployment":
+			spec["selector"] = map[string]any{"matchLabels": statsdLabels}
+			tmpl := spec["template"].(map[string]any)
+			tmpl["metadata"] = map[string]any{"labels": statsdLabels}
+			for _, c := range tmpl["spec"].(map[string]any)["containers"].([]any) {
+				c.(map[string]any)["image"] = StatsdImage
+			}
+		case "Service":
+			spec["selector"] = statsdLabels
+		case "ServiceMonitor":
+			meta["labels"] = merge(labels, map[string]any{"release": MonitoringRelease})
+			spec["selector"] = map[string]any{"matchLabels": statsdLabels}
+			for _, e := range spec["endpoints"].([]any) {
+				e.(map[string]any)["relabelings"] = s.clusterRelabeling()
+			}
+		}
+		o["metadata"] = meta
+		docs[i] = o
 	}
-	container := map[string]any{
-		"name": "statsd-exporter", "image": StatsdImage,
-		"args": []any{"--statsd.listen-udp=:9125", "--statsd.listen-tcp=:9125", "--web.listen-address=:9102"},
-		"ports": []any{
-			map[string]any{"name": "metrics", "containerPort": StatsdMetricsPort, "protocol": "TCP"},
-			map[string]any{"name": "statsd-udp", "containerPort": StatsdPort, "protocol": "UDP"},
-			map[string]any{"name": "statsd-tcp", "containerPort": StatsdPort, "protocol": "TCP"},
-		},
-		"readinessProbe": map[string]any{"httpGet": map[string]any{"path": "/-/ready", "port": "metrics"}},
-		"livenessProbe":  map[string]any{"httpGet": map[string]any{"path": "/-/healthy", "port": "metrics"}},
-		"resources": map[string]any{
-			"requests": map[string]any{"cpu": "50m", "memory": "64Mi"},
-			"limits":   map[string]any{"memory": "256Mi"},
-		},
-		"securityContext": map[string]any{
-			"runAsNonRoot": true, "runAsUser": 65534, "readOnlyRootFilesystem": true,
-			"allowPrivilegeEscalation": false, "capabilities": map[string]any{"drop": []any{"ALL"}},
-		},
-	}
-	return nodes(
-		map[string]any{
-			"apiVersion": "apps/v1", "kind": "Deployment",
-			"metadata": map[string]any{"name": StatsdService, "namespace": MonitoringNamespace, "labels": labels},
-			"spec": map[string]any{
-				"replicas": 1,
-				"selector": map[string]any{"matchLabels": statsdLabels},
-				"template": map[string]any{
-					"metadata": map[string]any{"labels": statsdLabels},
-					"spec": map[string]any{
-						"automountServiceAccountToken": false,
-						"securityContext":              map[string]any{"seccompProfile": map[string]any{"type": "RuntimeDefault"}},
-						"containers":                   []any{container},
-					},
-				},
-			},
-		},
-		map[string]any{
-			"apiVersion": "v1", "kind": "Service",
-			"metadata": map[string]any{"name": StatsdService, "namespace": MonitoringNamespace, "labels": labels},
-			"spec": map[string]any{
-				"selector": statsdLabels,
-				"ports": []any{port("metrics", StatsdMetricsPort, "TCP"), port("statsd-udp", StatsdPort, "UDP"),
-					port("statsd-tcp", StatsdPort, "TCP")},
-			},
-		},
-		map[string]any{
-			"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
-			"metadata": map[string]any{"name": StatsdService, "namespace": MonitoringNamespace,
-				"labels": merge(labels, map[string]any{"release": MonitoringRelease})},
-			"spec": map[string]any{
-				"selector": map[string]any{"matchLabels": statsdLabels},
-				"endpoints": []any{map[string]any{
-					"port": "metrics", "interval": "15s",
-					"relabelings": s.clusterRelabeling(),
-				}},
-			},
-		},
-	)
+	return nodes(docs...)
 }
 
 // clusterRelabeling adds the cluster's name (the dashboards' first
