@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpukit/gpukit/internal/flow"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/kube"
 	"github.com/gpukit/gpukit/pkg/ui"
 )
 
@@ -178,12 +179,12 @@ func (o *initOptions) run(cmd *cobra.Command, s Streams) error {
 // merge puts the admin kubeconfig into the user's kubeconfig and says so
 // (-o json: in res).
 func (o *initOptions) merge(l *loaded, kc []byte, res *flow.InitResult) error {
-	path, err := userKubeconfig()
+	path, err := kube.UserKubeconfig()
 	if err != nil {
-		return err
+		return fmt.Errorf("--merge-kubeconfig: %w", err)
 	}
 	name := l.inv.Cluster.Metadata.Name
-	changed, err := mergeKubeconfig(path, name, kc)
+	changed, err := kube.MergeKubeconfig(path, name, kc)
 	if err != nil {
 		return fmt.Errorf("--merge-kubeconfig: %w", err)
 	}

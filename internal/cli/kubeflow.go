@@ -5,17 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpukit/gpukit/internal/flow"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/kube"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
 	"github.com/gpukit/gpukit/pkg/ssh"
 	"github.com/gpukit/gpukit/pkg/ui"
@@ -173,11 +173,14 @@ func (o *kubeflowOptions) prepare(s Streams) (*loaded, flow.KubeflowOptions, str
 		name = l.inv.Cluster.Metadata.Name
 	}
 	if o.kubeconfig != "" {
-		raw, cluster, err := readKubeconfig(o.kubeconfig)
+		raw, cluster, err := kube.ReadKubeconfig(o.kubeconfig)
 		if err != nil {
-			return nil, fo, "", usage(err)
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+				return nil, fo, "", usage(fmt.Errorf("--kubeconfig: %w", err)) // names the file
+			}
+			return nil, fo, "", usage(fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err))
 		}
-		fo.Kubeconfig, fo.APIMachine = raw, clusterName(cluster)
+		fo.Kubeconfig, fo.APIMachine = raw, kube.ClusterName(cluster)
 		name = cmp.Or(name, fo.APIMachine)
 	}
 	return l, fo, name, nil
@@ -280,23 +283,6 @@ func writeKubeflowStatus(out ui.Output, st *kubeflow.Status) error {
 	return nil
 }
 
-// readKubeconfig reads a kubeconfig and names its current context's cluster.
-func readKubeconfig(path string) ([]byte, string, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, "", fmt.Errorf("--kubeconfig: %w", err)
-	}
-	cfg, err := clientcmd.Load(raw)
-	if err != nil {
-		return nil, "", fmt.Errorf("--kubeconfig %s: %w", path, err)
-	}
-	c, ok := cfg.Contexts[cfg.CurrentContext]
-	if !ok {
-		return nil, "", fmt.Errorf("--kubeconfig %s: no current context", path)
-	}
-	return raw, c.Cluster, nil
-}
-
 // writeCredentials writes the logins the run generated (mode 0600) and
 // shows them: the only time gpukit prints them.
 func writeCredentials(out ui.Output, path string, creds []kubeflow.Credential) error {
@@ -314,22 +300,4 @@ func writeCredentials(out ui.Output, path string, creds []kubeflow.Credential) e
 	}
 	_, err := fmt.Fprintf(out.W, "Logins written to %s (mode 0600):\n%s", path, b.String())
 	return err
-}
-
-// clusterName is s as a cluster name: lowercase letters, digits and '-', at
-// most 63 characters ("kubernetes-admin@kind-kind" -> "kubernetes-admin-kind-kind").
-func clusterName(s string) string {
-	b := []byte(strings.ToLower(s))
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
-			b[i] = '-'
-		}
-	}
-	if len(b) > 63 {
-		b = b[:63]
-	}
-	if n := strings.Trim(string(b), "-"); n != "" {
-		return n
-	}
-	return "cluster"
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpukit/gpukit/internal/flow"
+	"github.com/gpukit/gpukit/pkg/atomicfile"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/ui"
@@ -311,7 +312,7 @@ func (o *upgradeOptions) report(l *loaded, f *flow.UpgradeDriver, st *upgrade.St
 				fi, err = os.Stat(o.inventory)
 			}
 			if err == nil {
-				err = writeWhole(o.inventory, data, fi.Mode().Perm())
+				err = atomicfile.Write(o.inventory, data, fi.Mode().Perm())
 			}
 			if err != nil {
 				return fmt.Errorf("--write-inventory: %w", err)

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/gpukit/gpukit/pkg/atomicfile"
 )
 
 // Node statuses in the rollout's state.
@@ -147,8 +149,7 @@ func (s *State) Finish(now time.Time) error {
 	return s.Save()
 }
 
-// Save writes the state: to a temporary file in the same directory, synced,
-// then renamed over the old one, so that a crash leaves the old state or
+// Save writes the state whole (atomicfile): a crash leaves the old state or
 // the new, never half of one.
 func (s *State) Save() error {
 	s.mu.Lock()
@@ -161,36 +162,8 @@ func (s *State) Save() error {
 	if path == "" {
 		return errors.New("rollout state: no path")
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, ".state-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // gone after the rename; the leftover of a failure otherwise
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil { // the rename itself, durable
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
+	return atomicfile.Write(path, append(b, '\n'), 0o600)
 }

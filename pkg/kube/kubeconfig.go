@@ -1,33 +1,40 @@
-package cli
+package kube
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/gpukit/gpukit/pkg/atomicfile"
 )
 
-// userKubeconfig is the kubeconfig kubectl writes to: the first file of
+// The kubeconfig files of the operator's machine: the one a cluster is
+// reached with (--kubeconfig), and the user's own, which init can merge the
+// admin kubeconfig into (--merge-kubeconfig).
+
+// UserKubeconfig is the kubeconfig kubectl writes to: the first file of
 // $KUBECONFIG, else ~/.kube/config.
-func userKubeconfig() (string, error) {
+func UserKubeconfig() (string, error) {
 	if list := filepath.SplitList(os.Getenv("KUBECONFIG")); len(list) > 0 && list[0] != "" {
 		return list[0], nil
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return "", fmt.Errorf("--merge-kubeconfig: no $KUBECONFIG and no home directory: %w", err)
+		return "", fmt.Errorf("no $KUBECONFIG and no home directory: %w", err)
 	}
 	return filepath.Join(home, ".kube", "config"), nil
 }
 
-// mergeKubeconfig puts the cluster's admin kubeconfig into the kubeconfig
+// MergeKubeconfig puts the cluster's admin kubeconfig into the kubeconfig
 // at path under the cluster's own names (cluster NAME, user NAME-admin,
 // context NAME-admin@NAME: kubeadm calls every cluster "kubernetes"), made
 // the current context; the file's other clusters, users and contexts stay.
-// It says whether the file changed.
-func mergeKubeconfig(path, name string, admin []byte) (bool, error) {
+// The file is replaced whole, mode 0600. It says whether the file changed.
+func MergeKubeconfig(path, name string, admin []byte) (bool, error) {
 	in, err := clientcmd.Load(admin)
 	if err != nil {
 		return false, fmt.Errorf("the admin kubeconfig: %w", err)
@@ -61,30 +68,41 @@ func mergeKubeconfig(path, name string, admin []byte) (bool, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return false, err
 	}
-	return true, writePrivate(path, out)
+	return true, atomicfile.Write(path, out, 0o600)
 }
 
-// writePrivate replaces path whole with b, readable by its owner only.
-func writePrivate(path string, b []byte) error { return writeWhole(path, b, 0o600) }
-
-// writeWhole replaces path with b through a temporary file renamed over it:
-// a reader sees the old content or the new, never half of it.
-func writeWhole(path string, b []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+// ReadKubeconfig reads a kubeconfig and names its current context's cluster;
+// an error says what is wrong with the file, the caller names it.
+func ReadKubeconfig(path string) ([]byte, string, error) {
+	raw, err := os.ReadFile(path)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
+	cfg, err := clientcmd.Load(raw)
+	if err != nil {
+		return nil, "", err
 	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
+	c, ok := cfg.Contexts[cfg.CurrentContext]
+	if !ok {
+		return nil, "", fmt.Errorf("no current context")
 	}
-	if err := tmp.Close(); err != nil {
-		return err
+	return raw, c.Cluster, nil
+}
+
+// ClusterName is s as a cluster name: lowercase letters, digits and '-', at
+// most 63 characters ("kubernetes-admin@kind-kind" -> "kubernetes-admin-kind-kind").
+func ClusterName(s string) string {
+	b := []byte(strings.ToLower(s))
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			b[i] = '-'
+		}
 	}
-	return os.Rename(tmp.Name(), path)
+	if len(b) > 63 {
+		b = b[:63]
+	}
+	if n := strings.Trim(string(b), "-"); n != "" {
+		return n
+	}
+	return "cluster"
 }

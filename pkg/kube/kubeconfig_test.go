@@ -1,4 +1,4 @@
-package cli
+package kube
 
 import (
 	"os"
@@ -45,7 +45,7 @@ current-context: ops@prod
 	if err := os.WriteFile(path, []byte(other), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	changed, err := mergeKubeconfig(path, "gpu-lab", []byte(adminConf))
+	changed, err := MergeKubeconfig(path, "gpu-lab", []byte(adminConf))
 	if err != nil || !changed {
 		t.Fatalf("merge: %v %v", changed, err)
 	}
@@ -63,17 +63,17 @@ current-context: ops@prod
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
 		t.Errorf("mode %v", st.Mode())
 	}
-	if changed, err := mergeKubeconfig(path, "gpu-lab", []byte(adminConf)); err != nil || changed {
+	if changed, err := MergeKubeconfig(path, "gpu-lab", []byte(adminConf)); err != nil || changed {
 		t.Errorf("second merge: changed %v, %v", changed, err)
 	}
 	renewed := strings.Replace(adminConf, "S0VZ", "TkVX", 1)
-	if changed, err := mergeKubeconfig(path, "gpu-lab", []byte(renewed)); err != nil || !changed {
+	if changed, err := MergeKubeconfig(path, "gpu-lab", []byte(renewed)); err != nil || !changed {
 		t.Errorf("merge of renewed credentials: changed %v, %v", changed, err)
 	}
 	if cfg, _ := clientcmd.LoadFromFile(path); string(cfg.AuthInfos["gpu-lab-admin"].ClientKeyData) != "NEW" || len(cfg.Contexts) != 2 {
 		t.Errorf("after the renewal: %+v", cfg)
 	}
-	if _, err := mergeKubeconfig(path, "x", []byte("current-context: nowhere\n")); err == nil {
+	if _, err := MergeKubeconfig(path, "x", []byte("current-context: nowhere\n")); err == nil {
 		t.Error("an admin kubeconfig without its context merged")
 	}
 }
