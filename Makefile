@@ -26,8 +26,8 @@ build:
 
 ## fixtures: the files other projects wrote that tests, the demo and the bench read (chart archives,
 ## Kubeflow's manifests, inventories), locked by sha256 in test/fixtures/upstream.yaml, into .fixtures/
-## ($GPUKIT_FIXTURES_CACHE): from the local mirror $GPUKIT_FIXTURES (default ../shared/fixtures beside
-## the checkout, where it exists), else downloaded where upstream publishes the bytes as they are.
+## ($GPUKIT_FIXTURES_CACHE): from a local mirror laid out the same way ($GPUKIT_FIXTURES), else
+## downloaded where upstream publishes the bytes as they are.
 fixtures:
 	go run ./test/fixtures/cmd/fixtures
 
