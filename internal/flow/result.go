@@ -44,8 +44,6 @@ type Result interface {
 // NewHeader starts a final object of kind k.
 func NewHeader(k Kind) Header { return Header{Type: k, APIVersion: ResultAPIVersion} }
 
-func header(k Kind) Header { return NewHeader(k) }
-
 // ResultKind is the object's kind.
 func (h Header) ResultKind() Kind { return h.Type }
 
@@ -86,7 +84,7 @@ func NewInitResult(add, dryRun bool) *InitResult {
 	if add {
 		k = KindAddNode
 	}
-	return &InitResult{Header: header(k), DryRun: dryRun}
+	return &InitResult{Header: NewHeader(k), DryRun: dryRun}
 }
 
 // KubernetesStatus is status's final object on Kubernetes.

@@ -137,7 +137,7 @@ func (s *Status) Result(sum *engine.Summary) Result {
 				problems = append(problems, "node "+n.Name+" is not Ready")
 			}
 		}
-		return &KubernetesStatus{Header: header(KindKubernetesStatus), Healthy: len(problems) == 0, Problems: problems,
+		return &KubernetesStatus{Header: NewHeader(KindKubernetesStatus), Healthy: len(problems) == 0, Problems: problems,
 			Nodes: kn, GPUs: gpus, Unanswered: s.Unanswered()}
 	}
 	nodes := s.Nodes()
@@ -149,5 +149,5 @@ func (s *Status) Result(sum *engine.Summary) Result {
 			problems = append(problems, "node "+n.Hostname+" is "+n.State)
 		}
 	}
-	return &SwarmStatus{Header: header(KindSwarmStatus), Healthy: len(problems) == 0, Problems: problems, Nodes: nodes, GPUs: gpus}
+	return &SwarmStatus{Header: NewHeader(KindSwarmStatus), Healthy: len(problems) == 0, Problems: problems, Nodes: nodes, GPUs: gpus}
 }
