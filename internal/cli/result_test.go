@@ -8,10 +8,10 @@ import (
 
 	"github.com/gpukit/gpukit/internal/flow"
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
-	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/pkg/gpuhealth"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
+	"github.com/gpukit/gpukit/pkg/swarmapi"
 	"github.com/gpukit/gpukit/pkg/ui"
 	"github.com/gpukit/gpukit/test/golden"
 )
@@ -36,7 +36,7 @@ func TestResultGoldens(t *testing.T) {
 				{Name: "gpu-001", Ready: "True", Kubelet: "v1.37.2", Runtime: "containerd://2.3.1", GPUs: "8", Labels: map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}}},
 			GPUs: gpus, Unanswered: []string{"gpu-002"}},
 		&flow.SwarmStatus{Header: flow.NewHeader(flow.KindSwarmStatus), Healthy: true,
-			Nodes: []swarm.Node{{ID: "abc", Hostname: "gpu-001", Role: "worker", Availability: "active", State: "ready", Engine: "20.10.24", GPUs: []string{"GPU-1"}}},
+			Nodes: []swarmapi.Node{{ID: "abc", Hostname: "gpu-001", Role: "worker", Availability: "active", State: "ready", Engine: "20.10.24", GPUs: []string{"GPU-1"}}},
 			GPUs:  gpus[:1]},
 		&flow.UpgradeResult{Header: flow.NewHeader(flow.KindUpgrade), Order: []string{"gpu-001", "gpu-002"}, Waves: 2,
 			Snapshot: "/var/lib/gpukit/etcd-before-upgrade.db", State: "/root/.gpukit/upgrades/gpu-lab.driver.json",

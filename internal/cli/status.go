@@ -12,12 +12,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpukit/gpukit/internal/flow"
-	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/dcgm"
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/gpuhealth"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/kube"
+	"github.com/gpukit/gpukit/pkg/swarmapi"
 	"github.com/gpukit/gpukit/pkg/ui"
 )
 
@@ -231,7 +231,7 @@ func xidCodes(xs []gpuhealth.XID) string {
 	return ints(codes)
 }
 
-func writeNodeTable(w io.Writer, nodes []swarm.Node) error {
+func writeNodeTable(w io.Writer, nodes []swarmapi.Node) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tAVAILABILITY\tENGINE\tGPUS\tLABELS")
 	gpus := 0
@@ -254,7 +254,7 @@ func writeNodeTable(w io.Writer, nodes []swarm.Node) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d node(s), %d GPU(s) advertised as %s\n", len(nodes), gpus, swarm.GPUKind)
+	_, err := fmt.Fprintf(w, "%d node(s), %d GPU(s) advertised as %s\n", len(nodes), gpus, swarmapi.GPUKind)
 	return err
 }
 

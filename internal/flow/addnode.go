@@ -8,7 +8,6 @@ import (
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
-	"github.com/gpukit/gpukit/pkg/nvidia"
 )
 
 // AddNode is `gpukit add-node`: new hosts of the inventory are prepared as
@@ -48,7 +47,7 @@ func NewAddNode(inv *inventory.Inventory, names []string, o InitOptions) (*AddNo
 	p := NewPreflight(inv)
 	p.Name = "gpukit add-node"
 	p.Machines = append(machines, first)
-	gpu := nvidia.New(inv, o.NVIDIA)
+	gpu := nvidiaLayer(inv, o.NVIDIA)
 	only := func(ps ...engine.Phase) []engine.Phase {
 		out := make([]engine.Phase, len(ps))
 		for i, ph := range ps {

@@ -7,6 +7,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
 	"github.com/gpukit/gpukit/pkg/nvidia"
+	"github.com/gpukit/gpukit/pkg/probe"
 )
 
 // InitOptions are `gpukit init`'s choices that are not in the inventory.
@@ -35,6 +36,13 @@ func firstControlPlane(inv *inventory.Inventory) func([]*engine.Host) []*engine.
 }
 
 // hostTarget targets m among the run's hosts, when ok and it is there.
+// nvidiaLayer is the NVIDIA layer of a run, which probes a host's facts
+// when no earlier phase did (--only-phases).
+func nvidiaLayer(inv *inventory.Inventory, o nvidia.Options) *nvidia.Layer {
+	o.Facts = probe.Ensure
+	return nvidia.New(inv, o)
+}
+
 func hostTarget(m inventory.Machine, ok bool) func([]*engine.Host) []*engine.Host {
 	return func(hosts []*engine.Host) []*engine.Host {
 		for _, h := range hosts {
@@ -50,7 +58,7 @@ func hostTarget(m inventory.Machine, ok bool) func([]*engine.Host) []*engine.Hos
 func NewInit(inv *inventory.Inventory, o InitOptions) *Init {
 	p := NewPreflight(inv)
 	p.Name = "gpukit init"
-	gpu := nvidia.New(inv, o.NVIDIA)
+	gpu := nvidiaLayer(inv, o.NVIDIA)
 	p.Phases = append(p.Phases,
 		gpu.Prepare(),          // nvidia/prepare           headers and DKMS for the running kernel, nouveau off
 		gpu.Driver(),           // nvidia/driver            package source, the driver at the wanted version, held

@@ -2,10 +2,10 @@ package flow
 
 import (
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
-	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/pkg/gpuhealth"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
+	"github.com/gpukit/gpukit/pkg/swarmapi"
 )
 
 // ResultAPIVersion versions every command's final object (-o json: the last
@@ -105,7 +105,7 @@ type SwarmStatus struct {
 	Header
 	Healthy  bool                 `json:"healthy"`
 	Problems []string             `json:"problems,omitempty"`
-	Nodes    []swarm.Node         `json:"nodes"`
+	Nodes    []swarmapi.Node      `json:"nodes"`
 	GPUs     []gpuhealth.HostGPUs `json:"gpus"`
 }
 

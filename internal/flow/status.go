@@ -10,6 +10,8 @@ import (
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/gpuhealth"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/kube"
+	"github.com/gpukit/gpukit/pkg/swarmapi"
 )
 
 // Status is `gpukit status`: the cluster's nodes as its control planes (or
@@ -40,7 +42,7 @@ func (s *Status) GPUs() []gpuhealth.HostGPUs {
 		byName[m.Name] = m
 	}
 	for i := range hosts {
-		hosts[i].AddDCGM(s.metrics.Node(kubeadm.NodeOf(s.inv, byName[hosts[i].Host]).Name))
+		hosts[i].AddDCGM(s.metrics.Node(kube.NodeName(byName[hosts[i].Host])))
 	}
 	return hosts
 }
@@ -100,7 +102,7 @@ func NewStatus(inv *inventory.Inventory) (*Status, error) {
 
 // Nodes are the swarm's nodes the run read (nil for Kubernetes, or when no
 // manager answered).
-func (s *Status) Nodes() []swarm.Node {
+func (s *Status) Nodes() []swarmapi.Node {
 	if s.sw == nil {
 		return nil
 	}

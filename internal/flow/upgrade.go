@@ -36,7 +36,7 @@ type UpgradeDriver struct {
 // control plane, where the etcd snapshot is taken; swarm: the first
 // manager) and the GPU hosts to upgrade (the named ones, or all).
 func NewUpgradeDriver(inv *inventory.Inventory, o UpgradeOptions) (*UpgradeDriver, error) {
-	gpu := nvidia.New(inv, o.NVIDIA)
+	gpu := nvidiaLayer(inv, o.NVIDIA)
 	change := []engine.Phase{
 		gpu.Prepare(),          // nvidia/prepare           headers and DKMS for the running kernel
 		gpu.Driver(),           // nvidia/driver            unhold, the new release, hold

@@ -14,9 +14,9 @@ import (
 )
 
 // apiFunc is a kube.API from a function.
-type apiFunc func(ctx context.Context, h *engine.Host) (*kube.Client, error)
+type apiFunc func(ctx context.Context, h kube.Host) (*kube.Client, error)
 
-func (f apiFunc) Client(ctx context.Context, h *engine.Host) (*kube.Client, error) { return f(ctx, h) }
+func (f apiFunc) Client(ctx context.Context, h kube.Host) (*kube.Client, error) { return f(ctx, h) }
 
 // The phase without a cluster: in a dry-run before the cluster exists it
 // plans the install (the chart found first, Before run, After not);
@@ -40,7 +40,7 @@ func TestPhaseWithoutACluster(t *testing.T) {
 			After:  func(context.Context, *engine.Host) error { calls = append(calls, "after"); return nil },
 		}
 	}
-	noCluster := apiFunc(func(context.Context, *engine.Host) (*kube.Client, error) { return nil, nil })
+	noCluster := apiFunc(func(context.Context, kube.Host) (*kube.Client, error) { return nil, nil })
 	host := func(rec *enginetest.Recorder) *engine.Host {
 		return engine.NewHost(inventory.Machine{Name: "cp-1"}, nil, engine.HostOptions{DryRun: true, Sink: rec, Phase: "platform/web"})
 	}
@@ -105,7 +105,7 @@ func TestPhaseWithoutACluster(t *testing.T) {
 	})
 
 	t.Run("the API's error", func(t *testing.T) {
-		p := phase("1.0.0", apiFunc(func(context.Context, *engine.Host) (*kube.Client, error) {
+		p := phase("1.0.0", apiFunc(func(context.Context, kube.Host) (*kube.Client, error) {
 			return nil, errors.New("the admin kubeconfig: no such file")
 		}))
 		run, _, err := p.ShouldRun(ctx, host(&enginetest.Recorder{}))

@@ -11,8 +11,9 @@ import (
 	"github.com/gpukit/gpukit/pkg/ssh"
 )
 
-// DialFunc opens a TCP connection as seen from a host.
-type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+// DialFunc opens a TCP connection as seen from a host. An alias, so that a
+// Host is a kube.Host without the API's package knowing this one.
+type DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // tunneler is an Executor that can open connections from its host (the SSH
 // client's direct-tcpip channels).

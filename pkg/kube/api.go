@@ -3,8 +3,6 @@ package kube
 import (
 	"context"
 	"sync"
-
-	"github.com/gpukit/gpukit/pkg/engine"
 )
 
 // API reaches the cluster's API from a host of the run: through the first
@@ -16,7 +14,16 @@ import (
 type API interface {
 	// Client is the cluster's client, made once a run and shared by the
 	// phases; nil (no error) in a dry-run before the cluster exists.
-	Client(ctx context.Context, h *engine.Host) (*Client, error)
+	Client(ctx context.Context, h Host) (*Client, error)
+}
+
+// Host is the host of the run a phase reaches the API from (an
+// *engine.Host): what the API needs of it is its name and a way to dial
+// from it (nil when it cannot: a recording executor's). Tunnel.Fetch, which
+// reads the kubeconfig there, knows the host's kind.
+type Host interface {
+	Name() string
+	Dialer() DialFunc
 }
 
 // Tunnel is the API reached through a host's SSH connection
@@ -27,13 +34,13 @@ type API interface {
 type Tunnel struct {
 	// Fetch reads the kubeconfig through h, once a run; nil (no error) when
 	// there is none yet, in a dry-run before the cluster exists.
-	Fetch func(ctx context.Context, h *engine.Host) ([]byte, error)
+	Fetch func(ctx context.Context, h Host) ([]byte, error)
 
 	mu sync.Mutex
 	c  *Client
 }
 
-func (t *Tunnel) Client(ctx context.Context, h *engine.Host) (*Client, error) {
+func (t *Tunnel) Client(ctx context.Context, h Host) (*Client, error) {
 	kc, err := t.Fetch(ctx, h)
 	if err != nil || kc == nil {
 		return nil, err
@@ -41,7 +48,7 @@ func (t *Tunnel) Client(ctx context.Context, h *engine.Host) (*Client, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.c == nil {
-		if t.c, err = NewClient(kc, DialFunc(h.Dialer())); err != nil {
+		if t.c, err = NewClient(kc, h.Dialer()); err != nil {
 			return nil, err
 		}
 	}
@@ -58,7 +65,7 @@ type Local struct {
 	c  *Client
 }
 
-func (l *Local) Client(context.Context, *engine.Host) (*Client, error) {
+func (l *Local) Client(context.Context, Host) (*Client, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.c == nil {

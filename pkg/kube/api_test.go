@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"testing"
-
-	"github.com/gpukit/gpukit/pkg/engine"
 )
+
+// testHost is a host of the run that cannot dial (a recording executor's).
+type testHost struct{}
+
+func (testHost) Name() string     { return "cp-1" }
+func (testHost) Dialer() DialFunc { return nil }
 
 const testKubeconfig = `apiVersion: v1
 kind: Config
@@ -25,10 +29,10 @@ current-context: u@c
 // Through a host: nothing before the cluster exists (a dry-run's first
 // run), the fetcher's error as it is, then one client for every phase.
 func TestTunnel(t *testing.T) {
-	ctx, h := context.Background(), &engine.Host{}
+	ctx, h := context.Background(), testHost{}
 	var kc []byte
 	var fetchErr error
-	tun := &Tunnel{Fetch: func(context.Context, *engine.Host) ([]byte, error) { return kc, fetchErr }}
+	tun := &Tunnel{Fetch: func(context.Context, Host) ([]byte, error) { return kc, fetchErr }}
 	if c, err := tun.Client(ctx, h); c != nil || err != nil {
 		t.Fatalf("before the cluster exists: %v, %v", c, err)
 	}

@@ -22,8 +22,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// DialFunc opens a TCP connection (engine.Host.Dialer's).
-type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+// DialFunc opens a TCP connection as seen from a host (engine.Host.Dialer's:
+// the same type, so that a host of the run is a Host here).
+type DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // Client is one cluster's API as gpukit reaches it.
 type Client struct {

@@ -2,13 +2,13 @@ package nvidia
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/inventory"
-	"github.com/gpukit/gpukit/pkg/probe"
 	"github.com/gpukit/gpukit/pkg/scripts"
 	"github.com/gpukit/gpukit/pkg/ssh"
 )
@@ -32,6 +32,11 @@ type Options struct {
 	MaxParallelReboots int
 	// RebootTimeout overrides spec.nvidia.rebootTimeout when not zero.
 	RebootTimeout time.Duration
+	// Facts gives a host's facts, probing it when no earlier phase did
+	// (--only-phases): probe.Ensure, which the flow passes down, as the
+	// probe sits a layer above this one. nil: the facts an earlier phase
+	// gathered, or an error naming the host.
+	Facts func(ctx context.Context, h *engine.Host) (*facts.Facts, error)
 }
 
 // Layer is the NVIDIA layer of one run. Its phases share what they learned
@@ -59,6 +64,17 @@ func New(inv *inventory.Inventory, opts Options) *Layer {
 	return &Layer{inv: inv, opts: opts, hosts: map[string]*hostInfo{}}
 }
 
+// facts are h's facts (Options.Facts).
+func (l *Layer) facts(ctx context.Context, h *engine.Host) (*facts.Facts, error) {
+	if l.opts.Facts != nil {
+		return l.opts.Facts(ctx, h)
+	}
+	if h.Facts == nil {
+		return nil, fmt.Errorf("%s: its facts were not gathered (the preflight phase probes them)", h.Name())
+	}
+	return h.Facts, nil
+}
+
 func (l *Layer) info(h *engine.Host) *hostInfo {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -75,7 +91,7 @@ func (l *Layer) info(h *engine.Host) *hostInfo {
 func (l *Layer) want(ctx context.Context, h *engine.Host) (Want, error) {
 	hi := l.info(h)
 	if !hi.decided {
-		f, err := probe.Ensure(ctx, h)
+		f, err := l.facts(ctx, h)
 		if err != nil {
 			return Want{}, err
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/osfamily"
-	"github.com/gpukit/gpukit/pkg/probe"
 	"github.com/gpukit/gpukit/pkg/scripts"
 )
 
@@ -394,7 +393,7 @@ func (p *verifyPhase) Run(ctx context.Context, h *engine.Host) error {
 	if err != nil {
 		return err
 	}
-	f, err := probe.Ensure(ctx, h) // the PCI bus: a reboot does not change it
+	f, err := p.l.facts(ctx, h) // the PCI bus: a reboot does not change it
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/kubectl/pkg/drain"
 
-	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/inventory"
@@ -81,7 +80,7 @@ func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // NodeName is the Kubernetes node of m.
-func (k *Kube) NodeName(m inventory.Machine) string { return kubeadm.NodeOf(k.Inventory, m).Name }
+func (k *Kube) NodeName(m inventory.Machine) string { return kube.NodeName(m) }
 
 // Nodes lists the nodes.
 func (k *Kube) Nodes(ctx context.Context) ([]Node, error) {
@@ -223,7 +222,7 @@ func (k *Kube) Relabel(ctx context.Context, node string, m inventory.Machine, f 
 	if err != nil {
 		return nil, nil, fmt.Errorf("read node %s: %w", node, err)
 	}
-	want := kubeadm.NodeWant(k.Inventory, m, f)
+	want := kube.Want(k.Inventory, m, f)
 	changes := kube.Reconcile(n.DeepCopy(), want)
 	return changes, func(ctx context.Context) error { return kube.UpdateNode(ctx, k.Client, n, want) }, nil
 }

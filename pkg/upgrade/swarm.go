@@ -12,19 +12,19 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/scripts"
 	"github.com/gpukit/gpukit/pkg/ssh"
+	"github.com/gpukit/gpukit/pkg/swarmapi"
 )
 
 // LabelCordoned is put on a swarm node gpukit drains for the upgrade (the
 // time), as AnnotationCordoned on a Kubernetes node: only such a node is
 // made active again by gpukit, and a resumed run knows the nodes a killed
 // one left out of service. Reverse-DNS, as Docker asks of labels, and
-// outside swarm.LabelPrefix, whose labels follow the facts.
+// outside swarmapi.LabelPrefix, whose labels follow the facts.
 const LabelCordoned = "dev.gpukit.upgrade-cordoned"
 
 // Swarm does the upgrade's work on a swarm's nodes through the docker of
@@ -71,24 +71,24 @@ func (s *Swarm) NodeName(m inventory.Machine) string { return m.Name }
 
 // nodes lists the swarm's nodes (ids; none: all), each named after its
 // inventory host.
-func (s *Swarm) nodes(ctx context.Context, ids ...string) ([]swarm.Node, error) {
+func (s *Swarm) nodes(ctx context.Context, ids ...string) ([]swarmapi.Node, error) {
 	cmd, err := scripts.SwarmNodes(ids...)
 	res, err := s.run(ctx, cmd, err)
 	if err != nil {
 		return nil, fmt.Errorf("read the swarm's nodes: %w", err)
 	}
-	list, err := swarm.ParseNodes(res.Stdout)
+	list, err := swarmapi.ParseNodes(res.Stdout)
 	if err != nil {
 		return nil, err
 	}
 	// A host that left and joined again leaves its old node behind, down:
 	// the live one is the host's.
-	slices.SortStableFunc(list, func(a, b swarm.Node) int {
+	slices.SortStableFunc(list, func(a, b swarmapi.Node) int {
 		return cmp.Compare(btoi(a.State == "down"), btoi(b.State == "down"))
 	})
 	byAddr := s.addresses()
 	seen := map[string]bool{}
-	var out []swarm.Node
+	var out []swarmapi.Node
 	for _, n := range list {
 		name := n.Hostname
 		if a, err := netip.ParseAddr(n.Addr); err == nil && byAddr[a.Unmap()] != "" {
@@ -141,7 +141,7 @@ func (s *Swarm) Nodes(ctx context.Context) ([]Node, error) {
 	out := make([]Node, len(list))
 	for i, n := range list {
 		_, ours := n.Labels[LabelCordoned]
-		out[i] = Node{Name: n.Hostname, GPU: len(n.GPUs) > 0 || n.Labels[swarm.LabelGPUCount] != "", GPUs: int64(len(n.GPUs)),
+		out[i] = Node{Name: n.Hostname, GPU: len(n.GPUs) > 0 || n.Labels[swarmapi.LabelGPUCount] != "", GPUs: int64(len(n.GPUs)),
 			Unschedulable: n.Availability != "active", Ours: ours && n.Availability != "active", Labels: n.Labels}
 	}
 	return out, nil
@@ -149,7 +149,7 @@ func (s *Swarm) Nodes(ctx context.Context) ([]Node, error) {
 
 // node is the current state of the named node: only it is read, once its
 // ID is known (a wave's waits poll each of its nodes).
-func (s *Swarm) node(ctx context.Context, name string) (swarm.Node, error) {
+func (s *Swarm) node(ctx context.Context, name string) (swarmapi.Node, error) {
 	s.mu.Lock()
 	id, ok := s.ids[name]
 	s.mu.Unlock()
@@ -159,14 +159,14 @@ func (s *Swarm) node(ctx context.Context, name string) (swarm.Node, error) {
 	}
 	list, err := s.nodes(ctx, ids...)
 	if err != nil {
-		return swarm.Node{}, err
+		return swarmapi.Node{}, err
 	}
 	for _, n := range list {
 		if n.Hostname == name {
 			return n, nil
 		}
 	}
-	return swarm.Node{}, fmt.Errorf("%s is not a node of the swarm", name)
+	return swarmapi.Node{}, fmt.Errorf("%s is not a node of the swarm", name)
 }
 
 // id is the named node's swarm ID.
@@ -216,12 +216,12 @@ func (s *Swarm) Uncordon(ctx context.Context, name string) error {
 }
 
 // tasks are the node's tasks that hold it (not finished, not gone).
-func (s *Swarm) tasks(ctx context.Context, name string) ([]swarm.Task, error) {
+func (s *Swarm) tasks(ctx context.Context, name string) ([]swarmapi.Task, error) {
 	all, err := s.booked(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	var out []swarm.Task
+	var out []swarmapi.Task
 	for _, t := range all {
 		if t.Active() {
 			out = append(out, t)
@@ -231,7 +231,7 @@ func (s *Swarm) tasks(ctx context.Context, name string) ([]swarm.Task, error) {
 }
 
 // UncordonCaveats names the finished GPU jobs that giving the node back
-// runs again (see swarm.Task.FinishedJobOnGPU): nothing gpukit can spare
+// runs again (see swarmapi.Task.FinishedJobOnGPU): nothing gpukit can spare
 // them, but their owners should know why.
 func (s *Swarm) UncordonCaveats(ctx context.Context, name string) ([]string, error) {
 	all, err := s.booked(ctx, name)
@@ -249,7 +249,7 @@ func (s *Swarm) UncordonCaveats(ctx context.Context, name string) ([]string, err
 
 // booked are the tasks the swarm books on the node: those that hold it,
 // and finished jobs' (the script leaves out the rest of the history).
-func (s *Swarm) booked(ctx context.Context, name string) ([]swarm.Task, error) {
+func (s *Swarm) booked(ctx context.Context, name string) ([]swarmapi.Task, error) {
 	id, err := s.id(ctx, name)
 	if err != nil {
 		return nil, err
@@ -259,13 +259,13 @@ func (s *Swarm) booked(ctx context.Context, name string) ([]swarm.Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list the tasks on %s: %w", name, err)
 	}
-	return swarm.ParseTasks(res.Stdout)
+	return swarmapi.ParseTasks(res.Stdout)
 }
 
 // TrainingTask says whether t looks like training, and why: a task that
 // uses a GPU of a job service (replicated-job, global-job), or is labelled
 // gpukit.dev/training=true by its service or container.
-func TrainingTask(t swarm.Task) (bool, string) {
+func TrainingTask(t swarmapi.Task) (bool, string) {
 	switch t.Labels[AnnotationTraining] {
 	case "true":
 		return true, "labelled " + AnnotationTraining + "=true"
@@ -302,7 +302,7 @@ func (s *Swarm) Training(ctx context.Context, name string) ([]Workload, error) {
 // Checkpoint runs the hook on the task's node: docker kill --signal, or
 // docker exec within the hook's timeout.
 func (s *Swarm) Checkpoint(ctx context.Context, on *engine.Host, w Workload) (string, error) {
-	t, ok := w.ref.(swarm.Task)
+	t, ok := w.ref.(swarmapi.Task)
 	if !ok || w.Hook == nil {
 		return "", fmt.Errorf("%s has no checkpoint hook", w.Name)
 	}
@@ -450,7 +450,7 @@ func (s *Swarm) Relabel(ctx context.Context, name string, m inventory.Machine, f
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := swarm.LabelOptions(n.Labels, swarm.NodeLabels(m, f))
+	opts := swarmapi.LabelOptions(n.Labels, swarmapi.NodeLabels(m, f))
 	var changes []string
 	for i := 0; i+1 < len(opts); i += 2 {
 		changes = append(changes, opts[i]+" "+opts[i+1])

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/ssh"
+	"github.com/gpukit/gpukit/pkg/swarmapi"
 )
 
 // fakeManager answers the Swarm orchestrator's scripts as a manager's
@@ -58,7 +58,7 @@ func (f *fakeManager) run(_ context.Context, cmd ssh.Command) (ssh.Result, error
 			}
 			var res []map[string]any
 			for _, g := range n.gpus {
-				res = append(res, map[string]any{"NamedResourceSpec": map[string]string{"Kind": swarm.GPUKind, "Value": g}})
+				res = append(res, map[string]any{"NamedResourceSpec": map[string]string{"Kind": swarmapi.GPUKind, "Value": g}})
 			}
 			list = append(list, map[string]any{"ID": n.id,
 				"Spec":        map[string]any{"Role": "worker", "Availability": n.availability, "Labels": n.labels},
@@ -104,7 +104,7 @@ func (f *fakeManager) run(_ context.Context, cmd ssh.Command) (ssh.Result, error
 			}
 			var assigned []map[string]any
 			for _, g := range t.gpus {
-				assigned = append(assigned, map[string]any{"NamedResourceSpec": map[string]string{"Kind": swarm.GPUKind, "Value": g}})
+				assigned = append(assigned, map[string]any{"NamedResourceSpec": map[string]string{"Kind": swarmapi.GPUKind, "Value": g}})
 			}
 			b, _ := json.Marshal(map[string]any{"ID": t.id, "ServiceID": "svc-" + t.service, "NodeID": t.node, "Slot": t.slot,
 				"DesiredState": "running", "Status": map[string]any{"State": t.state, "ContainerStatus": map[string]string{"ContainerID": strings.Repeat("c", 64)}},
@@ -151,7 +151,7 @@ func TestSwarmOrchestrator(t *testing.T) {
 		{id: swarmID(1), host: "m1", addr: "10.0.0.1", availability: "active", state: "ready", labels: map[string]string{}},
 		{id: swarmID(9), host: "gpu-1", addr: "10.0.0.11", availability: "active", state: "down", labels: map[string]string{}},
 		{id: swarmID(2), host: "gpu-1", addr: "10.0.0.11", availability: "active", state: "ready", gpus: []string{"GPU-a", "GPU-b"},
-			labels: map[string]string{swarm.LabelGPUCount: "2"}},
+			labels: map[string]string{swarmapi.LabelGPUCount: "2"}},
 		{id: swarmID(3), host: "renamed", addr: "10.0.0.12", availability: "pause", state: "ready", gpus: []string{"GPU-c"}, labels: map[string]string{}},
 		{id: swarmID(4), host: "elsewhere", addr: "10.0.0.99", availability: "active", state: "ready", labels: map[string]string{}},
 	}, tasks: []*fakeTask{
@@ -245,15 +245,15 @@ func TestTrainingTask(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		task swarm.Task
+		task swarmapi.Task
 		want bool
 	}{
-		{"a GPU job", swarm.Task{Mode: "replicated-job", WantsGPU: true}, true},
-		{"a global GPU job", swarm.Task{Mode: "global-job", WantsGPU: true}, true},
-		{"a job without GPU", swarm.Task{Mode: "replicated-job"}, false},
-		{"a GPU service", swarm.Task{Mode: "replicated", WantsGPU: true}, false},
-		{"a service labelled training", swarm.Task{Mode: "replicated", Labels: map[string]string{AnnotationTraining: "true"}}, true},
-		{"a GPU job labelled not training", swarm.Task{Mode: "replicated-job", WantsGPU: true, Labels: map[string]string{AnnotationTraining: "false"}}, false},
+		{"a GPU job", swarmapi.Task{Mode: "replicated-job", WantsGPU: true}, true},
+		{"a global GPU job", swarmapi.Task{Mode: "global-job", WantsGPU: true}, true},
+		{"a job without GPU", swarmapi.Task{Mode: "replicated-job"}, false},
+		{"a GPU service", swarmapi.Task{Mode: "replicated", WantsGPU: true}, false},
+		{"a service labelled training", swarmapi.Task{Mode: "replicated", Labels: map[string]string{AnnotationTraining: "true"}}, true},
+		{"a GPU job labelled not training", swarmapi.Task{Mode: "replicated-job", WantsGPU: true, Labels: map[string]string{AnnotationTraining: "false"}}, false},
 	} {
 		if got, why := TrainingTask(tc.task); got != tc.want || (got && why == "") {
 			t.Errorf("%s: %v (%q), want %v", tc.name, got, why, tc.want)

@@ -18,6 +18,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/pkg/facts"
+	"github.com/gpukit/gpukit/pkg/swarmapi"
 	"github.com/gpukit/gpukit/test/gpusim"
 	"github.com/gpukit/gpukit/test/lab"
 )
@@ -128,8 +129,8 @@ func TestLabSwarm(t *testing.T) {
 			if (want == "" && len(n.GPUs) != 0) || (want != "" && (len(n.GPUs) != 1 || n.GPUs[0] != want)) {
 				t.Errorf("%s advertises GPUs %v, want %q", n.Hostname, n.GPUs, want)
 			}
-			if want != "" && (n.Labels[swarm.LabelGPUProduct] != "NVIDIA H100 80GB HBM3" || n.Labels[swarm.LabelGPUCount] != "1" ||
-				n.Labels[swarm.LabelDriver] != "580.95.05" || n.Labels[swarm.LabelCUDA] != "13.0" || n.Labels[swarm.LabelGPUMemory] == "") {
+			if want != "" && (n.Labels[swarmapi.LabelGPUProduct] != "NVIDIA H100 80GB HBM3" || n.Labels[swarmapi.LabelGPUCount] != "1" ||
+				n.Labels[swarmapi.LabelDriver] != "580.95.05" || n.Labels[swarmapi.LabelCUDA] != "13.0" || n.Labels[swarmapi.LabelGPUMemory] == "") {
 				t.Errorf("%s labels: %v", n.Hostname, n.Labels)
 			}
 		}
@@ -213,7 +214,7 @@ func TestLabSwarm(t *testing.T) {
 			t.Errorf("logins before %v, after %v: want one on the manager, some on lab-4", before, after)
 		}
 		n := nodeNamed(swarmNodes(t, l), "lab-4")
-		if n.State != "ready" || len(n.GPUs) != 1 || n.GPUs[0] != uuids["lab-4"] || n.Labels[swarm.LabelGPUCount] != "1" {
+		if n.State != "ready" || len(n.GPUs) != 1 || n.GPUs[0] != uuids["lab-4"] || n.Labels[swarmapi.LabelGPUCount] != "1" {
 			t.Errorf("lab-4's node: %+v", n)
 		}
 		assertNowhere(t, l.SSH(t, "lab-1", "docker swarm join-token -q worker"), r.out, r.logDir)
@@ -415,7 +416,7 @@ q --name agent --mode global gpukit-lab/busybox:1 sleep 3600`)
 		if got := l.SSH(t, "lab-4", "docker logs $(docker ps -q --filter name=train) 2>&1"); !strings.Contains(got, "checkpoint asked") {
 			t.Errorf("the training was not asked to checkpoint: %q", got)
 		}
-		if n := nodeNamed(swarmNodes(t, l), "lab-3"); n.Availability != "active" || n.Labels[swarm.LabelDriver] != "590.48.01" {
+		if n := nodeNamed(swarmNodes(t, l), "lab-3"); n.Availability != "active" || n.Labels[swarmapi.LabelDriver] != "590.48.01" {
 			t.Errorf("lab-3 after the resume: %s, labels %v", n.Availability, n.Labels)
 		}
 
@@ -449,7 +450,7 @@ q --name agent --mode global gpukit-lab/busybox:1 sleep 3600`)
 				t.Errorf("%s did not reboot for its new driver", h)
 			}
 			n := nodeNamed(nodes, h)
-			if _, marked := n.Labels["dev.gpukit.upgrade-cordoned"]; n.Availability != "active" || marked || n.Labels[swarm.LabelDriver] != "590.48.01" || len(n.GPUs) != 1 {
+			if _, marked := n.Labels["dev.gpukit.upgrade-cordoned"]; n.Availability != "active" || marked || n.Labels[swarmapi.LabelDriver] != "590.48.01" || len(n.GPUs) != 1 {
 				t.Errorf("%s after the rollout: %s, GPUs %v, labels %v", h, n.Availability, n.GPUs, n.Labels)
 			}
 		}
@@ -562,22 +563,22 @@ func withoutHost(inv, host string) string {
 }
 
 // swarmNodes are the nodes as the manager lists them.
-func swarmNodes(t *testing.T, l *lab.Lab) []swarm.Node {
+func swarmNodes(t *testing.T, l *lab.Lab) []swarmapi.Node {
 	t.Helper()
-	nodes, err := swarm.ParseNodes([]byte(l.SSH(t, "lab-1", "docker node inspect $(docker node ls -q)")))
+	nodes, err := swarmapi.ParseNodes([]byte(l.SSH(t, "lab-1", "docker node inspect $(docker node ls -q)")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return nodes
 }
 
-func nodeNamed(nodes []swarm.Node, host string) swarm.Node {
+func nodeNamed(nodes []swarmapi.Node, host string) swarmapi.Node {
 	for _, n := range nodes {
 		if n.Hostname == host {
 			return n
 		}
 	}
-	return swarm.Node{}
+	return swarmapi.Node{}
 }
 
 // sshLogins counts gpukit's logins (user deploy; the test logs in as root)

@@ -34,10 +34,12 @@ var layers = []struct {
 		"pkg/facts", "pkg/inventory", "pkg/inventory/ansible"}},
 	{"transport: SSH and the scripts sent over it", []string{
 		"pkg/ssh", "pkg/scripts"}},
+	{"the clusters' APIs and the names gpukit gives nodes (Kubernetes', the swarm's)", []string{
+		"pkg/kube", "pkg/swarmapi"}},
 	{"the engine: phases run on connected hosts, and what shows their events", []string{
 		"pkg/engine", "pkg/engine/enginetest", "internal/connect", "pkg/ui", "pkg/ui/internal/synth", "pkg/ui/internal/tuidemo"}},
-	{"reading hosts; reaching the cluster's API (kube.API, Helm's client)", []string{
-		"pkg/probe", "pkg/kube", "pkg/charts"}},
+	{"reading hosts; Helm releases as phases", []string{
+		"pkg/probe", "pkg/charts"}},
 	{"installers", []string{
 		"pkg/nvidia", "pkg/bootstrap/kubeadm", "pkg/bootstrap/swarm", "pkg/preflight"}},
 	{"the cluster API's users and the reports", []string{
@@ -49,16 +51,17 @@ var layers = []struct {
 }
 
 // maxLevels bounds the longest import chain (in imports) of the packages
-// under cmd/, internal/ and pkg/. It was 10 before the cluster's API got one
-// home in pkg/kube and the GPU status merge left pkg/nvidia (cmd/gpukit ->
-// internal/cli -> internal/flow -> pkg/kubeflow -> pkg/bootstrap/kubeadm ->
-// pkg/nvidia -> pkg/dcgm -> pkg/charts -> pkg/engine -> pkg/facts ->
-// pkg/osfamily); it is 9: cmd/gpukit -> internal/cli -> internal/flow ->
-// pkg/upgrade -> pkg/bootstrap/kubeadm -> pkg/charts (or pkg/nvidia) ->
-// pkg/kube (pkg/probe) -> pkg/engine -> pkg/inventory (pkg/facts) ->
-// pkg/compat (pkg/osfamily): a layer of the table a step, but for the
-// upgrade over kubeadm, charts over kube and the engine over the model.
-const maxLevels = 9
+// under cmd/, internal/ and pkg/. It was 10 when the cluster's API had no
+// home of its own (cmd/gpukit -> internal/cli -> internal/flow ->
+// pkg/kubeflow -> pkg/bootstrap/kubeadm -> pkg/nvidia -> pkg/dcgm ->
+// pkg/charts -> pkg/engine -> pkg/facts -> pkg/osfamily). It is 7: flows
+// over installers and the API's users, over Helm's phases and the NVIDIA
+// layer, over the engine, over the model, over the leaves. What kept it
+// higher: the rollout importing the installers for the names they give
+// nodes (now pkg/kube and pkg/swarmapi), the API's interface taking the
+// engine's host (now kube.Host, which the engine's satisfies), and the
+// NVIDIA layer importing the probe (the flow passes it down).
+const maxLevels = 7
 
 // layerOf is p's index in layers; false when the table does not name it.
 func layerOf(p string) (int, bool) {

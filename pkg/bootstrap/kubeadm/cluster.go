@@ -62,27 +62,9 @@ func endpoint(e string) string {
 // NodeOf is machine m's part: its address, role and taints (the inventory's,
 // and the control-plane taint on control planes unless no host is a worker).
 func NodeOf(inv *inventory.Inventory, m inventory.Machine) Node {
-	n := Node{Name: m.Name, Address: m.Address, ControlPlane: m.HasRole(inventory.RoleControlPlane), Taints: []Taint{}}
-	if n.ControlPlane && hasWorker(inv) {
-		n.Taints = append(n.Taints, Taint{Key: kube.ControlPlaneTaint.Key, Effect: string(kube.ControlPlaneTaint.Effect)})
-	}
-	for _, t := range m.Taints {
-		n.Taints = append(n.Taints, parseTaint(t))
+	n := Node{Name: kube.NodeName(m), Address: m.Address, ControlPlane: m.HasRole(inventory.RoleControlPlane), Taints: []Taint{}}
+	for _, t := range kube.Taints(inv, m) {
+		n.Taints = append(n.Taints, Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
 	}
 	return n
-}
-
-func hasWorker(inv *inventory.Inventory) bool {
-	for _, m := range inv.Machines {
-		if m.HasRole(inventory.RoleWorker) {
-			return true
-		}
-	}
-	return false
-}
-
-// parseTaint reads kubectl's key[=value]:Effect (validated by the inventory).
-func parseTaint(s string) Taint {
-	t, _ := kube.ParseTaint(s)
-	return Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)}
 }

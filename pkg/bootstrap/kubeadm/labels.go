@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,76 +14,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpukit/gpukit/pkg/engine"
-	"github.com/gpukit/gpukit/pkg/facts"
-	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/kube"
-	"github.com/gpukit/gpukit/pkg/nvidia"
 )
 
 // PhaseLabels labels and taints the nodes through the API.
 const PhaseLabels = "kubernetes/labels"
-
-// NodeLabels are the labels a host's node carries: from its GPUs and from
-// the inventory. Values are made label-safe as GPU feature discovery makes
-// them (NVIDIA H100 80GB HBM3 -> NVIDIA-H100-80GB-HBM3).
-func NodeLabels(m inventory.Machine, f *facts.Facts) map[string]string {
-	out := map[string]string{}
-	if g, ok := nvidia.Summarize(f); ok {
-		products := make([]string, len(g.Products))
-		for i, p := range g.Products {
-			products[i] = labelValue(p)
-		}
-		out[kube.LabelGPUProduct] = labelValue(strings.Join(products, "_"))
-		out[kube.LabelGPUCount] = strconv.Itoa(g.Count)
-		// What NVIDIA's device plugin and GPU feature discovery select
-		// their nodes by, before node feature discovery has looked.
-		out[kube.LabelGPUPresent] = "true"
-		if g.MemMiB > 0 {
-			out[kube.LabelGPUMemory] = strconv.FormatInt(g.MemMiB, 10)
-		}
-		if v := labelValue(g.Driver); v != "" {
-			out[kube.LabelDriver] = v
-		}
-		if v := labelValue(g.CUDA); v != "" {
-			out[kube.LabelCUDA] = v
-		}
-	}
-	if m.HasRole(inventory.RoleIngress) {
-		out[kube.LabelIngress] = "true"
-	}
-	maps.Copy(out, m.Labels)
-	return out
-}
-
-// labelValue is s as a label value: at most 63 of [A-Za-z0-9._-], starting
-// and ending with a letter or digit; others become '-'.
-func labelValue(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			b[i] = '-'
-		}
-	}
-	if len(b) > 63 {
-		b = b[:63]
-	}
-	return strings.Trim(string(b), "-_.")
-}
-
-// NodeWant is what gpukit wants of m's node: its labels, the inventory's
-// taints, and kubeadm's control-plane taint on control planes while the
-// cluster has workers (a cluster of control planes only runs its pods
-// there, so the taint comes off).
-func NodeWant(inv *inventory.Inventory, m inventory.Machine, f *facts.Facts) kube.NodeWant {
-	w := kube.NodeWant{Labels: NodeLabels(m, f), OwnPrefix: kube.LabelPrefix}
-	for _, t := range NodeOf(inv, m).Taints {
-		w.Taints = append(w.Taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
-	}
-	if m.HasRole(inventory.RoleControlPlane) && !hasWorker(inv) {
-		w.Remove = append(w.Remove, kube.ControlPlaneTaint)
-	}
-	return w
-}
 
 // Labels labels and taints the nodes of only (all hosts when empty)
 // through the API, from the first control plane.
@@ -143,7 +76,7 @@ func (p *labelsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, stri
 			continue
 		}
 		labelled++
-		want := NodeWant(p.l.inv, t.Machine, t.Facts)
+		want := kube.Want(p.l.inv, t.Machine, t.Facts)
 		if changes := kube.Reconcile(n.DeepCopy(), want); len(changes) > 0 {
 			p.updates = append(p.updates, nodeUpdate{node: n, want: want, changes: changes})
 		}

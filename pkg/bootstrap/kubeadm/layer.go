@@ -70,7 +70,13 @@ type hostInfo struct {
 // New returns the layer for inv.
 func New(inv *inventory.Inventory) *Layer {
 	l := &Layer{inv: inv, cluster: ClusterOf(inv), hosts: map[string]*hostInfo{}}
-	l.api.Fetch = l.adminKubeconfig
+	l.api.Fetch = func(ctx context.Context, h kube.Host) ([]byte, error) {
+		eh, ok := h.(*engine.Host)
+		if !ok { // a phase of this module passed something else
+			return nil, fmt.Errorf("the admin kubeconfig is read through a host of the run, not a %T", h)
+		}
+		return l.adminKubeconfig(ctx, eh)
+	}
 	return l
 }
 

@@ -546,13 +546,13 @@ func (l *Layer) adminKubeconfig(ctx context.Context, h *engine.Host) ([]byte, er
 // from it: made once a run (kube.Tunnel), so that every phase that uses the
 // API - the layer's, the platform's, the DCGM exporters' reading - shares
 // its connections; nil in a dry-run before the cluster exists.
-func (l *Layer) Client(ctx context.Context, h *engine.Host) (*kube.Client, error) {
+func (l *Layer) Client(ctx context.Context, h kube.Host) (*kube.Client, error) {
 	return l.api.Client(ctx, h)
 }
 
 // client is the clientset of Client (nil in a dry-run before the cluster
 // exists).
-func (l *Layer) client(ctx context.Context, h *engine.Host) (kubernetes.Interface, error) {
+func (l *Layer) client(ctx context.Context, h kube.Host) (kubernetes.Interface, error) {
 	c, err := l.Client(ctx, h)
 	if err != nil || c == nil {
 		return nil, err

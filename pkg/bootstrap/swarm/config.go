@@ -7,12 +7,9 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-)
 
-// GPUKind is the generic resource kind under which nodes advertise their
-// GPUs and services reserve them (docker service create --generic-resource
-// NVIDIA-GPU=1).
-const GPUKind = "NVIDIA-GPU"
+	"github.com/gpukit/gpukit/pkg/swarmapi"
+)
 
 // ResourceEnv is the variable Swarm sets in a task's container to the
 // assigned resources of a kind: upper("DOCKER_RESOURCE_" + kind) (moby's
@@ -47,12 +44,12 @@ func DaemonConfig(current []byte, uuids []string) (out []byte, changed bool, err
 	}
 	kept := resources[:0:0]
 	for _, r := range resources {
-		if kind, _, _ := strings.Cut(r, "="); kind != GPUKind {
+		if kind, _, _ := strings.Cut(r, "="); kind != swarmapi.GPUKind {
 			kept = append(kept, r)
 		}
 	}
 	for _, u := range uuids {
-		kept = append(kept, GPUKind+"="+u)
+		kept = append(kept, swarmapi.GPUKind+"="+u)
 	}
 	if len(kept) > 0 {
 		cfg["node-generic-resources"] = mustJSON(kept)

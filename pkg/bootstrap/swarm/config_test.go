@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpukit/gpukit/pkg/swarmapi"
 	"github.com/gpukit/gpukit/test/golden"
 )
 
@@ -76,13 +77,13 @@ ldconfig = "@/sbin/ldconfig.real"
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			out, changed := RuntimeTOML([]byte(tt.current), GPUKind)
+			out, changed := RuntimeTOML([]byte(tt.current), swarmapi.GPUKind)
 			if string(out) != tt.want || changed != tt.changed {
 				t.Errorf("got changed %v:\n%s\nwant changed %v:\n%s", changed, out, tt.changed, tt.want)
 			}
 		})
 	}
-	if out, changed := RuntimeTOML(nil, GPUKind); out != nil || changed {
+	if out, changed := RuntimeTOML(nil, swarmapi.GPUKind); out != nil || changed {
 		t.Errorf("a missing file: %q %v", out, changed)
 	}
 	if got := ResourceEnv("gpu"); got != "DOCKER_RESOURCE_GPU" {

@@ -10,6 +10,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/scripts"
+	"github.com/gpukit/gpukit/pkg/swarmapi"
 )
 
 // ---- swarm/engine
@@ -75,7 +76,7 @@ func (p *runtimePhase) want(ctx context.Context, h *engine.Host) (daemon, runtim
 	}
 	var rChanged bool
 	if len(uuids) > 0 {
-		runtime, rChanged = RuntimeTOML(s.Files[RuntimeConfig], GPUKind)
+		runtime, rChanged = RuntimeTOML(s.Files[RuntimeConfig], swarmapi.GPUKind)
 		if runtime == nil && !h.DryRun() {
 			return nil, nil, false, 0, fmt.Errorf("%s is missing: the NVIDIA container toolkit (%s) must be installed first", RuntimeConfig, "nvidia/container-toolkit")
 		}
@@ -126,7 +127,7 @@ func (p *runtimePhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, str
 	if gpus == 0 {
 		return false, "no GPU to advertise; docker's configuration as wanted", nil
 	}
-	return false, fmt.Sprintf("nvidia is docker's default runtime; %d GPU(s) advertised as %s", gpus, GPUKind), nil
+	return false, fmt.Sprintf("nvidia is docker's default runtime; %d GPU(s) advertised as %s", gpus, swarmapi.GPUKind), nil
 }
 
 func (p *runtimePhase) Run(ctx context.Context, h *engine.Host) error {
@@ -424,11 +425,11 @@ func (p *labelsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, stri
 	if err != nil {
 		return false, "", err
 	}
-	nodes, err := ParseNodes(res.Stdout)
+	nodes, err := swarmapi.ParseNodes(res.Stdout)
 	if err != nil {
 		return false, "", err
 	}
-	byID := map[string]Node{}
+	byID := map[string]swarmapi.Node{}
 	for _, n := range nodes {
 		byID[n.ID] = n
 	}
@@ -448,7 +449,7 @@ func (p *labelsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, stri
 			continue
 		}
 		labelled++
-		opts := LabelOptions(n.Labels, NodeLabels(t.Machine, t.Facts))
+		opts := swarmapi.LabelOptions(n.Labels, swarmapi.NodeLabels(t.Machine, t.Facts))
 		// The inventory's role wins: a host made a manager there is
 		// promoted, one made a worker demoted (Docker refuses to demote
 		// the last manager, and says so).
@@ -495,7 +496,7 @@ func (p *labelsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, stri
 // change is a node update the labels phase wants.
 type change struct {
 	host   string
-	node   Node
+	node   swarmapi.Node
 	update scripts.NodeUpdate
 }
 
@@ -523,7 +524,7 @@ func holdingGPUs(ctx context.Context, h *engine.Host, changes []change) (map[str
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := ParseTasks(res.Stdout)
+	tasks, err := swarmapi.ParseTasks(res.Stdout)
 	if err != nil {
 		return nil, err
 	}
@@ -549,19 +550,19 @@ func (p *labelsPhase) Run(ctx context.Context, h *engine.Host) error {
 
 // byHostname finds h's node by its hostname when no phase of the run read
 // its node ID (--only-phases): only a single node that is up matches.
-func byHostname(nodes []Node, h *engine.Host) (Node, bool) {
+func byHostname(nodes []swarmapi.Node, h *engine.Host) (swarmapi.Node, bool) {
 	name := h.Name()
 	if h.Facts != nil && h.Facts.Hostname != "" {
 		name = h.Facts.Hostname
 	}
-	var found []Node
+	var found []swarmapi.Node
 	for _, n := range nodes {
 		if n.Hostname == name && n.State != "down" {
 			found = append(found, n)
 		}
 	}
 	if len(found) != 1 {
-		return Node{}, false
+		return swarmapi.Node{}, false
 	}
 	return found[0], true
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/ssh"
+	"github.com/gpukit/gpukit/pkg/swarmapi"
 )
 
 // token is the canary: the join token must not show in any event.
@@ -300,7 +301,7 @@ func TestSwarmPhases(t *testing.T) {
 		t.Errorf("the GPU-less manager got a daemon.json: %s", fake.hosts["m1"].daemon)
 	}
 	w1 := fake.nodes[nodeID("w1")]
-	if w1.labels["rack"] != "r1" || w1.labels[swarm.LabelGPUCount] != "2" || w1.labels[swarm.LabelCUDA] != "13.0" {
+	if w1.labels["rack"] != "r1" || w1.labels[swarmapi.LabelGPUCount] != "2" || w1.labels[swarmapi.LabelCUDA] != "13.0" {
 		t.Errorf("w1 labels: %v", w1.labels)
 	}
 	assertNoToken(t, rec)
@@ -329,7 +330,7 @@ func TestSwarmPhases(t *testing.T) {
 	if fleet.Dials("w1") != 0 || fleet.Dials("w2") != 0 {
 		t.Errorf("add-node connected to other workers")
 	}
-	if fake.nodes[nodeID("w3")].labels[swarm.LabelGPUCount] != "1" || fake.nodes[nodeID("w1")].labels["rack"] != "r1" {
+	if fake.nodes[nodeID("w3")].labels[swarmapi.LabelGPUCount] != "1" || fake.nodes[nodeID("w1")].labels["rack"] != "r1" {
 		t.Errorf("labels after add-node: w3 %v, w1 %v", fake.nodes[nodeID("w3")].labels, fake.nodes[nodeID("w1")].labels)
 	}
 	assertNoToken(t, rec)

@@ -8,6 +8,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/scripts"
+	"github.com/gpukit/gpukit/pkg/swarmapi"
 )
 
 // RemainingManager is the manager that stays when the named hosts are reset:
@@ -29,7 +30,7 @@ func remainingIn(inv *inventory.Inventory, names []string, hosts []*engine.Host)
 }
 
 // readNodes lists the swarm's nodes on manager h.
-func readNodes(ctx context.Context, h *engine.Host) ([]Node, error) {
+func readNodes(ctx context.Context, h *engine.Host) ([]swarmapi.Node, error) {
 	cmd, err := scripts.SwarmNodes()
 	if err != nil {
 		return nil, err
@@ -38,13 +39,13 @@ func readNodes(ctx context.Context, h *engine.Host) ([]Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ParseNodes(res.Stdout)
+	return swarmapi.ParseNodes(res.Stdout)
 }
 
 // nodesOf are the nodes of the named hosts (by the hostnames the facts give,
 // else the inventory names); a node that is down and shares its hostname
 // with a live one is left alone.
-func nodesOf(nodes []Node, names []string, hosts []*engine.Host) []Node {
+func nodesOf(nodes []swarmapi.Node, names []string, hosts []*engine.Host) []swarmapi.Node {
 	hostnames := map[string]bool{}
 	for _, n := range names {
 		hostnames[n] = true
@@ -54,7 +55,7 @@ func nodesOf(nodes []Node, names []string, hosts []*engine.Host) []Node {
 			hostnames[h.Facts.Hostname] = true
 		}
 	}
-	var out []Node
+	var out []swarmapi.Node
 	for _, n := range nodes {
 		if hostnames[n.Hostname] {
 			out = append(out, n)

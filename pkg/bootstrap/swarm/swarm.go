@@ -20,6 +20,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/probe"
 	"github.com/gpukit/gpukit/pkg/scripts"
 	"github.com/gpukit/gpukit/pkg/ssh"
+	"github.com/gpukit/gpukit/pkg/swarmapi"
 )
 
 // Phase names, stable for --only-phases / --skip-phases, events and logs.
@@ -48,7 +49,7 @@ type Layer struct {
 
 	mu    sync.Mutex
 	hosts map[string]*hostInfo
-	nodes []Node // status: what the manager listed
+	nodes []swarmapi.Node // status: what the manager listed
 }
 
 // hostInfo is one host's share; only the goroutine working on the host
@@ -175,7 +176,7 @@ func (l *Layer) RemoveNodes(names []string) engine.Phase { return &removePhase{l
 func (l *Layer) Nodes() engine.Phase { return &nodesPhase{l} }
 
 // ListedNodes are the nodes the status phase read.
-func (l *Layer) ListedNodes() []Node {
+func (l *Layer) ListedNodes() []swarmapi.Node {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.nodes

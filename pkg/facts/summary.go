@@ -1,15 +1,14 @@
-package nvidia
+package facts
 
 import (
 	"slices"
 
 	"github.com/gpukit/gpukit/pkg/compat"
-	"github.com/gpukit/gpukit/pkg/facts"
 )
 
-// Summary is what a node's labels say of its GPUs, whatever the
+// GPUSummary is what a node's labels say of its GPUs, whatever the
 // orchestrator: Swarm and Kubernetes spell it in their own keys.
-type Summary struct {
+type GPUSummary struct {
 	// Products are the distinct product names, in GPU index order.
 	Products []string
 	Count    int
@@ -21,12 +20,12 @@ type Summary struct {
 }
 
 // Summarize reads the GPUs nvidia-smi listed; false when it listed none.
-func Summarize(f *facts.Facts) (Summary, bool) {
+func Summarize(f *Facts) (GPUSummary, bool) {
 	if f == nil || len(f.GPUs) == 0 {
-		return Summary{}, false
+		return GPUSummary{}, false
 	}
 	g := f.GPUs[0]
-	s := Summary{Count: len(f.GPUs), MemMiB: g.MemMiB, Driver: g.Driver}
+	s := GPUSummary{Count: len(f.GPUs), MemMiB: g.MemMiB, Driver: g.Driver}
 	for _, x := range f.GPUs {
 		if !slices.Contains(s.Products, x.Name) {
 			s.Products = append(s.Products, x.Name)

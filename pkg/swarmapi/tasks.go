@@ -1,4 +1,4 @@
-package swarm
+package swarmapi
 
 import (
 	"encoding/json"

@@ -1,11 +1,11 @@
-package swarm_test
+package swarmapi_test
 
 import (
 	"os"
 	"strings"
 	"testing"
 
-	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
+	"github.com/gpukit/gpukit/pkg/swarmapi"
 )
 
 // A real node's tasks (testdata/node-tasks.txt: scripts.SwarmNodeTasks run
@@ -17,11 +17,11 @@ func TestParseTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks, err := swarm.ParseTasks(out)
+	tasks, err := swarmapi.ParseTasks(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	byService := map[string]swarm.Task{}
+	byService := map[string]swarmapi.Task{}
 	for _, task := range tasks {
 		byService[task.ServiceName] = task
 	}
@@ -33,7 +33,7 @@ func TestParseTasks(t *testing.T) {
 	if agent.Mode != "global" || agent.WantsGPU || agent.State != "running" || agent.Name() != "agent."+agent.NodeID {
 		t.Errorf("agent: %+v", agent)
 	}
-	if tasks, err := swarm.ParseTasks(nil); err != nil || len(tasks) != 0 {
+	if tasks, err := swarmapi.ParseTasks(nil); err != nil || len(tasks) != 0 {
 		t.Errorf("no tasks: %v %v", tasks, err)
 	}
 	if train.ServiceGone || agent.ServiceGone {
@@ -47,7 +47,7 @@ func TestParseTasks(t *testing.T) {
 			kept = append(kept, line...)
 		}
 	}
-	tasks, err = swarm.ParseTasks(append(kept, "service=\n"...))
+	tasks, err = swarmapi.ParseTasks(append(kept, "service=\n"...))
 	if err != nil || len(tasks) != 2 {
 		t.Fatalf("with a removed service's empty line: %d tasks, %v", len(tasks), err)
 	}
@@ -62,7 +62,7 @@ func TestParseTasks(t *testing.T) {
 	if !train.RunningOnGPU() || agent.RunningOnGPU() || train.FinishedJobOnGPU() {
 		t.Errorf("holding GPUs: train %v (finished %v), agent %v", train.RunningOnGPU(), train.FinishedJobOnGPU(), agent.RunningOnGPU())
 	}
-	if _, err := swarm.ParseTasks([]byte("task={\n")); err == nil {
+	if _, err := swarmapi.ParseTasks([]byte("task={\n")); err == nil {
 		t.Error("a broken line parsed")
 	}
 }

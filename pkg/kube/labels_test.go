@@ -1,4 +1,4 @@
-package kubeadm
+package kube
 
 import (
 	"reflect"
@@ -6,7 +6,6 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/inventory"
-	"github.com/gpukit/gpukit/pkg/kube"
 )
 
 func TestNodeLabels(t *testing.T) {
@@ -23,14 +22,14 @@ func TestNodeLabels(t *testing.T) {
 			name: "H100s, the product made label-safe",
 			m:    inventory.Machine{Name: "g", Labels: map[string]string{"team": "vision"}},
 			f:    &facts.Facts{GPUs: []facts.GPU{h100, h100}},
-			want: map[string]string{kube.LabelGPUProduct: "NVIDIA-H100-80GB-HBM3", kube.LabelGPUCount: "2", kube.LabelGPUMemory: "81559",
-				kube.LabelDriver: "590.48.01", kube.LabelCUDA: "13.1", kube.LabelGPUPresent: "true", "team": "vision"},
+			want: map[string]string{LabelGPUProduct: "NVIDIA-H100-80GB-HBM3", LabelGPUCount: "2", LabelGPUMemory: "81559",
+				LabelDriver: "590.48.01", LabelCUDA: "13.1", LabelGPUPresent: "true", "team": "vision"},
 		},
 		{
 			name: "mixed products joined, an unknown driver without CUDA, the inventory's label wins",
-			m:    inventory.Machine{Name: "g", Labels: map[string]string{kube.LabelGPUCount: "one"}},
+			m:    inventory.Machine{Name: "g", Labels: map[string]string{LabelGPUCount: "one"}},
 			f:    &facts.Facts{GPUs: []facts.GPU{{Name: "Tesla T4", Driver: "bogus"}, {Name: "NVIDIA A100-SXM4-40GB (MIG)", Driver: "bogus"}}},
-			want: map[string]string{kube.LabelGPUProduct: "Tesla-T4_NVIDIA-A100-SXM4-40GB--MIG", kube.LabelGPUCount: "one", kube.LabelDriver: "bogus", kube.LabelGPUPresent: "true"},
+			want: map[string]string{LabelGPUProduct: "Tesla-T4_NVIDIA-A100-SXM4-40GB--MIG", LabelGPUCount: "one", LabelDriver: "bogus", LabelGPUPresent: "true"},
 		},
 	}
 	for _, tt := range tests {

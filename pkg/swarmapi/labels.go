@@ -1,4 +1,4 @@
-package swarm
+package swarmapi
 
 import (
 	"maps"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/inventory"
-	"github.com/gpukit/gpukit/pkg/nvidia"
 )
 
 // LabelPrefix starts every node label gpukit derives from the host's facts.
@@ -31,7 +30,7 @@ const (
 // nvidia-smi shows it) and from the inventory.
 func NodeLabels(m inventory.Machine, f *facts.Facts) map[string]string {
 	out := map[string]string{}
-	if g, ok := nvidia.Summarize(f); ok {
+	if g, ok := facts.Summarize(f); ok {
 		out[LabelGPUProduct] = strings.Join(g.Products, ",")
 		out[LabelGPUCount] = strconv.Itoa(g.Count)
 		if g.MemMiB > 0 {

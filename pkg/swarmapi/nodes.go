@@ -1,4 +1,8 @@
-package swarm
+// Package swarmapi reads a swarm as a manager's docker answers: its nodes (docker
+// node inspect), their tasks (docker inspect), and the labels gpukit gives
+// its nodes from their facts. The swarm installer and the rollout share it,
+// as they share pkg/kube on Kubernetes.
+package swarmapi
 
 import (
 	"encoding/json"
@@ -7,6 +11,11 @@ import (
 	"slices"
 	"strings"
 )
+
+// GPUKind is the generic resource kind under which nodes advertise their
+// GPUs and services reserve them (docker service create --generic-resource
+// NVIDIA-GPU=1).
+const GPUKind = "NVIDIA-GPU"
 
 // Node is one node of the swarm as a manager sees it (docker node inspect).
 type Node struct {
