@@ -3,7 +3,6 @@ package nvidia
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/gpukit/gpukit/pkg/engine"
@@ -46,8 +45,7 @@ type Layer struct {
 	inv  *inventory.Inventory
 	opts Options
 
-	mu    sync.Mutex
-	hosts map[string]*hostInfo
+	hosts engine.PerHost[hostInfo]
 }
 
 // hostInfo is one host's share. Only the goroutine working on the host
@@ -61,7 +59,7 @@ type hostInfo struct {
 
 // New returns the layer for inv.
 func New(inv *inventory.Inventory, opts Options) *Layer {
-	return &Layer{inv: inv, opts: opts, hosts: map[string]*hostInfo{}}
+	return &Layer{inv: inv, opts: opts}
 }
 
 // facts are h's facts (Options.Facts).
@@ -75,21 +73,10 @@ func (l *Layer) facts(ctx context.Context, h *engine.Host) (*facts.Facts, error)
 	return h.Facts, nil
 }
 
-func (l *Layer) info(h *engine.Host) *hostInfo {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	hi := l.hosts[h.Name()]
-	if hi == nil {
-		hi = &hostInfo{}
-		l.hosts[h.Name()] = hi
-	}
-	return hi
-}
-
 // want decides once per host what it gets (probing it first when no earlier
 // phase did).
 func (l *Layer) want(ctx context.Context, h *engine.Host) (Want, error) {
-	hi := l.info(h)
+	hi := l.hosts.Of(h.Name())
 	if !hi.decided {
 		f, err := l.facts(ctx, h)
 		if err != nil {
@@ -104,7 +91,7 @@ func (l *Layer) want(ctx context.Context, h *engine.Host) (Want, error) {
 // state returns the host's NVIDIA state, read once and again after every
 // change the layer made.
 func (l *Layer) state(ctx context.Context, h *engine.Host) (*State, error) {
-	hi := l.info(h)
+	hi := l.hosts.Of(h.Name())
 	if hi.state != nil {
 		return hi.state, nil
 	}
@@ -125,7 +112,7 @@ func (l *Layer) state(ctx context.Context, h *engine.Host) (*State, error) {
 }
 
 // changed marks the host's state stale after a write.
-func (l *Layer) changed(h *engine.Host) { l.info(h).state = nil }
+func (l *Layer) changed(h *engine.Host) { l.hosts.Of(h.Name()).state = nil }
 
 // begin is the start of every phase's ShouldRun: the decision and the
 // state, or why the host is skipped.

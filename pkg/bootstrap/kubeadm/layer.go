@@ -48,8 +48,9 @@ type Layer struct {
 	inv     *inventory.Inventory
 	cluster Cluster
 
-	mu         sync.Mutex
-	hosts      map[string]*hostInfo
+	hosts engine.PerHost[hostInfo]
+
+	mu         sync.Mutex // guards kubeconfig and nodes
 	kubeconfig []byte
 	nodes      []NodeStatus // status: what the control plane listed
 	// api is the cluster's API through the first control plane, its
@@ -69,7 +70,7 @@ type hostInfo struct {
 
 // New returns the layer for inv.
 func New(inv *inventory.Inventory) *Layer {
-	l := &Layer{inv: inv, cluster: ClusterOf(inv), hosts: map[string]*hostInfo{}}
+	l := &Layer{inv: inv, cluster: ClusterOf(inv)}
 	l.api.Fetch = func(ctx context.Context, h kube.Host) ([]byte, error) {
 		eh, ok := h.(*engine.Host)
 		if !ok { // a phase of this module passed something else
@@ -82,17 +83,6 @@ func New(inv *inventory.Inventory) *Layer {
 
 var _ kube.API = (*Layer)(nil)
 
-func (l *Layer) info(name string) *hostInfo {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	hi := l.hosts[name]
-	if hi == nil {
-		hi = &hostInfo{}
-		l.hosts[name] = hi
-	}
-	return hi
-}
-
 // Kubeconfig is the cluster's admin kubeconfig, once the kubeconfig phase
 // read it (nil before). It is a secret.
 func (l *Layer) Kubeconfig() []byte {
@@ -103,7 +93,7 @@ func (l *Layer) Kubeconfig() []byte {
 
 // decide works out once per host where its packages come from.
 func (l *Layer) decide(ctx context.Context, h *engine.Host) (*hostInfo, error) {
-	hi := l.info(h.Name())
+	hi := l.hosts.Of(h.Name())
 	if hi.decided {
 		return hi, hi.err
 	}
@@ -192,7 +182,7 @@ func (l *Layer) apply(ctx context.Context, h *engine.Host, step string, cmd ssh.
 		return ssh.Result{}, err
 	}
 	res, err := h.Apply(ctx, step, cmd, opts...)
-	l.info(h.Name()).state = nil
+	l.hosts.Of(h.Name()).state = nil
 	return res, err
 }
 

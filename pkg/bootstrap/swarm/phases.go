@@ -197,7 +197,7 @@ func (p *initPhase) Run(ctx context.Context, h *engine.Host) error {
 	if err != nil {
 		return err
 	}
-	hi := p.l.info(h.Name())
+	hi := p.l.hosts.Of(h.Name())
 	if id := nodeIDFrom(res.Stdout); id != "" {
 		hi.nodeID = id
 		hi.member = &Membership{NodeID: id, LocalNodeState: "active", ControlAvailable: true}
@@ -269,7 +269,7 @@ func (p *joinPhase) Prepare(ctx context.Context, all, targets []*engine.Host) er
 	}
 	fm := first[0]
 	_, p.manager, _ = addrs(fm.Machine)
-	fi := p.l.info(fm.Name())
+	fi := p.l.hosts.Of(fm.Name())
 	p.managerID = fi.nodeID
 	p.members = nil
 	if fi.member.Active() || !fm.DryRun() {
@@ -287,7 +287,7 @@ func (p *joinPhase) Prepare(ctx context.Context, all, targets []*engine.Host) er
 	}
 	needed := false
 	for _, t := range targets {
-		if !p.l.info(t.Name()).member.Active() {
+		if !p.l.hosts.Of(t.Name()).member.Active() {
 			needed = true
 		}
 	}
@@ -365,7 +365,7 @@ func (p *joinPhase) Run(ctx context.Context, h *engine.Host) error {
 		return err
 	}
 	if id := nodeIDFrom(res.Stdout); id != "" {
-		hi := p.l.info(h.Name())
+		hi := p.l.hosts.Of(h.Name())
 		hi.nodeID = id
 		hi.member = &Membership{NodeID: id, LocalNodeState: "active", ControlAvailable: p.managers}
 	}
@@ -406,12 +406,12 @@ func (p *labelsPhase) Prepare(_ context.Context, all, _ []*engine.Host) error {
 }
 
 func (p *labelsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
-	if p.l.info(h.Name()).member == nil { // --only-phases: no earlier phase read it
+	if p.l.hosts.Of(h.Name()).member == nil { // --only-phases: no earlier phase read it
 		if _, err := p.l.state(ctx, h); err != nil {
 			return false, "", err
 		}
 	}
-	if !p.l.info(h.Name()).member.Active() {
+	if !p.l.hosts.Of(h.Name()).member.Active() {
 		if h.DryRun() {
 			return false, "the nodes are labelled once they have joined", nil
 		}
@@ -440,7 +440,7 @@ func (p *labelsPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, stri
 		if len(p.only) > 0 && !slices.Contains(p.only, t.Name()) {
 			continue
 		}
-		n, ok := byID[p.l.info(t.Name()).nodeID]
+		n, ok := byID[p.l.hosts.Of(t.Name()).nodeID]
 		if !ok {
 			n, ok = byHostname(nodes, t)
 		}

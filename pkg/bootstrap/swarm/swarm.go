@@ -47,8 +47,9 @@ const Port = 2377
 type Layer struct {
 	inv *inventory.Inventory
 
+	hosts engine.PerHost[hostInfo]
+
 	mu    sync.Mutex
-	hosts map[string]*hostInfo
 	nodes []swarmapi.Node // status: what the manager listed
 }
 
@@ -67,18 +68,7 @@ type hostInfo struct {
 
 // New returns the layer for inv.
 func New(inv *inventory.Inventory) *Layer {
-	return &Layer{inv: inv, hosts: map[string]*hostInfo{}}
-}
-
-func (l *Layer) info(name string) *hostInfo {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	hi := l.hosts[name]
-	if hi == nil {
-		hi = &hostInfo{}
-		l.hosts[name] = hi
-	}
-	return hi
+	return &Layer{inv: inv}
 }
 
 // FirstManager is the swarm's first manager: the first host with the
@@ -95,7 +85,7 @@ func FirstManager(inv *inventory.Inventory) (inventory.Machine, bool) {
 
 // engineFor decides once per host where its Docker engine comes from.
 func (l *Layer) engineFor(ctx context.Context, h *engine.Host) (scripts.DockerEngineParams, error) {
-	hi := l.info(h.Name())
+	hi := l.hosts.Of(h.Name())
 	if !hi.decided {
 		f, err := probe.Ensure(ctx, h)
 		if err != nil {
@@ -110,7 +100,7 @@ func (l *Layer) engineFor(ctx context.Context, h *engine.Host) (scripts.DockerEn
 // state returns the host's swarm state, read once and again after every
 // change the layer made.
 func (l *Layer) state(ctx context.Context, h *engine.Host) (*State, error) {
-	hi := l.info(h.Name())
+	hi := l.hosts.Of(h.Name())
 	if hi.state != nil {
 		return hi.state, nil
 	}
@@ -143,7 +133,7 @@ func (l *Layer) apply(ctx context.Context, h *engine.Host, step string, cmd ssh.
 		return ssh.Result{}, err
 	}
 	res, err := h.Apply(ctx, step, cmd)
-	l.info(h.Name()).state = nil
+	l.hosts.Of(h.Name()).state = nil
 	return res, err
 }
 
