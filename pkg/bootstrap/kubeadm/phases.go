@@ -359,8 +359,9 @@ func (p *joinPhase) Targets(hosts []*engine.Host) []*engine.Host {
 
 // Prepare creates a bootstrap token (and, for control planes, uploads the
 // certificates anew under a key made for this run) on the first control
-// plane, once, when a target has not joined. Both are secrets of the run
-// from then on: redacted wherever they could appear.
+// plane, once, when a target has not joined: a write there, so the first
+// control plane counts as changed and a dry-run does neither. Both are
+// secrets of the run from then on: redacted wherever they could appear.
 func (p *joinPhase) Prepare(ctx context.Context, all, targets []*engine.Host) error {
 	first := firstControlPlaneIn(p.l.inv, all)
 	if len(first) == 0 {
@@ -394,11 +395,10 @@ func (p *joinPhase) Prepare(ctx context.Context, all, targets []*engine.Host) er
 	if !needed {
 		return lastErr
 	}
-	s, err := p.l.state(ctx, fm)
-	if err != nil {
-		return err
-	}
-	if !s.APIServer && fm.DryRun() {
+	if fm.DryRun() {
+		// A token and a certificate upload are writes to the cluster (a
+		// credential that lives for joinTokenTTL, secrets re-encrypted in
+		// kube-system): a plan shows stand-ins, even where the cluster exists.
 		p.join = Join{Token: "<join token of " + fm.Name() + ">", CACertHashes: []string{"<CA hash of " + fm.Name() + ">"}}
 		if p.controlPlanes {
 			p.join.CertificateKey = "<certificate key of this run>"
@@ -419,7 +419,7 @@ func (p *joinPhase) Prepare(ctx context.Context, all, targets []*engine.Host) er
 	if err != nil {
 		return err
 	}
-	res, err := fm.Run(ctx, "create a join token", cmd, engine.SecretOutput())
+	res, err := fm.Apply(ctx, "create a join token", cmd, engine.SecretOutput())
 	if err != nil {
 		return err
 	}

@@ -248,7 +248,7 @@ func writes(fleet *enginetest.Fleet) map[string][]string {
 	out := map[string][]string{}
 	for host, e := range fleet.Executors() {
 		for _, n := range e.Names() {
-			if !strings.HasPrefix(n, "read ") && n != "probe facts" && n != "create a join token" {
+			if !strings.HasPrefix(n, "read ") && n != "probe facts" {
 				out[host] = append(out[host], n)
 			}
 		}
@@ -289,7 +289,8 @@ func TestKubernetesPhases(t *testing.T) {
 	}
 	base := []string{"prepare for the kubelet", "install kubeadm, kubelet and kubectl", "install containerd", "configure containerd"}
 	want := map[string][]string{
-		"cp1": append(slices.Clone(base), "kubeadm init"),
+		"cp1": append(slices.Clone(base), "kubeadm init", "create a join token", "create a join token"), // control planes', workers'
+
 		"cp2": append(slices.Clone(base), "kubeadm join"),
 		"w1":  append(slices.Clone(base), "kubeadm join"),
 	}
@@ -364,6 +365,43 @@ func TestKubernetesPlan(t *testing.T) {
 	}
 }
 
+// A plan against a cluster that exists, with hosts still to join, mints
+// no token and uploads no certificates: the joins show stand-ins.
+func TestKubernetesPlanJoinsWithoutToken(t *testing.T) {
+	t.Parallel()
+	inv := kubeInventory(t, haSpec, haHosts)
+	fake := newFakeKube("w1", "w2")
+	var first []inventory.Machine // the cluster without w2
+	for _, m := range inv.Machines {
+		if m.Name != "w2" {
+			first = append(first, m)
+		}
+	}
+	if sum, _, _ := runKube(t, first, allPhases(kubeadm.New(inv)), fake, false); sum.HostCounts().Failed != 0 {
+		t.Fatalf("init: %+v", sum.Failed())
+	}
+	keys := len(fake.keys)
+	sum, fleet, rec := runKube(t, inv.Machines, allPhases(kubeadm.New(inv)), fake, true)
+	if c := sum.HostCounts(); c.Failed != 0 {
+		t.Fatalf("plan: %+v %+v", c, sum.Failed())
+	}
+	if w := writes(fleet); len(w) != 0 {
+		t.Fatalf("plan wrote %v", w)
+	}
+	if len(fake.keys) != keys {
+		t.Errorf("the plan uploaded certificates: %d keys, was %d", len(fake.keys), keys)
+	}
+	planned := 0
+	for _, e := range rec.OfType(event.Planned) {
+		if e.Host == "w2" && strings.HasPrefix(e.Step, "kubeadm join as a worker") {
+			planned++
+		}
+	}
+	if planned != 1 {
+		t.Errorf("%d joins of w2 planned, want 1", planned)
+	}
+}
+
 // Workers whose first control plane failed are named with the reason; a
 // re-run converges, and a host that belongs to another cluster is refused,
 // not joined again.
@@ -401,7 +439,7 @@ func TestKubernetesJoinFailures(t *testing.T) {
 	if len(failed) != 1 || !strings.Contains(failed["w2"], "w2 belongs to another cluster") || !strings.Contains(failed["w2"], "gpukit reset --hosts w2") {
 		t.Fatalf("failed: %v", failed)
 	}
-	if got := writes(fleet); !slices.Equal(got["cp1"], []string{"kubeadm init"}) || !slices.Equal(got["w1"], []string{"kubeadm join"}) {
+	if got := writes(fleet); !slices.Equal(got["cp1"], []string{"kubeadm init", "create a join token"}) || !slices.Equal(got["w1"], []string{"kubeadm join"}) {
 		t.Errorf("re-run wrote %v", got)
 	}
 }
@@ -439,8 +477,9 @@ func TestKubernetesReset(t *testing.T) {
 	if c := sum.HostCounts(); c.Changed != 0 || len(writes(fleet)) != 0 {
 		t.Fatalf("second reset: %+v, writes %v", c, writes(fleet))
 	}
+	// The control plane mints w1's join token: a change there too.
 	sum, fleet, _ = runKube(t, inv.Machines, allPhases(kubeadm.New(inv)), fake, false)
-	if c := sum.HostCounts(); c.Changed != 1 || c.Failed != 0 || !slices.Contains(writes(fleet)["w1"], "kubeadm join") {
+	if c := sum.HostCounts(); c.Changed != 2 || c.Failed != 0 || !slices.Contains(writes(fleet)["w1"], "kubeadm join") || !slices.Equal(writes(fleet)["cp1"], []string{"create a join token"}) {
 		t.Fatalf("init after reset: %+v, writes %v, failed %+v", c, writes(fleet), sum.Failed())
 	}
 }
