@@ -164,7 +164,10 @@ func (l *Layer) state(ctx context.Context, h *engine.Host) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := h.Run(ctx, "read the kubernetes state", cmd)
+	// The output holds containerd's files, which may log in to registries:
+	// kept out of events and logs, their logins registered as secrets
+	// before any plan or write shows those files.
+	res, err := h.Run(ctx, "read the kubernetes state", cmd, engine.SecretOutput())
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +175,7 @@ func (l *Layer) state(ctx context.Context, h *engine.Host) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
+	h.AddSecret(s.Credentials()...)
 	hi.state = s
 	return s, nil
 }

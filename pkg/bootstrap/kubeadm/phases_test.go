@@ -365,6 +365,27 @@ func TestKubernetesPlan(t *testing.T) {
 	}
 }
 
+// A registry login an operator left in containerd's files reaches no event,
+// plan or log line: the state read is secret output, its logins redacted.
+func TestKubernetesRegistryLoginsStaySecret(t *testing.T) {
+	t.Parallel()
+	inv := kubeInventory(t, haSpec, haHosts)
+	const login = "Basic b3BlcmF0b3I6aHVudGVyMg=="
+	for _, dryRun := range []bool{true, false} {
+		fake := newFakeKube("w1", "w2")
+		hostsTOML := "server = \"https://reg.example.com\"\n[host.\"https://reg.example.com\".header]\n  authorization = \"" + login + "\"\n"
+		configTOML := "version = 3\n[plugins.'io.containerd.cri.v1.images'.registry.configs.'reg.example.com'.auth]\n  password = \"hunter2-canary\"\n"
+		fake.host("w1").files["/etc/containerd/certs.d/reg.example.com/hosts.toml"] = hostsTOML
+		fake.host("w1").files[kubeadm.ContainerdConfigFile] = configTOML
+		sum, _, rec := runKube(t, inv.Machines, allPhases(kubeadm.New(inv)), fake, dryRun)
+		if c := sum.HostCounts(); c.Failed != 0 {
+			t.Fatalf("dry-run %v: %+v %+v", dryRun, c, sum.Failed())
+		}
+		// The state read carries the files base64-encoded, whole.
+		assertNoSecret(t, rec, login, "hunter2-canary", base64.StdEncoding.EncodeToString([]byte(hostsTOML)), base64.StdEncoding.EncodeToString([]byte(configTOML)))
+	}
+}
+
 // A plan against a cluster that exists, with hosts still to join, mints
 // no token and uploads no certificates: the joins show stand-ins.
 func TestKubernetesPlanJoinsWithoutToken(t *testing.T) {

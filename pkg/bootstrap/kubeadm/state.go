@@ -3,7 +3,11 @@ package kubeadm
 import (
 	"encoding/base64"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
+
+	"github.com/BurntSushi/toml"
 
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/osfamily"
@@ -93,4 +97,58 @@ func ContainerdMajor(v string) int {
 		n = n*10 + int(r-'0')
 	}
 	return n
+}
+
+// credentialKeys name the values of containerd's configuration that log in
+// to a registry: the CRI plugin's registry.configs."HOST".auth table (all
+// of it, the username too) and the token a hosts.toml may carry.
+var credentialKeys = []string{"password", "auth", "identitytoken", "token"}
+
+// Credentials are the registry logins in containerd's files as read from a
+// host (an operator's, or a site's image), for the redactor: the values of
+// credentialKeys anywhere, and every value of a hosts.toml header table
+// (Authorization = "Basic ..."). A file that is not TOML gives each of its
+// quoted strings of eight or more characters, as those could be one.
+func (s *State) Credentials() []string {
+	var out []string
+	for _, b := range s.Files {
+		var doc map[string]any
+		if _, err := toml.Decode(string(b), &doc); err != nil {
+			for _, m := range quoted.FindAllStringSubmatch(string(b), -1) {
+				if v := m[1] + m[2]; len(v) >= 8 {
+					out = append(out, v)
+				}
+			}
+			continue
+		}
+		out = append(out, credentials(doc, false)...)
+	}
+	return out
+}
+
+var quoted = regexp.MustCompile(`"([^"\n]*)"|'([^'\n]*)'`)
+
+// credentials walks a decoded TOML document; all: every string is one (the
+// document is a header table).
+func credentials(v any, all bool) []string {
+	var out []string
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			out = append(out, credentials(x, all || slices.Contains(credentialKeys, strings.ToLower(k)) || strings.EqualFold(k, "header"))...)
+		}
+	case []map[string]any:
+		for _, x := range v {
+			out = append(out, credentials(x, all)...)
+		}
+	case []any:
+		for _, x := range v {
+			out = append(out, credentials(x, all)...)
+		}
+	case string:
+		if all && v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
