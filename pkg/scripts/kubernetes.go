@@ -255,8 +255,8 @@ func KubeadmJoin(p KubeadmParams, config []byte) (ssh.Command, error) {
 type KubeJoinTokenParams struct {
 	// TTL is the token's lifetime (a Go duration kubeadm reads: 15m).
 	TTL string
-	// UploadCerts re-uploads the control-plane certificates under the key
-	// passed as the argument.
+	// UploadCerts re-uploads the control-plane certificates under a key
+	// kubeadm makes, printed before the join command.
 	UploadCerts bool
 }
 
@@ -270,14 +270,10 @@ func (p KubeJoinTokenParams) Validate() error {
 	return nil
 }
 
-// KubeJoinToken renders the creation of a join token (its output is a
-// secret); certificateKey is passed when p.UploadCerts.
-func KubeJoinToken(p KubeJoinTokenParams, certificateKey string) (ssh.Command, error) {
-	c, err := command("create a join token", kubeJoinTokenTemplate, p)
-	if p.UploadCerts {
-		c.Args = []string{certificateKey}
-	}
-	return c, err
+// KubeJoinToken renders the creation of a join token; its output, the
+// certificate key and the join command, is a secret.
+func KubeJoinToken(p KubeJoinTokenParams) (ssh.Command, error) {
+	return command("create a join token", kubeJoinTokenTemplate, p)
 }
 
 // KubeAdminConf renders the read of the admin kubeconfig (a secret).

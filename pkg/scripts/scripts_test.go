@@ -48,9 +48,9 @@ func cases() []goldenCase {
 		{kubeadmJoinTemplate.name, anyFamily, "control-plane", func() (ssh.Command, error) {
 			return KubeadmJoin(KubeadmParams{ConfigFile: "/etc/kubernetes/gpukit/kubeadm-join.yaml", LogFile: "/var/log/gpukit/kubeadm-join.log", ControlPlane: true}, []byte("kind: JoinConfiguration"))
 		}},
-		{kubeJoinTokenTemplate.name, anyFamily, "", func() (ssh.Command, error) { return KubeJoinToken(KubeJoinTokenParams{TTL: "15m"}, "") }},
+		{kubeJoinTokenTemplate.name, anyFamily, "", func() (ssh.Command, error) { return KubeJoinToken(KubeJoinTokenParams{TTL: "15m"}) }},
 		{kubeJoinTokenTemplate.name, anyFamily, "upload-certs", func() (ssh.Command, error) {
-			return KubeJoinToken(KubeJoinTokenParams{TTL: "15m", UploadCerts: true}, "key")
+			return KubeJoinToken(KubeJoinTokenParams{TTL: "15m", UploadCerts: true})
 		}},
 		{kubeAdminConfTemplate.name, anyFamily, "", KubeAdminConf},
 		{kubeNodesTemplate.name, anyFamily, "", KubeNodes},

@@ -3,10 +3,9 @@ package kubeadm
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -405,17 +404,7 @@ func (p *joinPhase) Prepare(ctx context.Context, all, targets []*engine.Host) er
 		}
 		return nil
 	}
-	params := scripts.KubeJoinTokenParams{TTL: joinTokenTTL, UploadCerts: p.controlPlanes}
-	key := ""
-	if p.controlPlanes {
-		b := make([]byte, 32)
-		if _, err := rand.Read(b); err != nil {
-			return err
-		}
-		key = hex.EncodeToString(b)
-		fm.AddSecret(key)
-	}
-	cmd, err := scripts.KubeJoinToken(params, key)
+	cmd, err := scripts.KubeJoinToken(scripts.KubeJoinTokenParams{TTL: joinTokenTTL, UploadCerts: p.controlPlanes})
 	if err != nil {
 		return err
 	}
@@ -423,22 +412,32 @@ func (p *joinPhase) Prepare(ctx context.Context, all, targets []*engine.Host) er
 	if err != nil {
 		return err
 	}
-	j, err := parseJoinCommand(string(res.Stdout))
+	j, err := parseJoinCommand(string(res.Stdout), p.controlPlanes)
 	if err != nil {
 		return fmt.Errorf("%s: %w", fm.Name(), err)
 	}
-	fm.AddSecret(j.Token)
-	j.CertificateKey = key
+	fm.AddSecret(j.Token, j.CertificateKey)
 	p.join = j
 	return nil
 }
 
-// parseJoinCommand reads `kubeadm token create --print-join-command`:
-// kubeadm join HOST:PORT --token T --discovery-token-ca-cert-hash sha256:H.
-func parseJoinCommand(out string) (Join, error) {
+// certificateKey is kubeadm's: 32 bytes of AES key, in hex.
+var certificateKey = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// parseJoinCommand reads kube-join-token.sh's output: certificate-key=KEY
+// when the certificates were uploaded, then `kubeadm token create
+// --print-join-command`'s kubeadm join HOST:PORT --token T
+// --discovery-token-ca-cert-hash sha256:H.
+func parseJoinCommand(out string, withKey bool) (Join, error) {
 	var j Join
 	f := strings.Fields(out)
-	for i := 0; i+1 < len(f); i++ {
+	for i := range f {
+		if k, ok := strings.CutPrefix(f[i], "certificate-key="); ok {
+			j.CertificateKey = k
+		}
+		if i+1 == len(f) {
+			break
+		}
 		switch f[i] {
 		case "--token":
 			j.Token = f[i+1]
@@ -446,8 +445,13 @@ func parseJoinCommand(out string) (Join, error) {
 			j.CACertHashes = append(j.CACertHashes, f[i+1])
 		}
 	}
-	if j.Token == "" || len(j.CACertHashes) == 0 {
+	switch {
+	case j.Token == "" || len(j.CACertHashes) == 0:
 		return Join{}, fmt.Errorf("kubeadm printed no join command with a token and a CA hash")
+	case withKey && !certificateKey.MatchString(j.CertificateKey):
+		return Join{}, fmt.Errorf("kubeadm init phase upload-certs printed no certificate key (64 hex digits) on its last line")
+	case !withKey:
+		j.CertificateKey = ""
 	}
 	return j, nil
 }

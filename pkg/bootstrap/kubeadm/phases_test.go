@@ -139,10 +139,15 @@ func (f *fakeKube) handle(_ context.Context, e *enginetest.Executor, cmd ssh.Com
 		if !h.apiserver {
 			return fail("no control plane here")
 		}
-		if len(cmd.Args) == 1 {
-			f.keys = append(f.keys, cmd.Args[0])
+		if len(cmd.Args) != 0 {
+			return fail("a secret passed as an argument")
 		}
-		return out("kubeadm join lb.example.com:6443 --token %s --discovery-token-ca-cert-hash sha256:0123abcd \n", token)
+		key := ""
+		if strings.Contains(cmd.Script, "upload-certs") { // kubeadm makes the key
+			key = fmt.Sprintf("certificate-key=%064x\n", len(f.keys)+0xc0ffee)
+			f.keys = append(f.keys, strings.TrimSpace(strings.TrimPrefix(key, "certificate-key=")))
+		}
+		return out("%skubeadm join lb.example.com:6443 --token %s --discovery-token-ca-cert-hash sha256:0123abcd \n", key, token)
 	case "kubeadm join":
 		if !h.containerd || !h.packages || !h.prepared {
 			return fail("kubeadm join before its prerequisites")
