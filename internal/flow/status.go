@@ -11,6 +11,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/gpuhealth"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/kube"
+	"github.com/gpukit/gpukit/pkg/kubeflow"
 	"github.com/gpukit/gpukit/pkg/swarmapi"
 )
 
@@ -69,7 +70,7 @@ func NewStatus(inv *inventory.Inventory) (*Status, error) {
 			return nil, fmt.Errorf("the inventory has no control plane to ask")
 		}
 		k, g := kubeadm.New(inv), gpuhealth.NewStatus()
-		d := dcgm.NewMetrics(k, kubeadm.AnsweringControlPlane)
+		d := dcgm.NewMetrics(k, kubeadm.AnsweringControlPlane, append([]dcgm.Source{{Namespace: kubeflow.MonitoringNamespace, DaemonSet: kubeflow.DCGMRelease}}, dcgm.OperatorSources...))
 		return &Status{inv: inv, kube: k, gpus: g, metrics: d, Flow: Flow{
 			Name:     "gpukit status",
 			Machines: inv.Machines,

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/gpukit/gpukit/test/fixtures"
 )
 
@@ -107,5 +110,37 @@ DCGM_FI_DEV_GPU_UTIL{gpu="1",UUID="GPU-b",pod_name="old",pod_namespace="ns",cont
 	}
 	if _, err := Parse(strings.NewReader("DCGM_FI_DEV_GPU_TEMP{gpu=\"0\" 31\n")); err == nil {
 		t.Error("a broken scrape parsed")
+	}
+}
+
+// Only a trusted DaemonSet's pods in its own namespace are read.
+func TestTrusted(t *testing.T) {
+	ds := func(name string) []metav1.OwnerReference {
+		yes := true
+		return []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: name, Controller: &yes}}
+	}
+	sources := append([]Source{{Namespace: "monitoring", DaemonSet: "dcgm-exporter"}}, OperatorSources...)
+	tests := []struct {
+		name      string
+		namespace string
+		owners    []metav1.OwnerReference
+		want      string // "" trusted, else the reason given
+	}{
+		{"gpukit's", "monitoring", ds("dcgm-exporter"), ""},
+		{"the GPU Operator's", "gpu-operator", ds("nvidia-dcgm-exporter"), ""},
+		{"the GPU Operator's on OpenShift", "nvidia-gpu-operator", ds("nvidia-dcgm-exporter"), ""},
+		{"a bare pod with the label", "gpu-operator", nil, "no DaemonSet owns it"},
+		{"a tenant's DaemonSet of the same name", "tenant", ds("nvidia-dcgm-exporter"), "DaemonSet tenant/nvidia-dcgm-exporter is not a trusted exporter"},
+		{"another DaemonSet in a trusted namespace", "monitoring", ds("node-exporter"), "DaemonSet monitoring/node-exporter is not a trusted exporter"},
+		{"owned, not controlled", "monitoring", []metav1.OwnerReference{{Kind: "DaemonSet", Name: "dcgm-exporter"}}, "no DaemonSet owns it"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: tt.namespace, OwnerReferences: tt.owners}}
+			ok, why := trusted(sources, pod)
+			if ok != (tt.want == "") || why != tt.want {
+				t.Errorf("trusted = %v %q, want %q", ok, why, tt.want)
+			}
+		})
 	}
 }

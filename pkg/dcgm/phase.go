@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"sync"
@@ -24,15 +25,47 @@ const PhaseMetrics = "status/gpu-metrics"
 // monitoring) and the GPU Operator's.
 var Selectors = []string{"app.kubernetes.io/name=dcgm-exporter", "app=nvidia-dcgm-exporter"}
 
+// Source is a DaemonSet whose pods are trusted to report a node's GPUs. A
+// label is no proof: a tenant may run a pod labelled as an exporter in its
+// own namespace and make a healthy GPU look broken ("replace it"), so only
+// the pods a trusted DaemonSet owns in its namespace are read.
+type Source struct {
+	Namespace, DaemonSet string
+}
+
+// OperatorSources are the GPU Operator's exporter, in the namespaces its
+// install guides use (Kubernetes, OpenShift).
+var OperatorSources = []Source{
+	{Namespace: "gpu-operator", DaemonSet: "nvidia-dcgm-exporter"},
+	{Namespace: "nvidia-gpu-operator", DaemonSet: "nvidia-dcgm-exporter"},
+}
+
+// trusted says whether a source owns pod; why not, when not.
+func trusted(sources []Source, pod *corev1.Pod) (bool, string) {
+	owner := metav1.GetControllerOf(pod)
+	if owner == nil || owner.Kind != "DaemonSet" {
+		return false, "no DaemonSet owns it"
+	}
+	if slices.Contains(sources, Source{Namespace: pod.Namespace, DaemonSet: owner.Name}) {
+		return true, ""
+	}
+	return false, fmt.Sprintf("DaemonSet %s/%s is not a trusted exporter", pod.Namespace, owner.Name)
+}
+
 // DefaultPort is the exporter's, when its pod names none "metrics".
 const DefaultPort = 9400
+
+// maxScrape bounds an exporter's answer: eight GPUs with every field and
+// their MIG instances are well under 1 MiB.
+const maxScrape = 8 << 20
 
 // Metrics is the phase that reads every running dcgm-exporter's metrics
 // through the API server's pod proxy, as Prometheus scrapes them: no
 // exporter, no reading (the monitoring stack is optional).
 type Metrics struct {
-	api    kube.API
-	target func([]*engine.Host) []*engine.Host
+	api     kube.API
+	target  func([]*engine.Host) []*engine.Host
+	sources []Source
 
 	mu     sync.Mutex
 	byNode map[string][]GPU
@@ -40,9 +73,9 @@ type Metrics struct {
 }
 
 // NewMetrics returns the phase, which reaches the API from the host
-// target picks.
-func NewMetrics(api kube.API, target func([]*engine.Host) []*engine.Host) *Metrics {
-	return &Metrics{api: api, target: target, byNode: map[string][]GPU{}}
+// target picks and reads the exporters of sources.
+func NewMetrics(api kube.API, target func([]*engine.Host) []*engine.Host, sources []Source) *Metrics {
+	return &Metrics{api: api, target: target, sources: sources, byNode: map[string][]GPU{}}
 }
 
 func (*Metrics) Name() string  { return PhaseMetrics }
@@ -69,7 +102,14 @@ func (p *Metrics) Run(ctx context.Context, h *engine.Host) error {
 		if err != nil {
 			return fmt.Errorf("list the DCGM exporters (%s): %w", sel, err)
 		}
-		pods = append(pods, list.Items...)
+		for i := range list.Items {
+			pod := &list.Items[i]
+			if ok, why := trusted(p.sources, pod); !ok {
+				h.Logf("%s: %s/%s on %s is not read: %s", PhaseMetrics, pod.Namespace, pod.Name, pod.Spec.NodeName, why)
+				continue
+			}
+			pods = append(pods, *pod)
+		}
 	}
 	if len(pods) == 0 {
 		h.Logf("%s: no dcgm-exporter runs (%v): nvidia-smi's view only", PhaseMetrics, Selectors)
@@ -104,13 +144,28 @@ func (p *Metrics) Run(ctx context.Context, h *engine.Host) error {
 	return nil
 }
 
-// scrape reads one exporter through the API server's pod proxy.
-func scrape(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) ([]GPU, error) {
+// scrape reads one exporter through the API server's pod proxy. An
+// answer that panics the parser is that exporter's error, not the
+// report's end.
+func scrape(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) (gpus []GPU, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			gpus, err = nil, fmt.Errorf("reading it panicked: %v", r)
+		}
+	}()
 	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
 	defer cancel()
-	b, err := cs.CoreV1().Pods(pod.Namespace).ProxyGet("http", pod.Name, strconv.Itoa(metricsPort(pod)), "metrics", nil).DoRaw(ctx)
+	rc, err := cs.CoreV1().Pods(pod.Namespace).ProxyGet("http", pod.Name, strconv.Itoa(metricsPort(pod)), "metrics", nil).Stream(ctx)
 	if err != nil {
 		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, maxScrape+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxScrape {
+		return nil, fmt.Errorf("its answer is over %d MiB: not read", maxScrape>>20)
 	}
 	return Parse(bytes.NewReader(b))
 }

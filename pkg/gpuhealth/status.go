@@ -41,8 +41,9 @@ type HostGPUs struct {
 	// XIDs are the kernel's XID reports of this boot that name no GPU of
 	// the report (or all of them when nvidia-smi did not answer).
 	XIDs []XID `json:"xids,omitempty"`
-	// DCGM are dcgm-exporter's readings of GPUs nvidia-smi did not list
-	// (all of them when it did not answer).
+	// DCGM are dcgm-exporter's readings when nvidia-smi listed no GPU (it
+	// did not answer); when it did, readings of GPUs it did not list are
+	// dropped.
 	DCGM []dcgm.GPU `json:"dcgm,omitempty"`
 }
 
@@ -65,7 +66,12 @@ func (r *HostGPUs) AddDCGM(readings []dcgm.GPU) {
 	for _, d := range readings {
 		i := slices.IndexFunc(r.GPUs, func(g GPUStatus) bool { return d.UUID != "" && strings.EqualFold(g.UUID, d.UUID) })
 		fails, warns := d.Health(critical)
-		if i < 0 {
+		switch {
+		case i < 0 && len(r.GPUs) > 0:
+			// A GPU nvidia-smi does not list on this host: not this
+			// host's to judge (a reading mislabelled, or made up).
+			continue
+		case i < 0:
 			r.DCGM = append(r.DCGM, d)
 			if len(fails) > 0 {
 				r.Status = facts.HealthFail

@@ -95,8 +95,15 @@ func TestAddDCGM(t *testing.T) {
 	mine.UUID = strings.ToLower(r.GPUs[0].UUID) // exporters and nvidia-smi need not agree on case
 	r.AddDCGM([]dcgm.GPU{mine, readings[1]})
 	g := r.GPUs[0]
-	if len(g.DCGM) != 1 || len(g.DCGM[0].Pods) != 1 || len(r.DCGM) != 1 || r.DCGM[0].Index != "1" || g.Health.Status() != facts.HealthOK || r.Status != facts.HealthOK {
+	if len(g.DCGM) != 1 || len(g.DCGM[0].Pods) != 1 || len(r.DCGM) != 0 || g.Health.Status() != facts.HealthOK || r.Status != facts.HealthOK {
 		t.Errorf("healthy readings: GPU %+v, host's %+v, status %s", g.DCGM, r.DCGM, r.Status)
+	}
+	// A failing reading of a GPU this host does not have is dropped.
+	stranger := readings[2]
+	stranger.Fields = map[string]float64{dcgm.FieldXID: 79}
+	r.AddDCGM([]dcgm.GPU{stranger})
+	if r.Status != facts.HealthOK || len(r.DCGM) != 0 {
+		t.Errorf("a stranger's XID 79: %s %+v", r.Status, r.DCGM)
 	}
 	mine.Fields = map[string]float64{dcgm.FieldXID: 79}
 	r.AddDCGM([]dcgm.GPU{mine})

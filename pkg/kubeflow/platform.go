@@ -35,6 +35,9 @@ const (
 	GrafanaAdminSecret = "gpukit-grafana-admin"
 	// GrafanaService is the chart's Grafana service (<release>-grafana).
 	GrafanaService = MonitoringRelease + "-grafana"
+	// DCGMRelease is the GPU metrics exporter's release; its chart names
+	// the DaemonSet after it, which gpukit status trusts to read GPUs.
+	DCGMRelease = "dcgm-exporter"
 )
 
 // labelHostname is the well-known label kubeadm's nodes carry their
@@ -201,7 +204,7 @@ func (s Site) dcgm() charts.Release {
 	if s.RuntimeClass != "" {
 		v["runtimeClassName"] = s.RuntimeClass
 	}
-	return charts.Release{Name: "dcgm-exporter", Namespace: MonitoringNamespace, Chart: DCGMChart, Values: withValues(v, s.Addons.Monitoring.GPUMetrics.Values),
+	return charts.Release{Name: DCGMRelease, Namespace: MonitoringNamespace, Chart: DCGMChart, Values: withValues(v, s.Addons.Monitoring.GPUMetrics.Values),
 		NamespaceLabels: privileged, Wait: true, Timeout: releaseTimeout}
 }
 
