@@ -216,3 +216,13 @@ func (b *BOM) KubeflowVersions() []string {
 func (b *BOM) KubeflowArchive(version string) string {
 	return strings.ReplaceAll(b.Kubeflow.Archive, "{version}", version)
 }
+
+// KubeflowSHA256 is the pinned digest of version's archive ("": none).
+func (b *BOM) KubeflowSHA256(version string) string {
+	for _, r := range b.Kubeflow.Releases {
+		if r.Version == version {
+			return r.SHA256
+		}
+	}
+	return ""
+}

@@ -8,19 +8,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/cli"
-	"helm.sh/helm/v3/pkg/getter"
 	"helm.sh/helm/v3/pkg/repo"
 
 	"github.com/gpukit/gpukit/manifests"
+	"github.com/gpukit/gpukit/pkg/download"
 )
 
 // Chart is one chart at one version, and the repository it is published in.
@@ -28,6 +25,10 @@ type Chart struct {
 	Name, Version string
 	// Repo is the upstream Helm repository (its index.yaml is there).
 	Repo string
+	// SHA256 is the digest of its archive as published, when pinned: an
+	// archive with another is refused, wherever it comes from. Unpinned,
+	// a repository's archive must match its index's digest.
+	SHA256 string `json:",omitempty" yaml:",omitempty"`
 }
 
 func (c Chart) String() string { return c.Name + " " + c.Version }
@@ -36,7 +37,7 @@ func (c Chart) String() string { return c.Name + " " + c.Version }
 // (manifests/bom.yaml); a name the bill lacks is a defect and panics.
 func Pinned(name string) Chart {
 	c := manifests.Bill().Chart(name)
-	return Chart{Name: c.Name, Version: c.Version, Repo: c.Repo}
+	return Chart{Name: c.Name, Version: c.Version, Repo: c.Repo, SHA256: c.SHA256}
 }
 
 // Source is where charts come from: "" for each chart's own repository, an
@@ -54,6 +55,13 @@ func (s Source) dir() (string, bool) {
 	return "", false
 }
 
+// Bounds of what a repository serves: its index (the biggest public ones
+// are tens of MiB) and one chart's archive.
+const (
+	maxIndex   = 128 << 20
+	maxArchive = 64 << 20
+)
+
 // Load finds c at its version and loads it.
 func (s Source) Load(ctx context.Context, c Chart) (*chart.Chart, error) {
 	if dir, ok := s.dir(); ok {
@@ -63,20 +71,19 @@ func (s Source) Load(ctx context.Context, c Chart) (*chart.Chart, error) {
 	if s != "" {
 		repoURL = string(s)
 	}
-	cache, err := os.MkdirTemp("", "gpukit-charts-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(cache)
-	settings := cli.New()
-	settings.RepositoryCache = cache
-	settings.RepositoryConfig = filepath.Join(cache, "repositories.yaml")
-	providers := getter.All(settings)
-	url, err := repo.FindChartInRepoURL(repoURL, c.Name, c.Version, "", "", "", providers)
+	cv, err := find(ctx, repoURL, c)
 	if err != nil {
 		return nil, fmt.Errorf("chart %s in %s: %w", c, repoURL, err)
 	}
-	b, err := fetch(ctx, url)
+	url, err := repo.ResolveReferenceURL(repoURL, cv.URLs[0])
+	if err != nil {
+		return nil, fmt.Errorf("chart %s in %s: %w", c, repoURL, err)
+	}
+	want := c.SHA256
+	if want == "" {
+		want = cv.Digest
+	}
+	b, err := download.Get(ctx, download.Request{URL: url, Max: maxArchive, SHA256: want})
 	if err != nil {
 		return nil, fmt.Errorf("chart %s: %w", c, err)
 	}
@@ -87,6 +94,36 @@ func (s Source) Load(ctx context.Context, c Chart) (*chart.Chart, error) {
 	return checked(ch, c, url)
 }
 
+// find reads the repository's index and c's entry in it.
+func find(ctx context.Context, repoURL string, c Chart) (*repo.ChartVersion, error) {
+	b, err := download.Get(ctx, download.Request{URL: strings.TrimSuffix(repoURL, "/") + "/index.yaml", Max: maxIndex})
+	if err != nil {
+		return nil, err
+	}
+	// Helm reads an index from a file only.
+	f, err := os.CreateTemp("", "gpukit-index-*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	idx, err := repo.LoadIndexFile(f.Name())
+	if err != nil {
+		return nil, fmt.Errorf("not a chart repository: %w", err)
+	}
+	cv, err := idx.Get(c.Name, c.Version)
+	if err != nil || len(cv.URLs) == 0 {
+		return nil, fmt.Errorf("chart %q version %q not found in its index", c.Name, c.Version)
+	}
+	return cv, nil
+}
+
 // loadFromDir takes NAME-VERSION.tgz (or a NAME directory) from dir.
 func loadFromDir(dir string, c Chart) (*chart.Chart, error) {
 	for _, p := range []string{
@@ -94,8 +131,17 @@ func loadFromDir(dir string, c Chart) (*chart.Chart, error) {
 		filepath.Join(dir, c.Name+"-"+strings.TrimPrefix(c.Version, "v")+".tgz"),
 		filepath.Join(dir, c.Name),
 	} {
-		if _, err := os.Stat(p); err != nil {
+		fi, err := os.Stat(p)
+		if err != nil {
 			continue
+		}
+		switch {
+		case c.SHA256 != "" && fi.IsDir():
+			return nil, fmt.Errorf("chart %s: %s is a directory, which its pinned sha256 cannot check: put the archive there", c, p)
+		case c.SHA256 != "":
+			if err := download.CheckFile(p, c.SHA256); err != nil {
+				return nil, fmt.Errorf("chart %s: %w", c, err)
+			}
 		}
 		ch, err := loader.Load(p)
 		if err != nil {
@@ -117,22 +163,4 @@ func checked(ch *chart.Chart, c Chart, from string) (*chart.Chart, error) {
 		return nil, fmt.Errorf("%s holds chart %s, not %s", from, got, c)
 	}
 	return ch, nil
-}
-
-// fetch downloads a chart archive (its URL may be relative to nothing:
-// FindChartInRepoURL resolves it against the repository).
-func fetch(ctx context.Context, url string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 }

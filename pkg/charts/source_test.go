@@ -2,6 +2,8 @@ package charts
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +19,7 @@ import (
 	"helm.sh/helm/v3/pkg/repo"
 
 	"github.com/gpukit/gpukit/manifests"
+	"github.com/gpukit/gpukit/pkg/download"
 	"github.com/gpukit/gpukit/test/fixtures"
 )
 
@@ -98,6 +101,11 @@ func TestLoadFromDirectory(t *testing.T) {
 			wantErr: filepath.Join(dir, "unpacked") + " holds chart unpacked 0.5.0, not unpacked 0.6.0"},
 		{name: "a broken archive", chart: Chart{Name: "broken", Version: "1.0.0"},
 			wantErr: "chart broken 1.0.0: "},
+		{name: "the pinned digest", chart: Chart{Name: "web", Version: "1.0.0", SHA256: fileDigest(t, filepath.Join(dir, "web-1.0.0.tgz"))}, wantVersion: "1.0.0"},
+		{name: "another archive than the pinned one", chart: Chart{Name: "web", Version: "1.1.0", SHA256: fileDigest(t, filepath.Join(dir, "web-1.0.0.tgz"))},
+			wantErr: "chart web 1.1.0: " + filepath.Join(dir, "web-1.1.0.tgz") + ": sha256 "},
+		{name: "a directory cannot be checked against a pinned digest", chart: Chart{Name: "unpacked", Version: "0.5.0", SHA256: strings.Repeat("0", 64)},
+			wantErr: "chart unpacked 0.5.0: " + filepath.Join(dir, "unpacked") + " is a directory, which its pinned sha256 cannot check"},
 	} {
 		for form, src := range map[string]Source{"path": Source(dir), "file URL": Source("file://" + dir)} {
 			t.Run(tc.name+" ("+form+")", func(t *testing.T) {
@@ -132,10 +140,9 @@ func TestRelativePathIsNotADirectory(t *testing.T) {
 	}
 	saveChart(t, testChart("web", "1.0.0"), filepath.Join(dir, "charts"), "")
 	t.Chdir(dir)
-	t.Setenv("HELM_CACHE_HOME", t.TempDir())
 	for _, src := range []Source{"charts", "./charts"} {
 		_, err := src.Load(context.Background(), Chart{Name: "web", Version: "1.0.0", Repo: "http://127.0.0.1:1/unreachable"})
-		if want := "chart web 1.0.0 in " + string(src) + ": could not find protocol handler for: "; err == nil || err.Error() != want {
+		if want := "chart web 1.0.0 in " + string(src) + ": " + string(src) + "/index.yaml: only https is fetched"; err == nil || err.Error() != want {
 			t.Errorf("%s: error %v, want %q", src, err, want)
 		}
 	}
@@ -153,14 +160,30 @@ func newRepoServer(t *testing.T, dir string) *repoServer {
 	t.Helper()
 	s := &repoServer{}
 	files := http.StripPrefix("/charts/", http.FileServer(http.Dir(dir)))
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.paths = append(s.paths, r.URL.Path)
 		s.mu.Unlock()
 		files.ServeHTTP(w, r)
 	}))
 	t.Cleanup(s.Close)
+	// Every httptest TLS server has the same certificate: one transport
+	// trusts them all.
+	old := download.Transport
+	download.Transport = s.Client().Transport
+	t.Cleanup(func() { download.Transport = old })
 	return s
+}
+
+// fileDigest is the sha256 of the file at p, in hex.
+func fileDigest(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
 }
 
 func (s *repoServer) asked() []string {
@@ -188,7 +211,6 @@ func writeIndex(t *testing.T, dir, base string) {
 // missing behind the index, an index whose archive holds another version and
 // a URL that is no repository are errors naming the chart.
 func TestLoadFromRepository(t *testing.T) {
-	t.Setenv("HELM_CACHE_HOME", t.TempDir()) // Helm keeps a repository's index there while it looks
 
 	absolute := t.TempDir()
 	saveChart(t, testChart("web", "1.0.0"), absolute, "")
@@ -221,7 +243,14 @@ func TestLoadFromRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	unreachable := "http://127.0.0.1:1/charts"
+	// An archive changed behind an index that has its digest.
+	tampered := t.TempDir()
+	saveChart(t, testChart("web", "1.0.0"), tampered, "")
+	tam := newRepoServer(t, tampered)
+	writeIndex(t, tampered, tam.URL+"/charts")
+	saveChart(t, testChart("web", "1.0.0-tampered"), tampered, "web-1.0.0.tgz")
+
+	unreachable := "https://127.0.0.1:1/charts"
 	for _, tc := range []struct {
 		name      string
 		source    Source
@@ -256,11 +285,21 @@ func TestLoadFromRepository(t *testing.T) {
 			wantErr: lie.URL + "/charts/web-3.0.0.tgz holds chart web 3.0.1, not web 3.0.0"},
 		{name: "no repository there", source: Source(abs.URL + "/nothing"), chart: Chart{Name: "web", Version: "1.0.0"},
 			server: abs, wantAsked: []string{"/nothing/index.yaml"},
-			wantErr: "chart web 1.0.0 in " + abs.URL + "/nothing: ", wantIn: "is not a valid chart repository or cannot be reached"},
+			wantErr: "chart web 1.0.0 in " + abs.URL + "/nothing: ", wantIn: "404 Not Found"},
+		{name: "the pinned digest", chart: Chart{Name: "web", Version: "1.0.0", Repo: abs.URL + "/charts", SHA256: fileDigest(t, filepath.Join(absolute, "web-1.0.0.tgz"))},
+			server: abs, wantAsked: []string{"/charts/index.yaml", "/charts/web-1.0.0.tgz"}},
+		{name: "another archive than the pinned one", chart: Chart{Name: "web", Version: "1.0.5", Repo: abs.URL + "/charts", SHA256: fileDigest(t, filepath.Join(absolute, "web-1.0.0.tgz"))},
+			server: abs, wantAsked: []string{"/charts/index.yaml", "/charts/web-1.0.5.tgz"},
+			wantErr: "chart web 1.0.5: " + abs.URL + "/charts/web-1.0.5.tgz: sha256 ", wantIn: "pinned: refused"},
+		{name: "an archive that is not the one its index names", chart: Chart{Name: "web", Version: "1.0.0", Repo: tam.URL + "/charts"},
+			server: tam, wantAsked: []string{"/charts/index.yaml", "/charts/web-1.0.0.tgz"},
+			wantErr: "chart web 1.0.0: " + tam.URL + "/charts/web-1.0.0.tgz: sha256 ", wantIn: "pinned: refused"},
+		{name: "a repository over plain http", chart: Chart{Name: "web", Version: "1.0.0", Repo: "http://127.0.0.1:1/charts"},
+			wantErr: "chart web 1.0.0 in http://127.0.0.1:1/charts: http://127.0.0.1:1/charts/index.yaml: only https is fetched"},
 		{name: "an unreachable repository", chart: Chart{Name: "web", Version: "1.0.0", Repo: unreachable},
 			wantErr: "chart web 1.0.0 in " + unreachable + ": ", wantIn: "connection refused"},
-		{name: "a scheme Helm has no getter for", source: "ftp://mirror.example/charts", chart: Chart{Name: "web", Version: "1.0.0"},
-			wantErr: "chart web 1.0.0 in ftp://mirror.example/charts: could not find protocol handler for: ftp"},
+		{name: "a scheme other than https", source: "ftp://mirror.example/charts", chart: Chart{Name: "web", Version: "1.0.0"},
+			wantErr: "chart web 1.0.0 in ftp://mirror.example/charts: ftp://mirror.example/charts/index.yaml: only https is fetched"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var before int
@@ -292,7 +331,7 @@ func TestLoadFromRepository(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_, err := Source(abs.URL+"/charts").Load(ctx, Chart{Name: "web", Version: "1.0.0"})
-		if err == nil || !strings.HasPrefix(err.Error(), "chart web 1.0.0: ") || !strings.Contains(err.Error(), "context canceled") {
+		if err == nil || !strings.HasPrefix(err.Error(), "chart web 1.0.0 in "+abs.URL+"/charts: ") || !strings.Contains(err.Error(), "context canceled") {
 			t.Errorf("error %v", err)
 		}
 	})
@@ -301,7 +340,6 @@ func TestLoadFromRepository(t *testing.T) {
 // An OCI registry is not a chart source: gpukit finds a chart through a
 // repository's index, which a registry has none of.
 func TestOCIIsNotASource(t *testing.T) {
-	t.Setenv("HELM_CACHE_HOME", t.TempDir())
 	_, err := Source("oci://127.0.0.1:1/charts").Load(context.Background(), Chart{Name: "web", Version: "1.0.0"})
 	if err == nil || !strings.HasPrefix(err.Error(), "chart web 1.0.0 in oci://127.0.0.1:1/charts: ") {
 		t.Errorf("error %v", err)

@@ -137,8 +137,16 @@ func (c *checker) checkMirrors(m *Mirrors) {
 			}
 			continue
 		}
-		if err := checkMirrorURL(f.v); err != nil {
+		switch err := checkMirrorURL(f.v); {
+		case err != nil:
 			c.errorf(p+"."+f.name, "invalid mirror: %v", err)
+		case !strings.HasPrefix(f.v, "http://"):
+		case f.name == "charts":
+			// A chart becomes cluster-admin's objects: nothing on the path
+			// may change it, and no signature covers it.
+			c.errorf(p+".charts", "chart mirror %s is plain HTTP: charts are fetched over https only (or from a directory on this machine: /path or file:///path)", q(f.v))
+		default:
+			c.warnf(p+"."+f.name, "mirror %s is plain HTTP: anyone on the path can see what the hosts install, and only the repository's signing key stands between them and root on every host", q(f.v))
 		}
 	}
 	if r := m.Registry; r != "" {
@@ -146,6 +154,8 @@ func (c *checker) checkMirrors(m *Mirrors) {
 			c.errorf(p+".registry", "invalid registry mirror: %s: expected host[:port][/path] (HTTPS), or http://host[:port][/path] for a plain-HTTP one", q(r))
 		} else if err := checkRegistry(strings.TrimPrefix(r, "http://")); err != nil {
 			c.errorf(p+".registry", "invalid registry mirror: %v", err)
+		} else if ok {
+			c.warnf(p+".registry", "registry mirror %s is plain HTTP: the images the nodes pull can be changed on the path (pin them by digest, or serve the mirror over HTTPS)", q(r))
 		}
 	}
 }

@@ -3,8 +3,6 @@ package kubeflow
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path"
 	"sort"
@@ -14,6 +12,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/gpukit/gpukit/manifests"
+	"github.com/gpukit/gpukit/pkg/download"
 )
 
 // Manifests says where a Kubeflow release's manifests come from.
@@ -38,7 +37,7 @@ func UpstreamArchive(version string) string { return manifests.Bill().KubeflowAr
 func (m Manifests) Load(ctx context.Context, logf func(format string, args ...any)) ([]*yaml.RNode, error) {
 	src := m.Source
 	if src == "" {
-		f, err := download(ctx, UpstreamArchive(m.Version))
+		f, err := download.ToFile(ctx, download.Request{URL: UpstreamArchive(m.Version), Max: maxTreeBytes, SHA256: manifests.Bill().KubeflowSHA256(m.Version)}, "gpukit-kubeflow-*.tar.gz")
 		if err != nil {
 			return nil, fmt.Errorf("kubeflow %s: %w (an air-gapped site gives the tag's tree with --manifests)", m.Version, err)
 		}
@@ -85,35 +84,6 @@ func manifestsRoot(mem filesys.FileSystem, top string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no example/kustomization.yaml at the top of the tree or one directory below: not a kubeflow/manifests tree")
-}
-
-// download saves url to a temporary file.
-func download(ctx context.Context, url string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	f, err := os.CreateTemp("", "gpukit-kubeflow-*.tar.gz")
-	if err != nil {
-		return "", err
-	}
-	_, err = io.Copy(f, io.LimitReader(resp.Body, maxTreeBytes))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", err
-	}
-	return f.Name(), nil
 }
 
 // Summary counts objects per kind, for a plan: "CustomResourceDefinition 71, Deployment 58, ...".
