@@ -33,9 +33,17 @@ type typeMeta struct {
 
 type initConfiguration struct {
 	typeMeta         `yaml:",inline"`
+	BootstrapTokens  []bootstrapToken `yaml:"bootstrapTokens"`
 	NodeRegistration nodeRegistration `yaml:"nodeRegistration"`
 	LocalAPIEndpoint apiEndpoint      `yaml:"localAPIEndpoint"`
 	SkipPhases       []string         `yaml:"skipPhases,omitempty"`
+}
+
+// bootstrapToken is the token kubeadm init makes (kubeadm generates its
+// secret part).
+type bootstrapToken struct {
+	Description string `yaml:"description"`
+	TTL         string `yaml:"ttl"`
 }
 
 type clusterConfiguration struct {
@@ -192,7 +200,11 @@ func InitConfig(c Cluster, n Node) ([]byte, error) {
 	}
 	return documents(
 		initConfiguration{
-			typeMeta:         typeMeta{kubeadmAPI, "InitConfiguration"},
+			typeMeta: typeMeta{kubeadmAPI, "InitConfiguration"},
+			// kubeadm's default lives 24 hours, long after the run that
+			// needed none of it (joins get a token of their own): a
+			// credential left behind.
+			BootstrapTokens:  []bootstrapToken{{Description: "gpukit init", TTL: initTokenTTL}},
 			NodeRegistration: c.registration(n),
 			LocalAPIEndpoint: apiEndpoint{AdvertiseAddress: n.Address, BindPort: APIServerPort},
 		},

@@ -31,6 +31,7 @@ const (
 	kubeadmDir              = "/etc/kubernetes/gpukit"
 	logDir                  = "/var/log/gpukit"
 	joinTokenTTL            = "15m"
+	initTokenTTL            = "15m"
 	distributionContainerd  = "containerd"
 	dockerContainerdPackage = "containerd.io"
 )
