@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -43,6 +44,17 @@ func MergeKubeconfig(path, name string, admin []byte) (bool, error) {
 	if ctx == nil || in.Clusters[ctx.Cluster] == nil || in.AuthInfos[ctx.AuthInfo] == nil {
 		return false, fmt.Errorf("the admin kubeconfig has no complete current context")
 	}
+	// A kubeconfig kept elsewhere and linked (dotfiles) stays a link: the
+	// file it names is the one merged into.
+	path = linkTarget(path)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return false, err
+	}
+	unlock, err := lockKubeconfig(path)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
 	cfg := clientcmdapi.NewConfig()
 	old, err := os.ReadFile(path)
 	switch {
@@ -65,10 +77,53 @@ func MergeKubeconfig(path, name string, admin []byte) (bool, error) {
 	if string(out) == string(old) {
 		return false, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return false, err
-	}
 	return true, atomicfile.Write(path, out, 0o600)
+}
+
+// linkTarget follows path's symbolic links, to a file that may not exist
+// yet (a dangling link is written through too).
+func linkTarget(path string) string {
+	for range 40 { // a loop of links: left to the write to fail on
+		fi, err := os.Lstat(path)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			return path
+		}
+		t, err := os.Readlink(path)
+		if err != nil {
+			return path
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(path), t)
+		}
+		path = t
+	}
+	return path
+}
+
+// lockWait bounds the wait for another writer's lock.
+var lockWait = 10 * time.Second
+
+// lockKubeconfig takes path's lock as kubectl does (client-go's
+// clientcmd: path.lock, made exclusively), so that a kubectl config
+// command and gpukit never write the file at once; it waits lockWait for
+// one held, then names it.
+func lockKubeconfig(path string) (unlock func(), err error) {
+	lock := path + ".lock"
+	deadline := time.Now().Add(lockWait)
+	for {
+		f, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			f.Close()
+			return func() { os.Remove(lock) }, nil
+		}
+		if !os.IsExist(err) {
+			return nil, err
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%s is locked (%s exists): another kubectl or gpukit is writing it; remove the lock if none is", path, lock)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // ReadKubeconfig reads a kubeconfig and names its current context's cluster;

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -75,5 +76,57 @@ current-context: ops@prod
 	}
 	if _, err := MergeKubeconfig(path, "x", []byte("current-context: nowhere\n")); err == nil {
 		t.Error("an admin kubeconfig without its context merged")
+	}
+}
+
+// A linked kubeconfig stays a link (its target is merged into), and a
+// writer holding kubectl's lock is waited for, then named.
+func TestMergeKubeconfigLinkAndLock(t *testing.T) {
+	defer func(w time.Duration) { lockWait = w }(lockWait)
+	lockWait = 300 * time.Millisecond
+	dir := t.TempDir()
+	target := filepath.Join(dir, "dotfiles", "kubeconfig")
+	link := filepath.Join(dir, "kube", "config")
+	for _, d := range []string{filepath.Dir(target), filepath.Dir(link)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(target, link); err != nil { // dangling until the merge
+		t.Fatal(err)
+	}
+	if changed, err := MergeKubeconfig(link, "gpu-lab", []byte(adminConf)); err != nil || !changed {
+		t.Fatalf("merge through a link: %v %v", changed, err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v %v", fi.Mode(), err)
+	}
+	if cfg, err := clientcmd.LoadFromFile(target); err != nil || cfg.CurrentContext != "gpu-lab-admin@gpu-lab" {
+		t.Errorf("the target: %+v %v", cfg, err)
+	}
+
+	// kubectl holds the lock a moment: the merge waits and goes on.
+	lock := target + ".lock"
+	if err := os.WriteFile(lock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	go func() { time.Sleep(100 * time.Millisecond); os.Remove(lock) }()
+	renewed := strings.Replace(adminConf, "S0VZ", "TkVX", 1)
+	if changed, err := MergeKubeconfig(link, "gpu-lab", []byte(renewed)); err != nil || !changed {
+		t.Fatalf("merge after the lock was let go: %v %v", changed, err)
+	}
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Errorf("gpukit left its lock: %v", err)
+	}
+	// A lock nobody lets go: an error naming it, the file untouched.
+	if err := os.WriteFile(lock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(target)
+	if _, err := MergeKubeconfig(link, "gpu-lab", []byte(adminConf)); err == nil || !strings.Contains(err.Error(), lock+" exists") {
+		t.Errorf("a held lock: %v", err)
+	}
+	if after, _ := os.ReadFile(target); string(after) != string(before) {
+		t.Error("the file changed under a held lock")
 	}
 }
