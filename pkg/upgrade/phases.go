@@ -36,11 +36,16 @@ func (u *Upgrade) next(ctx context.Context, pending []*engine.Host, done []engin
 		}
 	}
 	for _, o := range done[u.seen:] {
+		var err error
 		switch {
 		case o.Err != nil:
-			_ = u.record(o.Host.Name(), Failed, o.Err.Error())
+			err = u.record(o.Host.Name(), Failed, o.Err.Error())
 		case o.Left != "":
-			_ = u.record(o.Host.Name(), Skipped, o.Left)
+			err = u.record(o.Host.Name(), Skipped, o.Left)
+		}
+		if err != nil { // a resumed run would not know this wave
+			w.Stop = "stopped: the rollout state cannot be written: " + err.Error()
+			return w
 		}
 	}
 	u.seen = len(done)

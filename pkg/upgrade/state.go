@@ -59,8 +59,9 @@ type State struct {
 	Snapshot string               `json:"etcdSnapshot,omitempty"`
 	Nodes    map[string]NodeState `json:"nodes"`
 
-	mu   sync.Mutex
-	path string
+	mu     sync.Mutex // guards the fields above
+	saveMu sync.Mutex // one Save at a time
+	path   string
 }
 
 // DefaultStatePath is where a cluster's rollout state lives.
@@ -152,6 +153,10 @@ func (s *State) Finish(now time.Time) error {
 // Save writes the state whole (atomicfile): a crash leaves the old state or
 // the new, never half of one.
 func (s *State) Save() error {
+	// One save at a time, each writing what the state holds when it takes
+	// its turn: two saves racing could otherwise put the older copy last.
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
 	s.mu.Lock()
 	b, err := json.MarshalIndent(s, "", "  ")
 	path := s.path

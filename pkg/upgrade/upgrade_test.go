@@ -1,9 +1,11 @@
 package upgrade
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -163,5 +165,39 @@ func TestStateSaveAndLoad(t *testing.T) {
 	}
 	if _, err := LoadState(filepath.Join(dir, "none.json")); err == nil || !strings.Contains(err.Error(), ErrNoState.Error()) {
 		t.Errorf("missing state: %v", err)
+	}
+}
+
+// Nodes recorded at once all reach the file (the last save holds every
+// one), and a state that cannot be written says so.
+func TestStateConcurrentSetsAndWriteErrors(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "c.driver.json")
+	now := time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
+	s := NewState(path, "c", "c.yaml", Target{Driver: "590.48.01"}, now)
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Go(func() {
+			if err := s.Set(fmt.Sprintf("gpu-%02d", i), Done, "", now); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	got, err := LoadState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(got.Names(Done)); n != 64 {
+		t.Errorf("%d of 64 nodes in the file", n)
+	}
+	// A file where the state's directory would be: every write fails.
+	blocked := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocked, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = NewState(filepath.Join(blocked, "c.driver.json"), "c", "c.yaml", Target{Driver: "590.48.01"}, now)
+	if err := s.Set("gpu-1", InProgress, "", now); err == nil {
+		t.Error("a state that cannot be written: no error")
 	}
 }
