@@ -42,9 +42,8 @@ continue), 2 on bad input (nothing changed on any host).`,
 			if err != nil {
 				return usage(err)
 			}
-			res := flow.NewInitResult(true, o.dryRun)
-			ran, err := o.executeAfterPreflight(cmd.Context(), s, l, f.Preflight, res)
-			if !ran {
+			res, err := o.executeAfterPreflight(cmd.Context(), s, l, f.Preflight, true)
+			if res == nil {
 				return err
 			}
 			if werr := writeResult(l.out, res); werr != nil && err == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gpukit/gpukit/internal/flow"
 	"github.com/gpukit/gpukit/pkg/engine"
 )
 
@@ -16,17 +17,13 @@ const (
 	ExitHostsFailed = 3 // the run finished, but some hosts failed
 )
 
-// usageError marks bad flags, arguments or input files.
-type usageError struct{ err error }
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-
+// usage marks bad flags, arguments or input files as the flows mark the
+// bad input they find: a *flow.InputError, exit 2.
 func usage(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &usageError{err: err}
+	return &flow.InputError{Err: err}
 }
 
 // hostsFailedError marks a run that finished with some hosts failed. The
@@ -45,12 +42,12 @@ func (e *hostsFailedError) Unwrap() error { return e.err }
 
 // exitCode maps an error kind to the process exit status.
 func exitCode(err error) int {
-	var ue *usageError
+	var ie *flow.InputError
 	var hf *hostsFailedError
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.As(err, &ue):
+	case errors.As(err, &ie):
 		return ExitUsage
 	case errors.As(err, &hf):
 		return ExitHostsFailed

@@ -1,11 +1,8 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
 
 	"github.com/spf13/cobra"
 
@@ -57,18 +54,11 @@ func runImport(cmd *cobra.Command, o importOptions, file string) error {
 	if err != nil {
 		return usage(err)
 	}
-	data, err := os.ReadFile(file)
+	in, err := ansible.ReadFiles(file, o.groupVars, o.hostVars)
 	if err != nil {
 		return usage(err)
 	}
-	in := ansible.Input{Name: file, Data: data, Format: format, ClusterName: o.name}
-	dir := filepath.Dir(file)
-	if in.GroupVars, err = varsFiles(filepath.Join(dir, "group_vars"), o.groupVars); err != nil {
-		return usage(err)
-	}
-	if in.HostVars, err = varsFiles(filepath.Join(dir, "host_vars"), o.hostVars); err != nil {
-		return usage(err)
-	}
+	in.Format, in.ClusterName = format, o.name
 	res, err := ansible.Convert(in)
 	if err != nil {
 		return usage(err)
@@ -92,58 +82,4 @@ func runImport(cmd *cobra.Command, o importOptions, file string) error {
 	}
 	fmt.Fprintf(stderr, "wrote %s (%d host entries, %d note(s))\n", o.output, len(res.Cluster.Spec.Hosts), len(res.Notes))
 	return nil
-}
-
-// varsFiles reads the Ansible vars directory (if present) and the files named
-// on the command line; later files override earlier ones, as in Ansible.
-func varsFiles(dir string, extra []string) ([]ansible.VarsFile, error) {
-	var out []ansible.VarsFile
-	entries, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
-	var names []string
-	for _, e := range entries {
-		if !e.IsDir() {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		switch filepath.Ext(n) {
-		case ".yml", ".yaml", ".json":
-		default:
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, n))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ansible.VarsFile{Name: filepath.Join(dir, n), Data: b})
-	}
-	for _, spec := range extra {
-		target, path := "", spec
-		if t, p, ok := cutTarget(spec); ok {
-			target, path = t, p
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ansible.VarsFile{Target: target, Name: path, Data: b})
-	}
-	return out, nil
-}
-
-// cutTarget splits "GROUP=FILE"; a plain path has no '=' before its first '/'.
-func cutTarget(s string) (string, string, bool) {
-	for i, c := range s {
-		switch c {
-		case '=':
-			return s[:i], s[i+1:], i > 0
-		case '/':
-			return "", s, false
-		}
-	}
-	return "", s, false
 }

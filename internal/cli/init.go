@@ -11,7 +11,6 @@ import (
 
 	"github.com/gpukit/gpukit/internal/flow"
 	"github.com/gpukit/gpukit/pkg/inventory"
-	"github.com/gpukit/gpukit/pkg/kube"
 	"github.com/gpukit/gpukit/pkg/ui"
 )
 
@@ -145,9 +144,8 @@ func (o *initOptions) run(cmd *cobra.Command, s Streams) error {
 	if o.dryRun {
 		f.Name = "gpukit plan"
 	}
-	res := flow.NewInitResult(false, o.dryRun)
-	ran, err := o.executeAfterPreflight(cmd.Context(), s, l, f.Preflight, res)
-	if !ran {
+	res, err := o.executeAfterPreflight(cmd.Context(), s, l, f.Preflight, false)
+	if res == nil {
 		return err
 	}
 	keep := func(werr error) {
@@ -179,20 +177,15 @@ func (o *initOptions) run(cmd *cobra.Command, s Streams) error {
 // merge puts the admin kubeconfig into the user's kubeconfig and says so
 // (-o json: in res).
 func (o *initOptions) merge(l *loaded, kc []byte, res *flow.InitResult) error {
-	path, err := kube.UserKubeconfig()
+	m, err := flow.MergeKubeconfig(l.inv.Cluster.Metadata.Name, kc)
 	if err != nil {
 		return fmt.Errorf("--merge-kubeconfig: %w", err)
 	}
-	name := l.inv.Cluster.Metadata.Name
-	changed, err := kube.MergeKubeconfig(path, name, kc)
-	if err != nil {
-		return fmt.Errorf("--merge-kubeconfig: %w", err)
-	}
-	res.Files.Merged = &flow.MergedKubeconfig{Path: path, Context: name + "-admin@" + name, Changed: changed}
+	res.Files.Merged = m
 	if l.out.Format == ui.FormatJSON {
 		return nil
 	}
-	_, err = fmt.Fprintf(l.out.W, "Merged into %s as context %s-admin@%s (current): kubectl get nodes\n", path, name, name)
+	_, err = fmt.Fprintf(l.out.W, "Merged into %s as context %s (current): kubectl get nodes\n", m.Path, m.Context)
 	return err
 }
 
@@ -209,20 +202,19 @@ func writeKubeconfig(out ui.Output, path string, kc []byte) error {
 	return err
 }
 
-// executeAfterPreflight runs a flow that starts with preflight's phases: a
-// run stopped there says which checks failed, as preflight does (and res
-// says it stopped). ran is false when nothing ran (bad input).
-func (o *initOptions) executeAfterPreflight(ctx context.Context, s Streams, l *loaded, f *flow.Preflight, res *flow.InitResult) (ran bool, err error) {
+// executeAfterPreflight runs init's (add=false) or add-node's flow, which
+// starts with preflight's phases: a run stopped there says which checks
+// failed, as preflight does. res is nil when nothing ran (bad input).
+func (o *initOptions) executeAfterPreflight(ctx context.Context, s Streams, l *loaded, f *flow.Preflight, add bool) (res *flow.InitResult, err error) {
 	sum, err := o.execute(ctx, s, l, f.Flow)
 	if sum == nil {
-		return false, err
+		return nil, err
 	}
-	res.Hosts = sum.HostCounts()
-	if f.Stopped(sum) {
-		res.Stopped = true
+	res = f.InitResult(sum, add, o.dryRun)
+	if res.Stopped {
 		if werr := writePreflightReport(l.out, f.Report(sum), o.verbose); werr != nil {
-			return true, werr
+			return res, werr
 		}
 	}
-	return true, runError(err)
+	return res, runError(err)
 }

@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -20,61 +18,6 @@ func newInventoryCmd() *cobra.Command {
 	}
 	cmd.AddCommand(newInventoryValidateCmd(), newInventoryExampleCmd(), newInventorySchemaCmd(), newInventoryImportCmd())
 	return cmd
-}
-
-// loadInventory loads and validates the inventory; every problem with the
-// file is a usage error (exit 2) because nothing may run on bad input.
-func loadInventory(path string) (*inventory.Inventory, error) {
-	return loadInventoryWith(path, inventory.Overrides{})
-}
-
-// loadInventoryWith is loadInventory with versions from the command line.
-func loadInventoryWith(path string, o inventory.Overrides) (*inventory.Inventory, error) {
-	return parseInventoryWith(path, nil, o)
-}
-
-// readInventory reads the inventory file once, for a command that needs its
-// bytes too (upgrade driver: the cluster's name before the overrides, and
-// --write-inventory's check).
-func readInventory(path string) ([]byte, error) {
-	if path == "" {
-		return nil, usage(errors.New("no inventory: pass -i FILE (gpukit inventory example writes one)"))
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, usage(fmt.Errorf("read inventory: %w", err))
-	}
-	defer f.Close()
-	// One byte over the limit is enough for the parser to refuse it.
-	data, err := io.ReadAll(io.LimitReader(f, inventory.MaxFileSize+1))
-	if err != nil {
-		return nil, usage(fmt.Errorf("read inventory: %w", err))
-	}
-	return data, nil
-}
-
-// parseInventoryWith parses data read from path (nil: reads path).
-func parseInventoryWith(path string, data []byte, o inventory.Overrides) (*inventory.Inventory, error) {
-	if path == "" {
-		return nil, usage(errors.New("no inventory: pass -i FILE (gpukit inventory example writes one)"))
-	}
-	var (
-		inv *inventory.Inventory
-		err error
-	)
-	if data != nil {
-		inv, err = inventory.ParseWith(path, data, o)
-	} else {
-		inv, err = inventory.LoadWith(path, o)
-	}
-	if err != nil {
-		var ve *inventory.ValidationError
-		if errors.As(err, &ve) {
-			return nil, usage(fmt.Errorf("%s: %d error(s):\n%w", path, len(ve.Issues), err))
-		}
-		return nil, usage(err)
-	}
-	return inv, nil
 }
 
 func printWarnings(w io.Writer, inv *inventory.Inventory) {
@@ -94,9 +37,11 @@ reported at once, each with file:line:column and the field path. Exit code 2 whe
 file is invalid. Nothing is contacted.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			inv, err := loadInventory(path)
+			// Every problem with the file is a usage error (exit 2): nothing
+			// may run on bad input.
+			inv, err := inventory.LoadFile(path, nil, inventory.Overrides{})
 			if err != nil {
-				return err
+				return usage(err)
 			}
 			printWarnings(cmd.ErrOrStderr(), inv)
 			writeSummary(cmd.OutOrStdout(), inv)

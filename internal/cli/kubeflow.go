@@ -2,10 +2,8 @@ package cli
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -13,11 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpukit/gpukit/internal/flow"
-	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
-	"github.com/gpukit/gpukit/pkg/kube"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
-	"github.com/gpukit/gpukit/pkg/ssh"
 	"github.com/gpukit/gpukit/pkg/ui"
 )
 
@@ -91,29 +86,6 @@ Exit code 0 when every phase finished, 1 when one failed (named), 2 on bad input
 	return cmd
 }
 
-// apiOnly is the executor of the machine gpukit runs on with --kubeconfig:
-// the flow's phases work through the API, never on a host.
-type apiOnly struct{ name string }
-
-func (a apiOnly) Run(context.Context, ssh.Command) (ssh.Result, error) {
-	return ssh.Result{}, fmt.Errorf("%s: no host to run commands on (--kubeconfig)", a.name)
-}
-
-func (a apiOnly) Upload(context.Context, ssh.File) error {
-	return fmt.Errorf("%s: no host to upload to (--kubeconfig)", a.name)
-}
-
-func (apiOnly) Close() error { return nil }
-
-// executeAPI runs f from this machine: no SSH, no secrets of the inventory's.
-func (o *kubeflowOptions) executeAPI(ctx context.Context, l *loaded, f flow.Flow) (*engine.Summary, error) {
-	if _, err := engine.SelectPhases(f.Phases, o.onlyPhases, o.skipPhases); err != nil {
-		return nil, phaseSelectionError(err)
-	}
-	dial := func(_ context.Context, m inventory.Machine) (engine.Executor, error) { return apiOnly{m.Name}, nil }
-	return o.runWith(ctx, l, f, dial, nil)
-}
-
 func (o *kubeflowOptions) run(cmd *cobra.Command, s Streams) error {
 	if o.list {
 		return o.printPhases(s)
@@ -121,7 +93,7 @@ func (o *kubeflowOptions) run(cmd *cobra.Command, s Streams) error {
 	if o.version != "" && !slices.Contains(inventory.KubeflowVersions(), o.version) {
 		return usage(fmt.Errorf("--version %s: gpukit deploys %s", o.version, strings.Join(inventory.KubeflowVersions(), ", ")))
 	}
-	l, fo, name, err := o.prepare(s)
+	l, fo, err := o.prepare(s)
 	if err != nil {
 		return err
 	}
@@ -129,13 +101,13 @@ func (o *kubeflowOptions) run(cmd *cobra.Command, s Streams) error {
 	if err != nil {
 		return usage(err)
 	}
-	sum, err := o.executeFlow(cmd.Context(), s, l, f.Flow)
+	sum, err := o.execute(cmd.Context(), s, l, f.Flow)
 	if sum == nil {
 		return err
 	}
-	res := &flow.KubeflowDeployResult{Header: flow.NewHeader(flow.KindKubeflowDeploy), DryRun: o.dryRun, Hosts: sum.HostCounts()}
+	res := f.Result(sum, o.dryRun)
 	if creds := f.Platform.Credentials(); len(creds) > 0 && !o.dryRun {
-		path := cmp.Or(o.credentialsOut, name+".credentials")
+		path := cmp.Or(o.credentialsOut, f.Cluster+".credentials")
 		if werr := writeCredentials(l.out, path, creds); werr != nil && err == nil {
 			err = werr
 		}
@@ -148,57 +120,29 @@ func (o *kubeflowOptions) run(cmd *cobra.Command, s Streams) error {
 }
 
 // prepare loads the inventory (when given) and the kubeconfig (when
-// given): bad input is a usage error and nothing is contacted. name is the
-// cluster's, for the files the command writes.
-func (o *kubeflowOptions) prepare(s Streams) (*loaded, flow.KubeflowOptions, string, error) {
+// given): bad input is a usage error and nothing is contacted.
+func (o *kubeflowOptions) prepare(s Streams) (*loaded, flow.KubeflowOptions, error) {
 	fo := o.flowOptions()
 	if o.inventory == "" && o.kubeconfig == "" {
-		return nil, fo, "", usage(errors.New("no cluster: pass -i FILE (the inventory of a cluster gpukit built) or --kubeconfig PATH"))
+		return nil, fo, usage(errors.New("no cluster: pass -i FILE (the inventory of a cluster gpukit built) or --kubeconfig PATH"))
 	}
 	l := &loaded{}
+	var err error
 	if o.inventory != "" {
-		var err error
-		if l, err = o.load(s); err != nil {
-			return nil, fo, "", err
-		}
+		l, err = o.load(s)
 	} else {
-		out, err := decideOutput(s.Out, o.output)
-		if err != nil {
-			return nil, fo, "", err
-		}
-		l.out = out
+		l.out, err = decideOutput(s.Out, o.output)
 	}
-	name := ""
-	if l.inv != nil {
-		name = l.inv.Cluster.Metadata.Name
+	if err == nil && o.kubeconfig != "" {
+		err = fo.ReadKubeconfig(o.kubeconfig)
 	}
-	if o.kubeconfig != "" {
-		raw, cluster, err := kube.ReadKubeconfig(o.kubeconfig)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-				return nil, fo, "", usage(fmt.Errorf("--kubeconfig: %w", err)) // names the file
-			}
-			return nil, fo, "", usage(fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err))
-		}
-		fo.Kubeconfig, fo.APIMachine = raw, kube.ClusterName(cluster)
-		name = cmp.Or(name, fo.APIMachine)
-	}
-	return l, fo, name, nil
+	return l, fo, err
 }
 
 // flowOptions are the flags the flow takes (the kubeconfig is read by
 // prepare).
 func (o *kubeflowOptions) flowOptions() flow.KubeflowOptions {
 	return flow.KubeflowOptions{Version: o.version, Manifests: o.manifests, RemoteBases: o.remoteBases}
-}
-
-// executeFlow runs f through the inventory's first control plane, or from
-// this machine with --kubeconfig.
-func (o *kubeflowOptions) executeFlow(ctx context.Context, s Streams, l *loaded, f flow.Flow) (*engine.Summary, error) {
-	if o.kubeconfig != "" {
-		return o.executeAPI(ctx, l, f)
-	}
-	return o.execute(ctx, s, l, f)
 }
 
 func newKubeflowStatusCmd(s Streams) *cobra.Command {
@@ -218,7 +162,7 @@ Exit code 0 when everything is deployed and Available, 1 when something is not, 
 			if o.list {
 				return o.printPhases(s)
 			}
-			l, fo, _, err := o.prepare(s)
+			l, fo, err := o.prepare(s)
 			if err != nil {
 				return err
 			}
@@ -226,15 +170,15 @@ Exit code 0 when everything is deployed and Available, 1 when something is not, 
 			if err != nil {
 				return usage(err)
 			}
-			sum, err := o.executeFlow(cmd.Context(), s, l, f.Flow)
-			st := f.Platform.ReadStatus()
-			if sum == nil || st == nil {
+			sum, err := o.execute(cmd.Context(), s, l, f.Flow)
+			res := f.StatusResult()
+			if sum == nil || res == nil {
 				return runError(err)
 			}
-			if werr := writeKubeflowStatus(l.out, st); werr != nil {
+			if werr := writeKubeflowStatus(l.out, res); werr != nil {
 				return werr
 			}
-			if !st.Healthy() {
+			if !res.Healthy {
 				return errors.New("the platform is not healthy: see above")
 			}
 			return nil
@@ -252,10 +196,11 @@ Exit code 0 when everything is deployed and Available, 1 when something is not, 
 	return cmd
 }
 
-func writeKubeflowStatus(out ui.Output, st *kubeflow.Status) error {
+func writeKubeflowStatus(out ui.Output, res *flow.KubeflowStatusResult) error {
 	if out.Format == ui.FormatJSON {
-		return writeResult(out, &flow.KubeflowStatusResult{Header: flow.NewHeader(flow.KindKubeflowStatus), Healthy: st.Healthy(), Status: st})
+		return writeResult(out, res)
 	}
+	st := res.Status
 	w := tabwriter.NewWriter(out.W, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "\nRELEASE\tNAMESPACE\tCHART\tDEPLOYED\tPINNED\tSTATUS")
 	for _, r := range st.Releases {

@@ -19,39 +19,6 @@ import (
 // list a user reads is built by the code that runs, never written twice.
 type flowOf func(inv *inventory.Inventory) (flow.Flow, error)
 
-// listing is the flow and where its inventory came from, for
-// --list-phases.
-type listing struct {
-	flow         flow.Flow
-	from         string
-	orchestrator string
-}
-
-// phaseList builds the command's flow from -i FILE, or from the example
-// inventory (`gpukit inventory example`) when none is given: nothing is
-// contacted.
-func (o *runOptions) phaseList() (*listing, error) {
-	var (
-		inv  *inventory.Inventory
-		err  error
-		from = o.inventory
-	)
-	if from != "" {
-		inv, err = loadInventoryWith(from, o.overrides)
-	} else {
-		from = "the example inventory (gpukit inventory example; -i FILE for yours)"
-		inv, err = inventory.Parse("example.yaml", inventory.Example())
-	}
-	if err != nil {
-		return nil, err
-	}
-	f, err := o.flowOf(inv)
-	if err != nil {
-		return nil, usage(err)
-	}
-	return &listing{flow: f, from: from, orchestrator: string(inv.Cluster.Spec.Orchestrator)}, nil
-}
-
 // phaseFlags gives a command that runs phases --list-phases and the
 // completion of --only-phases and --skip-phases, from flow.
 func (o *runOptions) phaseFlags(cmd *cobra.Command, flow flowOf) {
@@ -69,32 +36,26 @@ func (o *runOptions) printPhases(s Streams) error {
 	if err != nil {
 		return err
 	}
-	l, err := o.phaseList()
+	l, err := flow.List(o.inventory, o.overrides, o.flowOf)
 	if err != nil {
 		return err
 	}
 	return writePhaseList(out, l)
 }
 
-// phaseListResult is --list-phases' JSON object.
-type phaseListResult struct {
-	flow.Header
-	Command      string          `json:"command"`
-	Orchestrator string          `json:"orchestrator"`
-	Phases       []engine.Listed `json:"phases"`
-}
-
-func writePhaseList(out ui.Output, l *listing) error {
-	phases := engine.List(l.flow.Phases)
+func writePhaseList(out ui.Output, l *flow.Listing) error {
+	res := l.Result()
 	if out.Format == ui.FormatJSON {
-		return writeResult(out, phaseListResult{
-			Header: flow.NewHeader(flow.KindPhases), Command: l.flow.Name, Orchestrator: l.orchestrator, Phases: phases})
+		return writeResult(out, res)
+	}
+	from := l.File
+	if from == "" {
+		from = "the example inventory (gpukit inventory example; -i FILE for yours)"
 	}
 	fmt.Fprintf(out.W, "%s: the phases, in the order they run (spec.orchestrator: %s, from %s)\n",
-		l.flow.Name, l.orchestrator, l.from)
-	width := nameWidth(phases, 0)
-	writeListed(out.W, phases, 0, width)
-	fmt.Fprintf(out.W, "\n--only-phases and --skip-phases take a phase or a group (%s).\n", groupExample(phases))
+		res.Command, res.Orchestrator, from)
+	writeListed(out.W, res.Phases, 0, nameWidth(res.Phases, 0))
+	fmt.Fprintf(out.W, "\n--only-phases and --skip-phases take a phase or a group (%s).\n", groupExample(res.Phases))
 	return nil
 }
 
@@ -130,7 +91,7 @@ func groupExample(phases []engine.Listed) string {
 // completePhases completes --only-phases and --skip-phases with the
 // command's phase names and groups, from -i FILE when it is typed already.
 func (o *runOptions) completePhases(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	l, err := o.phaseList()
+	l, err := flow.List(o.inventory, o.overrides, o.flowOf)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -140,7 +101,7 @@ func (o *runOptions) completePhases(_ *cobra.Command, _ []string, toComplete str
 		done, last = toComplete[:i+1], toComplete[i+1:]
 	}
 	var out []string
-	for _, n := range engine.PhaseNames(l.flow.Phases) {
+	for _, n := range engine.PhaseNames(l.Flow.Phases) {
 		if strings.HasPrefix(n, last) {
 			out = append(out, done+n)
 		}

@@ -48,7 +48,7 @@ func TestListPhases(t *testing.T) {
 				golden.AssertString(t, filepath.Join("testdata", "phases", name+".txt"), out)
 
 				code, out, _ = run(t, append(args, "-o", "json")...)
-				var res phaseListResult
+				var res flow.PhaseList
 				if code != ExitOK || json.Unmarshal([]byte(out), &res) != nil || res.Type != flow.KindPhases || len(res.Phases) == 0 {
 					t.Fatalf("-o json: exit %d: %s", code, out)
 				}

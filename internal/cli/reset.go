@@ -61,8 +61,7 @@ the reset was not confirmed (nothing changed).`,
 			if sum == nil {
 				return err
 			}
-			res := &flow.ResetResult{Header: flow.NewHeader(flow.KindReset), DryRun: o.dryRun, Reset: f.Hosts, Hosts: sum.HostCounts()}
-			if werr := writeResult(l.out, res); werr != nil && err == nil {
+			if werr := writeResult(l.out, f.Result(sum, o.dryRun)); werr != nil && err == nil {
 				err = werr
 			}
 			return runError(err)

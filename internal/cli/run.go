@@ -101,56 +101,36 @@ func (o *runOptions) load(s Streams) (*loaded, error) {
 	if o.concurrency < 1 {
 		return nil, usage(fmt.Errorf("--concurrency %d: want 1 or more", o.concurrency))
 	}
-	inv, err := parseInventoryWith(o.inventory, o.data, o.overrides)
+	inv, err := inventory.LoadFile(o.inventory, o.data, o.overrides)
 	if err != nil {
-		return nil, err
+		return nil, usage(err)
 	}
 	printWarnings(s.Err, inv)
 	return &loaded{inv: inv, out: out}, nil
 }
 
-// execute runs f: it selects the phases, reads the secrets, then connects and
-// runs with the display decided in l. Bad phase names and missing secrets are
-// usage errors and nothing runs; a run that started returns its summary.
+// execute runs f with the display decided in l (flow.Run): bad phase names
+// and missing secrets are usage errors and nothing runs; a run that started
+// returns its summary.
 func (o *runOptions) execute(ctx context.Context, s Streams, l *loaded, f flow.Flow) (*engine.Summary, error) {
-	if _, err := engine.SelectPhases(f.Phases, o.onlyPhases, o.skipPhases); err != nil {
+	sum, err := flow.Run(ctx, l.inv, f, flow.RunOptions{
+		Concurrency: o.concurrency, LogDir: o.logDir, Only: o.onlyPhases, Skip: o.skipPhases, DryRun: o.dryRun,
+		Connect: o.connect, Secrets: osSecrets(s),
+		Display: func(cancel context.CancelFunc) ui.Display {
+			return ui.New(l.out, ui.WithTitle(f.Name), ui.WithCancel(cancel), ui.WithVerbose(o.verbose))
+		},
+	})
+	if sum == nil {
 		return nil, phaseSelectionError(err)
 	}
-	cfgs, err := connect.Configs(l.inv, o.connect, osSecrets(s))
-	if err != nil {
-		return nil, usage(err)
-	}
-	d := cfgs.NewDialer()
-	defer d.Close()
-	return o.runWith(ctx, l, f, d.Dial, cfgs.Secrets)
-}
-
-// runWith runs f's phases on its machines, reached through dial.
-func (o *runOptions) runWith(ctx context.Context, l *loaded, f flow.Flow, dial engine.Dialer, secrets []string) (*engine.Summary, error) {
-	r := &engine.Runner{
-		Name: f.Name, Phases: f.Phases, Concurrency: o.concurrency,
-		Only: o.onlyPhases, Skip: o.skipPhases, LogDir: o.logDir, Redact: secrets, DryRun: o.dryRun,
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	display := ui.New(l.out, ui.WithTitle(f.Name), ui.WithCancel(cancel), ui.WithVerbose(o.verbose))
-	r.Sink = display
-	sum, runErr := r.Run(ctx, f.Machines, dial)
-	if err := display.Close(); err != nil && runErr == nil {
-		runErr = err
-	}
-	if sum == nil && runErr != nil && !errors.Is(runErr, context.Canceled) {
-		// Nothing ran: the runner refused its setup (the log directory).
-		return nil, usage(runErr)
-	}
-	return sum, runErr
+	return sum, err
 }
 
 // phaseSelectionError names the flag an unknown phase came from.
 func phaseSelectionError(err error) error {
 	var upe *engine.UnknownPhaseError
 	if !errors.As(err, &upe) {
-		return err // a defect in the flow's phase list, not bad input
+		return err
 	}
 	flag := flagOnlyPhases
 	if upe.Skip {

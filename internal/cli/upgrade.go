@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -12,8 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpukit/gpukit/internal/flow"
-	"github.com/gpukit/gpukit/pkg/atomicfile"
-	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/ui"
 	"github.com/gpukit/gpukit/pkg/upgrade"
@@ -163,18 +160,14 @@ func (o *upgradeOptions) run(cmd *cobra.Command, s Streams) error {
 	case o.resume && o.dryRun:
 		return usage(errors.New("--resume and --dry-run: a dry-run changes nothing, so there is nothing to resume"))
 	}
-	// The inventory is read once: its bytes give the cluster's name (the
-	// state's default path) before the flags' versions apply, the versions
-	// the run installs, and --write-inventory's check.
-	if o.data, err = readInventory(o.inventory); err != nil {
-		return err
-	}
-	// The state: a new rollout's, or the one to resume (its versions unless
-	// the flags give them again, and then they must be its own).
-	state, err := o.loadState()
+	// The inventory, read once, and the rollout: a new one, or the one to
+	// resume (its versions unless the flags give them again, and then they
+	// must be its own).
+	r, err := flow.DecideUpgrade(o.inventory, o.statePath, o.resume, o.dryRun, o.overrides)
 	if err != nil {
 		return err
 	}
+	o.data, o.overrides = r.Data, r.Versions
 	if o.overrides.NvidiaDriver.Value == "" {
 		return usage(errors.New("--driver VERSION: the release (or branch) to upgrade to"))
 	}
@@ -182,15 +175,9 @@ func (o *upgradeOptions) run(cmd *cobra.Command, s Streams) error {
 	if err != nil {
 		return err
 	}
-	target := upgrade.Target{Driver: l.inv.Cluster.Spec.Versions.NvidiaDriver, CUDA: o.overrides.CUDA.Value, Toolkit: o.overrides.ContainerToolkit.Value}
-	fresh := state == nil && !o.dryRun
-	if fresh {
-		path := cmp.Or(o.statePath, upgrade.DefaultStatePath(l.inv.Cluster.Metadata.Name))
-		state = upgrade.NewState(path, l.inv.Cluster.Metadata.Name, o.inventory, target, time.Now())
-	}
 	uo := flow.UpgradeOptions{NVIDIA: o.nvidiaOptions(), Upgrade: upgrade.Options{
 		Budget: budget, Canary: o.canary, Named: o.hosts, Selector: sel, WaitForJobs: o.waitForJobs, Force: o.force,
-		ContinueOnFailure: o.continueOnFailure, GPUTimeout: o.gpuTimeout, SkipEtcdSnapshot: o.skipEtcdSnapshot, State: state,
+		ContinueOnFailure: o.continueOnFailure, GPUTimeout: o.gpuTimeout, SkipEtcdSnapshot: o.skipEtcdSnapshot,
 		Drain: upgrade.DrainOptions{Force: o.force, GracePeriod: o.gracePeriod, Timeout: o.drainTimeout, DeleteEmptyDirData: o.deleteEmptyDirData},
 	}}
 	if o.kubeconfig != "" {
@@ -203,27 +190,19 @@ func (o *upgradeOptions) run(cmd *cobra.Command, s Streams) error {
 			return err
 		}
 	}
-	if o.writeInventory {
-		// Before any host: an inventory the versions cannot be written to
-		// is bad input, not a failure after the rollout.
-		if _, err := inventory.SetVersions(o.data, o.versions(l)); err != nil {
-			return usage(fmt.Errorf("--write-inventory: %s: %w", o.inventory, err))
-		}
-	}
-	f, err := flow.NewUpgradeDriver(l.inv, uo)
+	f, err := r.Start(l.inv, uo, o.writeInventory)
 	if err != nil {
-		return usage(err)
-	}
-	if fresh { // only once the input is known good: bad input leaves nothing behind
-		if err := state.Save(); err != nil {
-			return usage(fmt.Errorf("rollout state %s: %w", state.Path(), err))
-		}
+		return err
 	}
 	sum, runErr := o.execute(cmd.Context(), s, l, f.Flow)
 	if sum == nil {
 		return runErr
 	}
-	if err := o.report(l, f, state, sum); err != nil && runErr == nil {
+	res, err := r.Finish(sum)
+	if err == nil {
+		err = o.writeUpgradeResult(l.out, res)
+	}
+	if err != nil && runErr == nil {
 		runErr = err
 	}
 	if why := f.Upgrade.Unfinished(); runErr == nil && len(why) > 0 && !o.dryRun {
@@ -249,112 +228,31 @@ func swarmFlags(cmd *cobra.Command) error {
 	return nil
 }
 
-// loadState reads the rollout to resume, or checks that none is unfinished
-// (upgrade.Decide); a resumed rollout's versions become the flags' where
-// they gave none.
-func (o *upgradeOptions) loadState() (*upgrade.State, error) {
-	if o.dryRun {
-		return nil, nil
+// writeUpgradeResult says where the etcd snapshot is, how far the rollout
+// got, and how to record the new versions (or that they were).
+func (o *upgradeOptions) writeUpgradeResult(out ui.Output, res *flow.UpgradeResult) error {
+	if out.Format == ui.FormatJSON {
+		return writeResult(out, res)
 	}
-	if o.statePath == "" {
-		// The default path needs the cluster's name: the inventory as
-		// written, without the overrides.
-		inv, err := parseInventoryWith(o.inventory, o.data, inventory.Overrides{})
-		if err != nil {
-			return nil, err
-		}
-		o.statePath = upgrade.DefaultStatePath(inv.Cluster.Metadata.Name)
+	w := out.W
+	if res.Snapshot != "" {
+		fmt.Fprintf(w, "\netcd snapshot before the rollout: %s\n", res.Snapshot)
 	}
-	flags := map[string]*inventory.Override{"driver": &o.overrides.NvidiaDriver, "cuda": &o.overrides.CUDA, "toolkit": &o.overrides.ContainerToolkit}
-	want := upgrade.Target{Driver: flags["driver"].Value, CUDA: flags["cuda"].Value, Toolkit: flags["toolkit"].Value}
-	st, got, err := upgrade.Decide(o.statePath, o.resume, want)
-	var re *upgrade.ResumeError
-	switch {
-	case errors.As(err, &re) && re.Field != "":
-		return nil, usage(fmt.Errorf("--resume %s %s: the rollout being resumed installs %q; give the same, or none", flags[re.Field].Flag, re.Want, re.Have))
-	case errors.As(err, &re) && o.resume:
-		return nil, usage(fmt.Errorf("--resume: %w", err))
-	case err != nil:
-		return nil, usage(err)
-	}
-	flags["driver"].Value, flags["cuda"].Value, flags["toolkit"].Value = got.Driver, got.CUDA, got.Toolkit
-	return st, nil
-}
-
-// report says where the etcd snapshot is, how far the rollout got, and how
-// to record the new versions (or records them).
-func (o *upgradeOptions) report(l *loaded, f *flow.UpgradeDriver, st *upgrade.State, sum *engine.Summary) error {
-	res := f.Result(sum, o.dryRun)
-	up, complete := f.Upgrade, res.Complete
-	values := o.versions(l)
-	var record []string
-	for _, k := range []string{"nvidiaDriver", "cuda", "containerToolkit"} {
-		if values[k] != "" {
-			record = append(record, "spec.versions."+k+": "+values[k])
-		}
-	}
-	written := ""
-	if complete && !o.dryRun {
-		if st != nil {
-			if err := st.Finish(time.Now()); err != nil {
-				return fmt.Errorf("rollout state: %w", err)
-			}
-		}
-		if o.writeInventory {
-			// Read again, not o.data: a rollout takes hours, and an edit made
-			// to the file meanwhile must not be lost to the write.
-			data, err := os.ReadFile(o.inventory)
-			if err == nil {
-				data, err = inventory.SetVersions(data, values)
-			}
-			var fi os.FileInfo
-			if err == nil {
-				fi, err = os.Stat(o.inventory)
-			}
-			if err == nil {
-				err = atomicfile.Write(o.inventory, data, fi.Mode().Perm())
-			}
-			if err != nil {
-				return fmt.Errorf("--write-inventory: %w", err)
-			}
-			written = o.inventory
-		}
-	}
-	if l.out.Format == ui.FormatJSON {
-		res.State, res.Record, res.Written = statePath(st), record, written
-		return writeResult(l.out, res)
-	}
-	w := l.out.W
-	if p := up.Snapshot(); p != "" {
-		fmt.Fprintf(w, "\netcd snapshot before the rollout: %s\n", p)
-	}
-	if order := up.Order(); len(order) > 0 {
+	if len(res.Order) > 0 {
 		verb := "Upgraded"
-		if o.dryRun {
+		if res.DryRun {
 			verb = "Would upgrade"
 		}
-		fmt.Fprintf(w, "%s in %d waves: %s\n", verb, up.Waves(), strings.Join(order, ", "))
+		fmt.Fprintf(w, "%s in %d waves: %s\n", verb, res.Waves, strings.Join(res.Order, ", "))
 	}
 	switch {
-	case o.dryRun:
-	case !complete:
-		fmt.Fprintf(w, "The rollout is not finished (state in %s): fix what is named above, then gpukit upgrade driver -i %s --resume\n", statePath(st), o.inventory)
-	case written != "":
-		fmt.Fprintf(w, "Recorded in %s: %s\n", written, strings.Join(record, ", "))
+	case res.DryRun:
+	case !res.Complete:
+		fmt.Fprintf(w, "The rollout is not finished (state in %s): fix what is named above, then gpukit upgrade driver -i %s --resume\n", res.State, o.inventory)
+	case res.Written != "":
+		fmt.Fprintf(w, "Recorded in %s: %s\n", res.Written, strings.Join(res.Record, ", "))
 	default:
-		fmt.Fprintf(w, "Record the new versions in %s (the inventory is the source of truth; --write-inventory does it): %s\n", o.inventory, strings.Join(record, ", "))
+		fmt.Fprintf(w, "Record the new versions in %s (the inventory is the source of truth; --write-inventory does it): %s\n", o.inventory, strings.Join(res.Record, ", "))
 	}
 	return nil
-}
-
-// versions are what the rollout installs, as spec.versions names them.
-func (o *upgradeOptions) versions(l *loaded) map[string]string {
-	return map[string]string{"nvidiaDriver": l.inv.Cluster.Spec.Versions.NvidiaDriver, "cuda": o.overrides.CUDA.Value, "containerToolkit": o.overrides.ContainerToolkit.Value}
-}
-
-func statePath(st *upgrade.State) string {
-	if st == nil {
-		return ""
-	}
-	return st.Path()
 }

@@ -22,6 +22,9 @@ type Flow struct {
 	Name     string
 	Machines []inventory.Machine
 	Phases   []engine.Phase
+	// local: the phases work through the cluster's API from this machine
+	// (a kubeconfig), so Run connects to no host.
+	local bool
 }
 
 // named returns the machines of inv called names, in the order named; a

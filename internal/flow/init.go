@@ -5,6 +5,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/kube"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
 	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/pkg/probe"
@@ -107,4 +108,19 @@ func NewInit(inv *inventory.Inventory, o InitOptions) *Init {
 		return &Init{Preflight: p, Kube: kube, Platform: platform}
 	}
 	return &Init{Preflight: p}
+}
+
+// MergeKubeconfig merges the admin kubeconfig of the cluster into the
+// user's kubeconfig (kube.UserKubeconfig) as context
+// <cluster>-admin@<cluster>, made current (init --merge-kubeconfig).
+func MergeKubeconfig(cluster string, admin []byte) (*MergedKubeconfig, error) {
+	path, err := kube.UserKubeconfig()
+	if err != nil {
+		return nil, err
+	}
+	changed, err := kube.MergeKubeconfig(path, cluster, admin)
+	if err != nil {
+		return nil, err
+	}
+	return &MergedKubeconfig{Path: path, Context: cluster + "-admin@" + cluster, Changed: changed}, nil
 }

@@ -2,7 +2,9 @@ package flow
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
@@ -36,6 +38,9 @@ type KubeflowOptions struct {
 type KubeflowDeploy struct {
 	Flow
 	Platform *kubeflow.Platform
+	// Cluster is the cluster's name (the inventory's, else the
+	// kubeconfig's cluster): it names the files the command writes.
+	Cluster string
 }
 
 // NewKubeflowDeploy builds the flow for the cluster of inv, or for the
@@ -44,41 +49,68 @@ func NewKubeflowDeploy(inv *inventory.Inventory, o KubeflowOptions) (*KubeflowDe
 	if err := CheckKubeflowSources(inv, o); err != nil {
 		return nil, err
 	}
-	p, machines, err := platform(inv, o)
+	k, err := platform(inv, o)
 	if err != nil {
 		return nil, err
 	}
-	return &KubeflowDeploy{Platform: p, Flow: Flow{
-		Name:     "gpukit kubeflow deploy",
-		Machines: machines,
-		// storage, ingress, monitoring, GPU and training metrics,
-		// dashboards, Kubeflow, routes: `gpukit kubeflow deploy
-		// --list-phases` prints them as Platform.Phases builds them.
-		Phases: p.Phases(),
-	}}, nil
+	k.Name = "gpukit kubeflow deploy"
+	// storage, ingress, monitoring, GPU and training metrics, dashboards,
+	// Kubeflow, routes: `gpukit kubeflow deploy --list-phases` prints them
+	// as Platform.Phases builds them.
+	k.Phases = k.Platform.Phases()
+	return k, nil
+}
+
+// Result is the deploy's final object.
+func (k *KubeflowDeploy) Result(sum *engine.Summary, dryRun bool) *KubeflowDeployResult {
+	return &KubeflowDeployResult{Header: NewHeader(KindKubeflowDeploy), DryRun: dryRun, Hosts: sum.HostCounts()}
+}
+
+// StatusResult is kubeflow status's final object: the releases,
+// Deployments and URLs the run read; nil when it read none.
+func (k *KubeflowDeploy) StatusResult() *KubeflowStatusResult {
+	st := k.Platform.ReadStatus()
+	if st == nil {
+		return nil
+	}
+	return &KubeflowStatusResult{Header: NewHeader(KindKubeflowStatus), Healthy: st.Healthy(), Status: st}
 }
 
 // NewKubeflowStatus is `gpukit kubeflow status`: the releases, Kubeflow's
 // Deployments and the URLs, read through the API; nothing changes.
 func NewKubeflowStatus(inv *inventory.Inventory, o KubeflowOptions) (*KubeflowDeploy, error) {
-	p, machines, err := platform(inv, o)
+	k, err := platform(inv, o)
 	if err != nil {
 		return nil, err
 	}
-	return &KubeflowDeploy{Platform: p, Flow: Flow{
-		Name:     "gpukit kubeflow status",
-		Machines: machines,
-		Phases:   []engine.Phase{p.StatusPhase()}, // kubeflow/status  releases, Deployments, URLs
-	}}, nil
+	k.Name = "gpukit kubeflow status"
+	k.Phases = []engine.Phase{k.Platform.StatusPhase()} // kubeflow/status  releases, Deployments, URLs
+	return k, nil
+}
+
+// ReadKubeconfig reads the kubeconfig at path into o (--kubeconfig): the
+// run then works from this machine, named after the kubeconfig's cluster.
+// A file that cannot be read or used is an *InputError.
+func (o *KubeflowOptions) ReadKubeconfig(path string) error {
+	raw, cluster, err := kube.ReadKubeconfig(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			return badInput(fmt.Errorf("--kubeconfig: %w", err)) // names the file
+		}
+		return badInput(fmt.Errorf("--kubeconfig %s: %w", path, err))
+	}
+	o.Kubeconfig, o.APIMachine = raw, kube.ClusterName(cluster)
+	return nil
 }
 
 // platform is the platform of inv's cluster (nil: o.Kubeconfig's, every
-// addon at its default) and the one machine the API is reached from.
-func platform(inv *inventory.Inventory, o KubeflowOptions) (*kubeflow.Platform, []inventory.Machine, error) {
+// addon at its default) and the one machine the API is reached from, as a
+// flow without its name and phases.
+func platform(inv *inventory.Inventory, o KubeflowOptions) (*KubeflowDeploy, error) {
 	site, k := kubeflow.Site{}, inventory.Kubeflow{Version: inventory.DefaultKubeflowVersion}
 	if inv != nil {
 		if inv.Cluster.Spec.Orchestrator != inventory.Kubernetes {
-			return nil, nil, fmt.Errorf("spec.orchestrator is %s: the platform and Kubeflow run on Kubernetes", inv.Cluster.Spec.Orchestrator)
+			return nil, fmt.Errorf("spec.orchestrator is %s: the platform and Kubeflow run on Kubernetes", inv.Cluster.Spec.Orchestrator)
 		}
 		site, k = kubeflow.SiteOf(inv), inv.Cluster.Spec.Kubeflow
 	}
@@ -89,14 +121,15 @@ func platform(inv *inventory.Inventory, o KubeflowOptions) (*kubeflow.Platform, 
 			site.Cluster = o.APIMachine // the kubeconfig's cluster
 		}
 		first := func(hosts []*engine.Host) []*engine.Host { return hosts[:1] }
-		return kubeflow.New(site, &kube.Local{Kubeconfig: o.Kubeconfig}, first, m),
-			[]inventory.Machine{{Name: o.APIMachine, Address: "127.0.0.1"}}, nil
+		return &KubeflowDeploy{Platform: kubeflow.New(site, &kube.Local{Kubeconfig: o.Kubeconfig}, first, m), Cluster: site.Cluster,
+			Flow: Flow{Machines: []inventory.Machine{{Name: o.APIMachine, Address: "127.0.0.1"}}, local: true}}, nil
 	}
 	cp, ok := kubeadm.FirstControlPlane(inv)
 	if !ok {
-		return nil, nil, fmt.Errorf("the inventory has no control plane to reach the cluster through")
+		return nil, fmt.Errorf("the inventory has no control plane to reach the cluster through")
 	}
-	return kubeflow.New(site, kubeadm.New(inv), firstControlPlane(inv), m), []inventory.Machine{cp}, nil
+	return &KubeflowDeploy{Platform: kubeflow.New(site, kubeadm.New(inv), firstControlPlane(inv), m), Cluster: site.Cluster,
+		Flow: Flow{Machines: []inventory.Machine{cp}}}, nil
 }
 
 // CheckKubeflowSources says, before any host is reached, when a local

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -114,13 +115,20 @@ func TestStatusFlowKubernetes(t *testing.T) {
 // only, or from this machine with a kubeconfig; a swarm has no platform.
 func TestKubeflowDeployFlow(t *testing.T) {
 	want := []string{"platform/storage", "platform/ingress", "platform/monitoring", "platform/gpu-metrics", "platform/training-metrics", "platform/dashboards", "kubeflow/manifests", "platform/routes"}
-	f, err := NewKubeflowDeploy(kubeInv(), KubeflowOptions{})
-	if err != nil || !reflect.DeepEqual(phaseNames(f.Phases), want) || len(f.Machines) != 1 || f.Machines[0].Name != "cp1" {
-		t.Errorf("inventory: %v %v %v", err, phaseNames(f.Phases), f.Machines)
+	inv := kubeInv()
+	inv.Cluster.Metadata.Name = "lab"
+	f, err := NewKubeflowDeploy(inv, KubeflowOptions{})
+	if err != nil || !reflect.DeepEqual(phaseNames(f.Phases), want) || len(f.Machines) != 1 || f.Machines[0].Name != "cp1" || f.local || f.Cluster != "lab" {
+		t.Errorf("inventory: %v %v %v %q", err, phaseNames(f.Phases), f.Machines, f.Cluster)
 	}
 	f, err = NewKubeflowDeploy(nil, KubeflowOptions{Kubeconfig: []byte("x"), APIMachine: "prod"})
-	if err != nil || !reflect.DeepEqual(phaseNames(f.Phases), want) || len(f.Machines) != 1 || f.Machines[0].Name != "prod" {
-		t.Errorf("kubeconfig: %v %v %v", err, phaseNames(f.Phases), f.Machines)
+	if err != nil || !reflect.DeepEqual(phaseNames(f.Phases), want) || len(f.Machines) != 1 || f.Machines[0].Name != "prod" || !f.local || f.Cluster != "prod" {
+		t.Errorf("kubeconfig: %v %v %v %q", err, phaseNames(f.Phases), f.Machines, f.Cluster)
+	}
+	// The inventory's name, reached with a kubeconfig: its addons, its files.
+	f, err = NewKubeflowDeploy(inv, KubeflowOptions{Kubeconfig: []byte("x"), APIMachine: "prod"})
+	if err != nil || f.Machines[0].Name != "prod" || !f.local || f.Cluster != "lab" {
+		t.Errorf("inventory and kubeconfig: %v %v %q", err, f.Machines, f.Cluster)
 	}
 	s, err := NewKubeflowStatus(kubeInv(), KubeflowOptions{})
 	if err != nil || !reflect.DeepEqual(phaseNames(s.Phases), []string{"kubeflow/status"}) {
@@ -160,3 +168,58 @@ func TestCheckKubeflowSources(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// --kubeconfig: the run is named after the current context's cluster; a
+// file that cannot be read or used is bad input, named.
+func TestReadKubeconfig(t *testing.T) {
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good"), filepath.Join(dir, "bad")
+	for p, doc := range map[string]string{good: adminKubeconfig, bad: "not: [a kubeconfig"} {
+		if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ path, want string }{
+		{good, ""},
+		{filepath.Join(dir, "missing"), "--kubeconfig: open " + filepath.Join(dir, "missing")},
+		{bad, "--kubeconfig " + bad + ": "},
+	} {
+		var o KubeflowOptions
+		err := o.ReadKubeconfig(tc.path)
+		var ie *InputError
+		switch {
+		case tc.want == "" && (err != nil || o.APIMachine != "kind-lab" || string(o.Kubeconfig) != adminKubeconfig):
+			t.Errorf("%s: %+v, %v", tc.path, o, err)
+		case tc.want != "" && (!errors.As(err, &ie) || !strings.HasPrefix(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want bad input %q", tc.path, err, tc.want)
+		}
+	}
+}
+
+// --merge-kubeconfig: into $KUBECONFIG's first file, as the context the
+// merge made current; a second merge changes nothing.
+func TestMergeKubeconfig(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config")
+	t.Setenv("KUBECONFIG", path+string(os.PathListSeparator)+filepath.Join(dir, "other"))
+	for _, changed := range []bool{true, false} {
+		m, err := MergeKubeconfig("lab", []byte(adminKubeconfig))
+		if err != nil || *m != (MergedKubeconfig{Path: path, Context: "lab-admin@lab", Changed: changed}) {
+			t.Fatalf("%+v, %v", m, err)
+		}
+	}
+	if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), "current-context: lab-admin@lab") {
+		t.Errorf("%s:\n%s", path, b)
+	}
+}
+
+const adminKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- {name: Kind-Lab, cluster: {server: "https://10.0.0.1:6443"}}
+users:
+- {name: admin, user: {token: T}}
+contexts:
+- {name: admin@lab, context: {cluster: Kind-Lab, user: admin}}
+current-context: admin@lab
+`

@@ -40,6 +40,15 @@ func preflightPhases(checks *preflight.Preflight) []engine.Phase {
 // Report is the preflight report of a finished run.
 func (p *Preflight) Report(sum *engine.Summary) preflight.Report { return p.checks.Report(sum) }
 
+// InitResult is the final object of init (add=false) or add-node
+// (add=true), whose flows start with preflight's phases: the host counts,
+// and whether preflight stopped the run.
+func (p *Preflight) InitResult(sum *engine.Summary, add, dryRun bool) *InitResult {
+	res := NewInitResult(add, dryRun)
+	res.Hosts, res.Stopped = sum.HostCounts(), p.Stopped(sum)
+	return res
+}
+
 // Stopped reports whether a host of a finished run failed in a preflight
 // phase: the run stopped before anything was installed.
 func (p *Preflight) Stopped(sum *engine.Summary) bool {

@@ -20,6 +20,11 @@ type Reset struct {
 	Hosts []string
 }
 
+// Result is reset's final object.
+func (r *Reset) Result(sum *engine.Summary, dryRun bool) *ResetResult {
+	return &ResetResult{Header: NewHeader(KindReset), DryRun: dryRun, Reset: r.Hosts, Hosts: sum.HostCounts()}
+}
+
 // NewReset builds the flow for the named hosts of inv (none: every host).
 func NewReset(inv *inventory.Inventory, names []string) (*Reset, error) {
 	var machines []inventory.Machine

@@ -95,6 +95,10 @@ func TestResetFlow(t *testing.T) {
 		if got := phaseNames(f.Phases); !reflect.DeepEqual(got, []string{"reset/demote", "reset/leave", "reset/remove-nodes"}) {
 			t.Errorf("phases %v", got)
 		}
+		// The result names the hosts reset, not the manager that stays.
+		if r := f.Result(&engine.Summary{}, true); r.Type != KindReset || !r.DryRun || !reflect.DeepEqual(r.Reset, tt.hosts) {
+			t.Errorf("%v: result %+v", tt.names, r)
+		}
 	}
 	if _, err := NewReset(swarmInv(), []string{"nope"}); err == nil {
 		t.Error("reset accepted a host not in the inventory")

@@ -40,6 +40,49 @@ func Load(path string) (*Inventory, error) { return LoadWith(path, Overrides{}) 
 
 // LoadWith is Load with command-line overrides.
 func LoadWith(path string, o Overrides) (*Inventory, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWith(path, data, o)
+}
+
+// ErrNoFile is ReadFile's and LoadFile's error when no file was named.
+var ErrNoFile = errors.New("no inventory: pass -i FILE (gpukit inventory example writes one)")
+
+// ReadFile reads the inventory file at path, for a command that needs its
+// bytes as well as the inventory (LoadFile then parses them).
+func ReadFile(path string) ([]byte, error) {
+	if path == "" {
+		return nil, ErrNoFile
+	}
+	return readFile(path)
+}
+
+// LoadFile is how a command loads the inventory it was given: the file at
+// path (data, when it read the bytes already), with the command line's
+// overrides. A file with problems says how many before listing them
+// ("FILE: 2 error(s):", then one line each); errors.As still finds the
+// *ValidationError.
+func LoadFile(path string, data []byte, o Overrides) (*Inventory, error) {
+	if path == "" {
+		return nil, ErrNoFile
+	}
+	if data == nil {
+		var err error
+		if data, err = readFile(path); err != nil {
+			return nil, err
+		}
+	}
+	inv, err := ParseWith(path, data, o)
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		return nil, fmt.Errorf("%s: %d error(s):\n%w", path, len(ve.Issues), err)
+	}
+	return inv, err
+}
+
+func readFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read inventory: %w", err)
@@ -51,7 +94,7 @@ func LoadWith(path string, o Overrides) (*Inventory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read inventory: %w", err)
 	}
-	return ParseWith(path, data, o)
+	return data, nil
 }
 
 // Parse is Load for an inventory already in memory; file names it in

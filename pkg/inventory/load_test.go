@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -353,12 +354,47 @@ func TestUnquotedVersionsKeepTheirText(t *testing.T) {
 	}
 }
 
-func TestLoadMissingFile(t *testing.T) {
+// A command's inventory (LoadFile): a missing file is a read error, not a
+// ValidationError; a file with problems counts them before listing them;
+// bytes read already are parsed, not read again.
+func TestLoadFile(t *testing.T) {
 	t.Parallel()
-	_, err := Load("testdata/does-not-exist.yaml")
-	var verr *ValidationError
-	if err == nil || errors.As(err, &verr) {
-		t.Fatalf("Load(missing) = %v; want a read error, not a ValidationError", err)
+	dir := t.TempDir()
+	bad, good := filepath.Join(dir, "bad.yaml"), filepath.Join(dir, "good.yaml")
+	for p, doc := range map[string]string{bad: minimal("    - name: cp-1\n      address: 10.0.0.11\n      roles: [worker]\n      colour: blue\n"), good: minimal("")} {
+		if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		path       string
+		data       []byte
+		want       string // the error's start; "" for none
+		validation bool
+	}{
+		{"no file", "", nil, "no inventory: pass -i FILE (gpukit inventory example writes one)", false},
+		{"no file, bytes given", "", []byte(minimal("")), "no inventory: pass -i FILE", false},
+		{"missing file", "testdata/does-not-exist.yaml", nil, "read inventory: open testdata/does-not-exist.yaml: no such file or directory", false},
+		{"issues counted", bad, nil, bad + ": 2 error(s):\n" + bad + ":10:13: spec.hosts[1].name: duplicate host name \"cp-1\"", true},
+		{"a valid file", good, nil, "", false},
+		{"bytes read already", "never-read.yaml", []byte(minimal("")), "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inv, err := LoadFile(tc.path, tc.data, Overrides{})
+			var verr *ValidationError
+			switch {
+			case tc.want == "" && (err != nil || len(inv.Machines) != 1):
+				t.Fatalf("LoadFile(%q) = %v", tc.path, err)
+			case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
+				t.Fatalf("LoadFile(%q) = %v; want %q...", tc.path, err, tc.want)
+			case tc.want != "" && errors.As(err, &verr) != tc.validation:
+				t.Errorf("LoadFile(%q): a *ValidationError %v, want %v", tc.path, !tc.validation, tc.validation)
+			}
+		})
+	}
+	if _, err := Load("testdata/does-not-exist.yaml"); err == nil || errors.As(err, new(*ValidationError)) {
+		t.Errorf("Load(missing) = %v; want a read error, not a ValidationError", err)
 	}
 }
 
