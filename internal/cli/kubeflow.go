@@ -229,7 +229,8 @@ func writeKubeflowStatus(out ui.Output, res *flow.KubeflowStatusResult) error {
 }
 
 // writeCredentials writes the logins the run generated (mode 0600) and
-// shows them: the only time gpukit prints them.
+// shows them once on a terminal. Anywhere else (a CI log, | tee, JSON) the
+// output is kept, so it names the file and what it holds, never a password.
 func writeCredentials(out ui.Output, path string, creds []kubeflow.Credential) error {
 	var b strings.Builder
 	for _, c := range creds {
@@ -238,11 +239,17 @@ func writeCredentials(out ui.Output, path string, creds []kubeflow.Credential) e
 	if err := writePrivate(path, []byte(b.String())); err != nil {
 		return fmt.Errorf("--credentials-out: %w", err)
 	}
-	if out.Format == ui.FormatJSON {
-		// Events and JSON output are logged by CI systems: the file only,
-		// named by the result.
-		return nil
+	switch {
+	case out.Format == ui.FormatJSON:
+		return nil // named by the result
+	case out.Terminal:
+		_, err := fmt.Fprintf(out.W, "Logins written to %s (mode 0600):\n%s", path, b.String())
+		return err
 	}
-	_, err := fmt.Fprintf(out.W, "Logins written to %s (mode 0600):\n%s", path, b.String())
+	var names []string
+	for _, c := range creds {
+		names = append(names, c.What)
+	}
+	_, err := fmt.Fprintf(out.W, "Logins written to %s (mode 0600; shown on a terminal only): %s\n", path, strings.Join(names, ", "))
 	return err
 }

@@ -42,6 +42,10 @@ type Output struct {
 	Format Format
 	// Live is set when W is a terminal that gets the bubbletea view.
 	Live bool
+	// Terminal is set when W is a terminal (a person reads it, whatever
+	// the format): what must not reach a log (a generated login) is shown
+	// only then.
+	Terminal bool
 	// Profile is the colours W can show: termenv.Ascii for none (not a
 	// terminal, JSON, NO_COLOR).
 	Profile termenv.Profile
@@ -55,7 +59,7 @@ func (o Output) Color() bool { return o.Profile != termenv.Ascii }
 // JSON is never coloured; a terminal with TERM=dumb gets plain lines; NO_COLOR
 // keeps the live view but drops the colours.
 func Decide(w io.Writer, f Format, getenv func(string) string) Output {
-	o := Output{W: w, Format: f, Profile: termenv.Ascii}
+	o := Output{W: w, Format: f, Profile: termenv.Ascii, Terminal: isTerminal(w)}
 	if f == FormatJSON {
 		return o
 	}
