@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 
 	cryptossh "golang.org/x/crypto/ssh"
 
@@ -166,18 +165,11 @@ func encryptedKey(path string) bool {
 type Dialer struct {
 	cfgs *Set
 
-	mu    sync.Mutex
-	jumps map[string]*jump
-}
-
-type jump struct {
-	ready  chan struct{}
-	client *ssh.Client
-	err    error
+	jumps ssh.Jumps
 }
 
 // NewDialer returns a Dialer for the machines of s; Close it after the run.
-func (s *Set) NewDialer() *Dialer { return &Dialer{cfgs: s, jumps: map[string]*jump{}} }
+func (s *Set) NewDialer() *Dialer { return &Dialer{cfgs: s} }
 
 // Dial is an engine.Dialer.
 func (d *Dialer) Dial(ctx context.Context, m inventory.Machine) (engine.Executor, error) {
@@ -188,47 +180,12 @@ func (d *Dialer) Dial(ctx context.Context, m inventory.Machine) (engine.Executor
 	if cfg.Bastion == nil {
 		return ssh.Dial(ctx, cfg)
 	}
-	j, err := d.jump(ctx, *cfg.Bastion)
+	j, err := d.jumps.Dial(ctx, *cfg.Bastion)
 	if err != nil {
 		return nil, err
 	}
 	return ssh.DialVia(ctx, j, cfg)
 }
 
-// jump returns the shared connection to a bastion, dialling it once; a
-// failed bastion fails every host behind it with the same error.
-func (d *Dialer) jump(ctx context.Context, b ssh.Config) (*ssh.Client, error) {
-	key := fmt.Sprintf("%s@%s:%d", b.User, b.Address, b.Port)
-	d.mu.Lock()
-	j, found := d.jumps[key]
-	if !found {
-		j = &jump{ready: make(chan struct{})}
-		d.jumps[key] = j
-	}
-	d.mu.Unlock()
-	if !found {
-		j.client, j.err = ssh.Dial(ctx, b)
-		close(j.ready)
-	}
-	select {
-	case <-j.ready:
-		if j.err != nil {
-			return nil, fmt.Errorf("bastion %s: %w", b.Address, j.err)
-		}
-		return j.client, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
 // Close closes the bastion connections, after the run closed the hosts.
-func (d *Dialer) Close() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, j := range d.jumps {
-		<-j.ready
-		if j.client != nil {
-			j.client.Close()
-		}
-	}
-}
+func (d *Dialer) Close() { d.jumps.Close() }

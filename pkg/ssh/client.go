@@ -25,6 +25,7 @@ type Client struct {
 
 	sessions chan struct{} // semaphore of open sessions
 	done     chan struct{} // closed by Close
+	gone     chan struct{} // closed when the transport ended, for whatever reason
 	wg       sync.WaitGroup
 
 	mu   sync.Mutex
@@ -43,7 +44,9 @@ func newClient(sc *gossh.Client, cfg Config, red *redact.Redactor) *Client {
 		red:      red,
 		sessions: make(chan struct{}, cfg.MaxSessions),
 		done:     make(chan struct{}),
+		gone:     make(chan struct{}),
 	}
+	go func() { _ = sc.Wait(); close(c.gone) }()
 	if cfg.KeepaliveInterval > 0 {
 		c.wg.Add(1)
 		go c.keepalive(cfg.KeepaliveInterval)
@@ -92,6 +95,20 @@ func (c *Client) DialContext(ctx context.Context, network, addr string) (net.Con
 		return nil, fmt.Errorf("ssh: dial %s through %s: %w", addr, c.cfg.Name, c.lostCause(err))
 	}
 	return conn, nil
+}
+
+// Alive says whether the connection still stands: not closed, its
+// transport not ended (the peer went away, the keepalive gave up). A
+// bastion shared by many hosts is dialled again when it is not.
+func (c *Client) Alive() bool {
+	select {
+	case <-c.gone:
+		return false
+	case <-c.done:
+		return false
+	default:
+		return true
+	}
 }
 
 // Close closes the connection (and the bastion connection Dial opened for

@@ -174,6 +174,16 @@ func (s *testServer) stop() {
 	s.conns = nil
 }
 
+// drop closes every connection and keeps listening (a bastion restarted).
+func (s *testServer) drop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.conns {
+		c.Close()
+	}
+	s.conns = nil
+}
+
 func (s *testServer) serve() {
 	for {
 		c, err := s.ln.Accept()
