@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -15,6 +14,7 @@ import (
 	"github.com/gpukit/gpukit/internal/flow"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/localdir"
 	"github.com/gpukit/gpukit/pkg/ui"
 )
 
@@ -77,11 +77,7 @@ func defaultLogDir() string {
 	if d := os.Getenv("GPUKIT_LOG_DIR"); d != "" {
 		return d
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return filepath.Join(os.TempDir(), "gpukit-logs")
-	}
-	return filepath.Join(home, ".gpukit", "logs")
+	return localdir.Dir("logs")
 }
 
 // loaded is what a command has before it builds its flow: the inventory and

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpukit/gpukit/pkg/atomicfile"
+	"github.com/gpukit/gpukit/pkg/localdir"
 )
 
 // Node statuses in the rollout's state.
@@ -68,11 +69,7 @@ type State struct {
 func DefaultStatePath(cluster string) string {
 	dir := os.Getenv("GPUKIT_STATE_DIR")
 	if dir == "" {
-		if home, err := os.UserHomeDir(); err == nil {
-			dir = filepath.Join(home, ".gpukit", "upgrades")
-		} else {
-			dir = filepath.Join(os.TempDir(), "gpukit-upgrades")
-		}
+		dir = localdir.Dir("upgrades")
 	}
 	return filepath.Join(dir, cluster+".driver.json")
 }
