@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/kube"
+	"github.com/gpukit/gpukit/pkg/safe"
 )
 
 // PhaseMetrics reads the exporters (gpukit status).
@@ -124,7 +125,8 @@ func (p *Metrics) Run(ctx context.Context, h *engine.Host) error {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			gpus, err := scrape(ctx, cs, pod)
+			var gpus []GPU
+			err := safe.Call(func() (err error) { gpus, err = scrape(ctx, cs, pod); return err })
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			if err != nil {
@@ -144,15 +146,8 @@ func (p *Metrics) Run(ctx context.Context, h *engine.Host) error {
 	return nil
 }
 
-// scrape reads one exporter through the API server's pod proxy. An
-// answer that panics the parser is that exporter's error, not the
-// report's end.
-func scrape(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) (gpus []GPU, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			gpus, err = nil, fmt.Errorf("reading it panicked: %v", r)
-		}
-	}()
+// scrape reads one exporter through the API server's pod proxy.
+func scrape(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) ([]GPU, error) {
 	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
 	defer cancel()
 	rc, err := cs.CoreV1().Pods(pod.Namespace).ProxyGet("http", pod.Name, strconv.Itoa(metricsPort(pod)), "metrics", nil).Stream(ctx)

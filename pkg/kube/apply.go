@@ -26,6 +26,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/gpukit/gpukit/pkg/safe"
 )
 
 // FieldManager owns the fields gpukit applies (server-side apply).
@@ -239,21 +241,23 @@ func (a *applier) prefetch(ctx context.Context, objs []*unstructured.Unstructure
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			list, err := a.md.Resource(p.gvr).Namespace(p.ns).List(ctx, metav1.ListOptions{})
-			if apierrors.IsNotFound(err) {
-				list, err = &metav1.PartialObjectMetadataList{}, nil // a namespace not there yet
-			}
-			if err != nil {
-				errs[i] = fmt.Errorf("list %s in %q: %w", p.gvr.Resource, p.ns, err)
-				return
-			}
-			k := pairKey(p.gvr, p.ns)
-			a.mu.Lock()
-			defer a.mu.Unlock()
-			for _, it := range list.Items {
-				a.known[k+"/"+it.Name] = appliedTime(it.ManagedFields)
-			}
-			a.listed[k] = true
+			errs[i] = safe.Call(func() error {
+				list, err := a.md.Resource(p.gvr).Namespace(p.ns).List(ctx, metav1.ListOptions{})
+				if apierrors.IsNotFound(err) {
+					list, err = &metav1.PartialObjectMetadataList{}, nil // a namespace not there yet
+				}
+				if err != nil {
+					return fmt.Errorf("list %s in %q: %w", p.gvr.Resource, p.ns, err)
+				}
+				k := pairKey(p.gvr, p.ns)
+				a.mu.Lock()
+				defer a.mu.Unlock()
+				for _, it := range list.Items {
+					a.known[k+"/"+it.Name] = appliedTime(it.ManagedFields)
+				}
+				a.listed[k] = true
+				return nil
+			})
 		})
 	}
 	wg.Wait()
@@ -279,7 +283,7 @@ func (a *applier) applyAll(ctx context.Context, objs []*unstructured.Unstructure
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			err := a.applyOne(ctx, u)
+			err := safe.Call(func() error { return a.applyOne(ctx, u) })
 			if err == nil {
 				return
 			}

@@ -29,7 +29,7 @@ var layers = []struct {
 	pkgs []string
 }{
 	{"leaves: data, text and names, nothing of gpukit", []string{
-		"manifests", "internal/version", "pkg/event", "pkg/safetext", "pkg/redact", "pkg/osfamily", "pkg/compat", "pkg/atomicfile", "pkg/download", "pkg/localdir"}},
+		"manifests", "internal/version", "pkg/event", "pkg/safetext", "pkg/redact", "pkg/osfamily", "pkg/compat", "pkg/atomicfile", "pkg/download", "pkg/localdir", "pkg/safe"}},
 	{"the model: the inventory and a host's facts", []string{
 		"pkg/facts", "pkg/inventory", "pkg/inventory/ansible"}},
 	{"transport: SSH and the scripts sent over it", []string{

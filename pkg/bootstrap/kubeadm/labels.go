@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/kube"
+	"github.com/gpukit/gpukit/pkg/safe"
 )
 
 // PhaseLabels labels and taints the nodes through the API.
@@ -150,7 +151,7 @@ func (p *labelsPhase) Run(ctx context.Context, h *engine.Host) error {
 			wg.Go(func() {
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				if err := kube.UpdateNode(ctx, cs, u.node, u.want); err != nil {
+				if err := safe.Call(func() error { return kube.UpdateNode(ctx, cs, u.node, u.want) }); err != nil {
 					mu.Lock()
 					errs = append(errs, fmt.Errorf("node %s: %w", u.node.Name, err))
 					mu.Unlock()

@@ -15,6 +15,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/kube"
+	"github.com/gpukit/gpukit/pkg/safe"
 	"github.com/gpukit/gpukit/pkg/scripts"
 )
 
@@ -380,7 +381,8 @@ func (p *joinPhase) Prepare(ctx context.Context, all, targets []*engine.Host) er
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			s, err := p.l.state(ctx, t)
+			var s *State
+			err := safe.Call(func() (err error) { s, err = p.l.state(ctx, t); return err })
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
