@@ -94,8 +94,12 @@ type Hook struct {
 	Timeout         time.Duration
 }
 
-// DefaultHookTimeout bounds a hook without its own timeout.
-const DefaultHookTimeout = 5 * time.Minute
+// DefaultHookTimeout bounds a hook without its own timeout; MaxHookTimeout
+// any hook (a drained node waits for it, and the rollout with it).
+const (
+	DefaultHookTimeout = 5 * time.Minute
+	MaxHookTimeout     = time.Hour
+)
 
 var signals = []string{"SIGHUP", "SIGINT", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGTERM", "SIGCONT", "SIGWINCH"}
 
@@ -155,8 +159,8 @@ func parseHook(meta map[string]string) (*Hook, error) {
 	}
 	if t, ok := meta[AnnotationCheckpointTimeout]; ok {
 		d, err := time.ParseDuration(t)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("%s %q: want a duration such as 2m", AnnotationCheckpointTimeout, t)
+		if err != nil || d <= 0 || d > MaxHookTimeout {
+			return nil, fmt.Errorf("%s %q: want a duration such as 2m, at most %s", AnnotationCheckpointTimeout, t, MaxHookTimeout)
 		}
 		h.Timeout = d
 	}

@@ -108,6 +108,8 @@ func TestHookOf(t *testing.T) {
 		{annotations: map[string]string{AnnotationCheckpoint: "exec:"}, err: "needs a command"},
 		{annotations: map[string]string{AnnotationCheckpoint: "http://x"}, err: "want signal:NAME or exec:COMMAND"},
 		{annotations: map[string]string{AnnotationCheckpoint: "signal:SIGTERM", AnnotationCheckpointTimeout: "soon"}, err: "want a duration"},
+		{annotations: map[string]string{AnnotationCheckpoint: "exec:ckpt", AnnotationCheckpointTimeout: "1h"}, argv: "sh -c ckpt", container: "main", timeout: time.Hour},
+		{annotations: map[string]string{AnnotationCheckpoint: "exec:ckpt", AnnotationCheckpointTimeout: "61m"}, err: "at most 1h0m0s"},
 	} {
 		h, err := HookOf(gpuPod("Job/j", tc.annotations, nil, true))
 		if tc.err != "" {
@@ -199,5 +201,20 @@ func TestStateConcurrentSetsAndWriteErrors(t *testing.T) {
 	s = NewState(filepath.Join(blocked, "c.driver.json"), "c", "c.yaml", Target{Driver: "590.48.01"}, now)
 	if err := s.Set("gpu-1", InProgress, "", now); err == nil {
 		t.Error("a state that cannot be written: no error")
+	}
+}
+
+// A hook's output keeps its end, within a bound.
+func TestTailBuffer(t *testing.T) {
+	b := &tailBuffer{max: 8}
+	if _, err := b.Write([]byte("step 1\n")); err != nil || b.String() != "step 1\n" {
+		t.Fatalf("short output: %q %v", b.String(), err)
+	}
+	for range 1000 {
+		_, _ = b.Write([]byte("noise noise noise\n"))
+	}
+	_, _ = b.Write([]byte("saved\n"))
+	if got := b.String(); got != "[...]"+"noise\nsaved\n"[len("noise\nsaved\n")-8:] || len(got) != 8+len("[...]") {
+		t.Errorf("long output kept %q", got)
 	}
 }
