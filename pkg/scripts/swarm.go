@@ -173,12 +173,20 @@ func SwarmInit(p SwarmAddrParams) (ssh.Command, error) {
 	return command("create the swarm", swarmInitTemplate, p)
 }
 
+// swarmToken is a join token as docker makes it, or a plan's stand-in for
+// one (<worker join token of m1>): either goes into JSON as it is.
+var swarmToken = regexp.MustCompile(`^(SWMTKN-[0-9A-Za-z-]+|<[0-9A-Za-z .:_-]+>)$`)
+
 // SwarmJoin returns the command that joins the swarm through p.Manager with
 // token (an argument: stdin, never in the script or on a command line of
 // gpukit's).
 func SwarmJoin(p SwarmAddrParams, token string) (ssh.Command, error) {
 	if p.Manager == "" {
 		return ssh.Command{}, fmt.Errorf("script swarm-join.sh: no manager to join")
+	}
+	// The script writes it into a JSON request as it is.
+	if !swarmToken.MatchString(token) {
+		return ssh.Command{}, fmt.Errorf("script swarm-join.sh: the join token is not one docker makes (SWMTKN-...)")
 	}
 	c, err := command("join the swarm", swarmJoinTemplate, p)
 	c.Args = []string{token}
