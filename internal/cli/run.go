@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -30,6 +31,8 @@ type runOptions struct {
 	connect     connect.Options
 	// dryRun records writes instead of making them (init --dry-run, plan).
 	dryRun bool
+	// readTimeout and writeTimeout bound each remote step.
+	readTimeout, writeTimeout time.Duration
 	// overrides replace inventory versions (init --driver, --cuda, --toolkit).
 	overrides inventory.Overrides
 	// list prints the phases instead of running them (--list-phases);
@@ -56,6 +59,8 @@ func (o *runOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "plain output: print every step and output line")
 	f.BoolVar(&o.connect.AcceptNewHostKeys, "accept-new-host-keys", false,
 		"trust hosts missing from known_hosts and record their keys (a changed key is still refused)")
+	f.DurationVar(&o.readTimeout, "read-timeout", engine.DefaultReadTimeout, "deadline of each remote step that only reads (a host that stops answering is named, not waited for)")
+	f.DurationVar(&o.writeTimeout, "write-timeout", engine.DefaultWriteTimeout, "deadline of each remote step that changes a host (a driver install with its module build)")
 }
 
 // addOutputFlag is -o/--output, the same on every command.
@@ -111,6 +116,7 @@ func (o *runOptions) load(s Streams) (*loaded, error) {
 func (o *runOptions) execute(ctx context.Context, s Streams, l *loaded, f flow.Flow) (*engine.Summary, error) {
 	sum, err := flow.Run(ctx, l.inv, f, flow.RunOptions{
 		Concurrency: o.concurrency, LogDir: o.logDir, Only: o.onlyPhases, Skip: o.skipPhases, DryRun: o.dryRun,
+		ReadTimeout: o.readTimeout, WriteTimeout: o.writeTimeout,
 		Connect: o.connect, Secrets: osSecrets(s),
 		Display: func(cancel context.CancelFunc) ui.Display {
 			return ui.New(l.out, ui.WithTitle(f.Name), ui.WithCancel(cancel), ui.WithVerbose(o.verbose))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gpukit/gpukit/internal/connect"
 	"github.com/gpukit/gpukit/pkg/engine"
@@ -39,6 +40,8 @@ type RunOptions struct {
 	Only, Skip []string
 	// DryRun records writes instead of making them.
 	DryRun bool
+	// ReadTimeout and WriteTimeout bound each remote step (engine.Runner).
+	ReadTimeout, WriteTimeout time.Duration
 	// Connect are the transport choices; Secrets says where the
 	// inventory's secrets are read from.
 	Connect connect.Options
@@ -80,6 +83,7 @@ func (o RunOptions) run(ctx context.Context, f Flow, dial engine.Dialer, secrets
 	r := &engine.Runner{
 		Name: f.Name, Phases: f.Phases, Concurrency: o.Concurrency,
 		Only: o.Only, Skip: o.Skip, LogDir: o.LogDir, Redact: secrets, DryRun: o.DryRun,
+		ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -21,6 +21,8 @@ type runState struct {
 	// reconnectInterval is the pause between Reconnect's attempts; zero:
 	// DefaultReconnectInterval.
 	reconnectInterval time.Duration
+	// readTimeout and writeTimeout bound a step; zero: the defaults.
+	readTimeout, writeTimeout time.Duration
 }
 
 // emit redacts e, logs it to run.log (the timeline: everything but steps and

@@ -96,7 +96,21 @@ type StepOption func(*stepConfig)
 
 type stepConfig struct {
 	secretOutput bool
+	timeout      time.Duration
 }
+
+// Deadlines of a step when the run and the step say nothing: a read only
+// looks (nvidia-smi on a wedged GPU never answers: the step fails, named,
+// instead of the run hanging); a write may install a driver and build its
+// module.
+const (
+	DefaultReadTimeout  = 5 * time.Minute
+	DefaultWriteTimeout = time.Hour
+)
+
+// Timeout bounds the step by d instead of the run's deadline for its kind:
+// a step known to take long (a Kubeflow wait) or to be quick.
+func Timeout(d time.Duration) StepOption { return func(c *stepConfig) { c.timeout = d } }
 
 // SecretOutput keeps the step's stdout out of events and logs, for commands
 // that print a secret (kubeadm token create). The output is still returned in
@@ -253,12 +267,24 @@ func (h *Host) step(ctx context.Context, step string, cmd ssh.Command, kind stri
 		stdout = output(event.Stdout)
 		cmd.Stdout = tee(cmd.Stdout, stdout)
 	}
+	what, limit := "read", cmp.Or(h.state().readTimeout, DefaultReadTimeout)
+	if kind == "apply" {
+		what, limit = "write", cmp.Or(h.state().writeTimeout, DefaultWriteTimeout)
+	}
+	if cfg.timeout != 0 {
+		limit = cfg.timeout
+	}
+	sctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
 	start := time.Now()
-	res, err := h.conn.Run(ctx, cmd)
+	res, err := h.conn.Run(sctx, cmd)
 	if stdout != nil {
 		stdout.Flush()
 	}
 	stderr.Flush()
+	if err != nil && ctx.Err() == nil && errors.Is(sctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("no end within %s, the deadline of a %s (--%s-timeout): stopped", limit, what, what)
+	}
 	return res, h.finish(ctx, step, start, err)
 }
 

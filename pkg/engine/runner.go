@@ -49,6 +49,9 @@ type Runner struct {
 	CancelGrace time.Duration
 	// ReconnectInterval overrides DefaultReconnectInterval.
 	ReconnectInterval time.Duration
+	// ReadTimeout and WriteTimeout bound each remote step (a read, a
+	// write); zero: DefaultReadTimeout, DefaultWriteTimeout.
+	ReadTimeout, WriteTimeout time.Duration
 }
 
 // Selected returns the phases that Only and Skip leave, or a usage error.
@@ -100,7 +103,8 @@ func (r *Runner) Run(ctx context.Context, machines []inventory.Machine, dial Dia
 	if sink == nil {
 		sink = event.Discard
 	}
-	st := &runState{sink: sink, redactor: redactor, logs: logs, dryRun: r.DryRun, now: time.Now, reconnectInterval: r.ReconnectInterval}
+	st := &runState{sink: sink, redactor: redactor, logs: logs, dryRun: r.DryRun, now: time.Now, reconnectInterval: r.ReconnectInterval,
+		readTimeout: r.ReadTimeout, writeTimeout: r.WriteTimeout}
 	limit := r.Concurrency
 	if limit <= 0 {
 		limit = DefaultConcurrency

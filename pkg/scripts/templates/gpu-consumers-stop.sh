@@ -4,8 +4,9 @@
 # hours), then the host's own GPU consumers stop, so that the packages'
 # scripts find the module unused. They start again at the boot that loads the
 # new driver.
+{{template "smi"}}
 {{- if not .Force}}
-if apps=$(nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader 2>/dev/null); then
+if apps=$(smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader 2>/dev/null); then
   if [ -n "$apps" ]; then
     echo "gpukit: processes are computing on the GPUs (pid, name, memory):" >&2
     printf '%s\n' "$apps" >&2

@@ -2,6 +2,7 @@
 # Output: one "key=value" per line; list facts repeat their key. Every phase
 # of the NVIDIA layer reads it before it decides, so a second run on a
 # converged host finds nothing to do.
+{{template "smi"}}
 kv() { printf '%s=%s\n' "$1" "$2"; }
 k=$(uname -r)
 kv kernel "$k"
@@ -55,7 +56,7 @@ kv nvswitch.pci "$n"
 if [ -d /proc/driver/nvidia-nvswitch/devices ]; then kv nvswitch.driver "$(find /proc/driver/nvidia-nvswitch/devices -mindepth 1 -maxdepth 1 | wc -l)"; fi
 if [ -e /etc/dgx-release ]; then kv dgx yes; fi
 if command -v nvidia-smi >/dev/null 2>&1; then
-  if out=$(nvidia-smi --query-gpu={{ join .GPUFields "," | quote }} --format=csv,noheader,nounits 2>&1); then
+  if out=$(smi --query-gpu={{ join .GPUFields "," | quote }} --format=csv,noheader,nounits 2>&1); then
     while IFS= read -r line; do kv smi.gpu "$line"; done <<<"$out"
   else
     kv smi.error "$(printf '%s' "$out" | tr '\n' ' ')"

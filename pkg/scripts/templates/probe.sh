@@ -2,6 +2,7 @@
 # Output: one "key=value" per line; list facts repeat their key. Read-only.
 # Every probe tolerates a missing tool: minimal images lack lspci, mokutil, timedatectl.
 # Conditionals are if-blocks, not `a && b`, so a false test never trips `set -e`.
+{{template "smi"}}
 kv() { printf '%s=%s\n' "$1" "$2"; }
 
 # shellcheck disable=SC1091
@@ -39,7 +40,7 @@ done
 if command -v nvidia-smi >/dev/null 2>&1; then
   kv nvidia_smi.present true
   # An error here (e.g. "Driver/library version mismatch") is itself a fact.
-  if out=$(nvidia-smi --query-gpu={{ join .GPUFields "," | quote }} --format=csv,noheader,nounits 2>&1); then
+  if out=$(smi --query-gpu={{ join .GPUFields "," | quote }} --format=csv,noheader,nounits 2>&1); then
     while IFS= read -r line; do kv nvidia_smi.gpu "$line"; done <<<"$out"
   else
     kv nvidia_smi.error "$(printf '%s' "$out" | tr '\n' ' ')"

@@ -6,7 +6,15 @@ export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 # hours), then the host's own GPU consumers stop, so that the packages'
 # scripts find the module unused. They start again at the boot that loads the
 # new driver.
-if apps=$(nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader 2>/dev/null); then
+# smi is nvidia-smi within a bound: on a wedged GPU it never returns, and the
+# step would wait for its deadline with nothing said. 124: it did not answer.
+smi() {
+  local rc=0
+  timeout -k 5 60 nvidia-smi "$@" || rc=$?
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo "nvidia-smi did not answer within 60s (a wedged GPU or driver)" >&2; fi
+  return "$rc"
+}
+if apps=$(smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader 2>/dev/null); then
   if [ -n "$apps" ]; then
     echo "gpukit: processes are computing on the GPUs (pid, name, memory):" >&2
     printf '%s\n' "$apps" >&2

@@ -4,11 +4,19 @@ export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 # remapped rows, temperatures, power, MIG, clocks, fabric), then the kernel's
 # XID reports of this boot (NVRM: Xid lines; nvidia-smi -q shows none).
 # Read-only.
+# smi is nvidia-smi within a bound: on a wedged GPU it never returns, and the
+# step would wait for its deadline with nothing said. 124: it did not answer.
+smi() {
+  local rc=0
+  timeout -k 5 60 nvidia-smi "$@" || rc=$?
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo "nvidia-smi did not answer within 60s (a wedged GPU or driver)" >&2; fi
+  return "$rc"
+}
 if ! command -v nvidia-smi >/dev/null 2>&1; then
   echo "gpukit: no nvidia-smi"
   exit 0
 fi
 echo "=== nvidia-smi"
-nvidia-smi -q -x 2>&1 || nvidia-smi -q 2>&1 || true
+smi -q -x 2>&1 || smi -q 2>&1 || true
 echo "=== xid"
 { journalctl -k -b --no-pager -o cat 2>/dev/null || dmesg 2>/dev/null || true; } | grep -E 'NVRM: Xid' | tail -n 100 || true

@@ -4,6 +4,14 @@ export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 # Output: one "key=value" per line; list facts repeat their key. Every phase
 # of the NVIDIA layer reads it before it decides, so a second run on a
 # converged host finds nothing to do.
+# smi is nvidia-smi within a bound: on a wedged GPU it never returns, and the
+# step would wait for its deadline with nothing said. 124: it did not answer.
+smi() {
+  local rc=0
+  timeout -k 5 60 nvidia-smi "$@" || rc=$?
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo "nvidia-smi did not answer within 60s (a wedged GPU or driver)" >&2; fi
+  return "$rc"
+}
 kv() { printf '%s=%s\n' "$1" "$2"; }
 k=$(uname -r)
 kv kernel "$k"
@@ -57,7 +65,7 @@ kv nvswitch.pci "$n"
 if [ -d /proc/driver/nvidia-nvswitch/devices ]; then kv nvswitch.driver "$(find /proc/driver/nvidia-nvswitch/devices -mindepth 1 -maxdepth 1 | wc -l)"; fi
 if [ -e /etc/dgx-release ]; then kv dgx yes; fi
 if command -v nvidia-smi >/dev/null 2>&1; then
-  if out=$(nvidia-smi --query-gpu=index,uuid,name,memory.total,driver_version,mig.mode.current,persistence_mode --format=csv,noheader,nounits 2>&1); then
+  if out=$(smi --query-gpu=index,uuid,name,memory.total,driver_version,mig.mode.current,persistence_mode --format=csv,noheader,nounits 2>&1); then
     while IFS= read -r line; do kv smi.gpu "$line"; done <<<"$out"
   else
     kv smi.error "$(printf '%s' "$out" | tr '\n' ' ')"

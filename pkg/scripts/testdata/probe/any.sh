@@ -4,6 +4,14 @@ export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 # Output: one "key=value" per line; list facts repeat their key. Read-only.
 # Every probe tolerates a missing tool: minimal images lack lspci, mokutil, timedatectl.
 # Conditionals are if-blocks, not `a && b`, so a false test never trips `set -e`.
+# smi is nvidia-smi within a bound: on a wedged GPU it never returns, and the
+# step would wait for its deadline with nothing said. 124: it did not answer.
+smi() {
+  local rc=0
+  timeout -k 5 60 nvidia-smi "$@" || rc=$?
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo "nvidia-smi did not answer within 60s (a wedged GPU or driver)" >&2; fi
+  return "$rc"
+}
 kv() { printf '%s=%s\n' "$1" "$2"; }
 
 # shellcheck disable=SC1091
@@ -41,7 +49,7 @@ done
 if command -v nvidia-smi >/dev/null 2>&1; then
   kv nvidia_smi.present true
   # An error here (e.g. "Driver/library version mismatch") is itself a fact.
-  if out=$(nvidia-smi --query-gpu=index,uuid,name,memory.total,driver_version,mig.mode.current,persistence_mode --format=csv,noheader,nounits 2>&1); then
+  if out=$(smi --query-gpu=index,uuid,name,memory.total,driver_version,mig.mode.current,persistence_mode --format=csv,noheader,nounits 2>&1); then
     while IFS= read -r line; do kv nvidia_smi.gpu "$line"; done <<<"$out"
   else
     kv nvidia_smi.error "$(printf '%s' "$out" | tr '\n' ' ')"
