@@ -2,6 +2,7 @@
 # holds it against upgrades and links the distribution's CNI plugins into
 # /opt/cni/bin (where CNIs look for them; a plugin already there stays).
 # gpukit configures containerd next (containerd-config.sh).
+{{template "pm"}}
 {{template "put"}}
 {{template "pkgver" .}}
 {{- if eq .Source "docker"}}

@@ -1,6 +1,7 @@
 # Installs the CUDA toolkit {{.CUDA}} (compilers and libraries for building
 # on the host; containers bring their own) as cuda-toolkit-{{.PackageVersion}},
 # which stays within {{.CUDA}}; the driver was checked against it before.
+{{template "pm"}}
 {{- if eq .Family.PackageManager "apt"}}
 apt-get install -y -q --no-install-recommends cuda-toolkit-{{.PackageVersion}}
 {{- else}}

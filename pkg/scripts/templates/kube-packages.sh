@@ -2,6 +2,7 @@
 # package repository of their minor, holds them against upgrades (a node's
 # Kubernetes changes only through an upgrade gpukit runs) and enables the
 # kubelet, which kubeadm configures and starts.
+{{template "pm"}}
 {{template "put"}}
 {{template "pkgver" .}}
 {{template "fetch"}}

@@ -3,6 +3,7 @@
 # the runtime is already installed (the runtime's own phase does it
 # otherwise). nvidia-ctk merges its settings into the runtime's
 # configuration: the user's other settings stay.
+{{template "pm"}}
 {{template "fetch"}}
 {{template "put"}}
 base={{quote .RepoURL}}
@@ -23,7 +24,7 @@ if [ "$changed" = 1 ]; then apt-get update -q; fi
 v={{quote .Version}}-1
 pkgs=({{quoteEach .Packages}})
 apt-mark unhold "${pkgs[@]}" >/dev/null 2>&1 || true
-apt-get install -y -q --no-install-recommends --allow-downgrades -o Dpkg::Options::=--force-confold \
+apt-get install -y -q --no-install-recommends --allow-downgrades \
   "${pkgs[@]/%/=$v}"
 apt-mark hold "${pkgs[@]}" >/dev/null
 {{- else}}

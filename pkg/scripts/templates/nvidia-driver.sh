@@ -3,13 +3,11 @@
 # unattended upgrades away from it: a driver that changes under a running
 # module gives "Driver/library version mismatch" until the next reboot.
 # Only gpukit (gpukit upgrade driver) moves it.
+{{template "pm"}}
 {{template "pkgver" .}}
 want={{quote .Version}}
 pkgs=({{quoteEach .Packages}})
 {{- if eq .Family.PackageManager "apt"}}
-# A run that failed half-way (a DKMS build that did not finish) left
-# packages unconfigured: finish them first, or apt refuses to go on.
-dpkg --configure -a
 # The first package decides the release (the newest of a branch); the
 # others are taken at exactly that release, so that the set fits together
 # (a security update may carry some of the driver's packages and not others).
@@ -58,7 +56,7 @@ if [ ${#held[@]} -gt 0 ]; then
     case " ${pkgs[*]} " in *" $p "*) ;; *) args+=("$p") ;; esac
   done
 fi
-apt-get install -y -q --no-install-recommends --allow-downgrades -o Dpkg::Options::=--force-confold "${args[@]}"
+apt-get install -y -q --no-install-recommends --allow-downgrades "${args[@]}"
 # Hold every installed package of this release, and remember the release.
 mapfile -t mine < <(at_release "$drv")
 apt-mark hold "${mine[@]}" >/dev/null

@@ -1,6 +1,7 @@
 # NVSwitch systems (HGX, DGX) need the fabric manager, at exactly the
 # driver's version, before their GPUs can talk to each other (CUDA fails
 # with "system not yet initialized" without it).
+{{template "pm"}}
 {{template "pkgver" .}}
 pkg={{quote .Package}}
 v=$(newest "$pkg" {{quote .Version}})

@@ -1,6 +1,7 @@
 # Keeps the GPUs initialised between jobs (persistence mode): without it the
 # driver tears the GPU state down when the last process exits, and the next
 # job pays seconds of initialisation and loses MIG and clock settings.
+{{template "pm"}}
 {{template "put"}}
 dropin=/etc/systemd/system/nvidia-persistenced.service.d/gpukit.conf
 want='[Service]
@@ -11,7 +12,7 @@ ExecStart=/usr/bin/nvidia-persistenced --user root --persistence-mode --verbose'
 # driver's pin gives it that one, down as well as up), and held with the driver.
 {{- if eq .Family.PackageManager "apt"}}
 apt-mark unhold nvidia-persistenced >/dev/null 2>&1 || true
-apt-get install -y -q --no-install-recommends --allow-downgrades -o Dpkg::Options::=--force-confold nvidia-persistenced
+apt-get install -y -q --no-install-recommends --allow-downgrades nvidia-persistenced
 apt-mark hold nvidia-persistenced >/dev/null
 {{- else}}
 dnf install -y -q nvidia-persistenced

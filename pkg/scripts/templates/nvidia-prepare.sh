@@ -2,6 +2,7 @@
 # the RUNNING kernel (DKMS builds the module against them; headers of another
 # kernel give a module that does not load after boot), and nouveau kept away
 # from the GPUs. Each step checks before it changes.
+{{template "pm"}}
 k=$(uname -r)
 mkdir -p /run/gpukit
 {{- if .Headers}}

@@ -2,6 +2,7 @@
 # (or the site's mirror of it), or the distribution's own components that
 # carry them. Idempotent: a repository already set up as wanted is left as
 # it is, and the package index is refreshed only after a change.
+{{template "pm"}}
 {{template "put"}}
 changed=0
 {{- if eq .Source "cuda-repo"}}

@@ -5,6 +5,53 @@ export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 # the runtime is already installed (the runtime's own phase does it
 # otherwise). nvidia-ctk merges its settings into the runtime's
 # configuration: the user's other settings stay.
+# The package managers run in a session of their own, their output kept in a
+# file on the host and streamed from it: when this script ends early (the
+# operator's connection lost, a step's deadline), dpkg, dnf and the DKMS
+# builds they start finish instead of dying half-way, and the next run finds
+# the work done. dpkg's lock is waited for, up to 10 minutes (apt-daily holds
+# it right after a boot); an interrupted dpkg is repaired before apt goes on;
+# a configuration file the site edited is kept.
+pm_err=
+pm_run() {
+  local log rc=0 pid out err
+  mkdir -p /var/log/gpukit
+  log=$(mktemp "/var/log/gpukit/packages.$(date +%Y%m%dT%H%M%S).XXXXXX")
+  setsid "$@" </dev/null >"$log" 2>"$log.err" &
+  pid=$!
+  tail -n +1 -s 0.2 -f --pid="$pid" "$log" &
+  out=$!
+  tail -n +1 -s 0.2 -f --pid="$pid" "$log.err" >&2 &
+  err=$!
+  wait "$pid" || rc=$?
+  wait "$out" "$err" || true
+  pm_err=$(tail -c 2000 "$log.err")
+  rm -f "$log" "$log.err"
+  return "$rc"
+}
+# dpkg has no lock wait of its own: a lock held is waited out.
+dpkg() {
+  local until=$((SECONDS + 600)) rc
+  while :; do
+    rc=0
+    pm_run dpkg --force-confdef --force-confold "$@" || rc=$?
+    if [ "$rc" != 0 ] && [[ $pm_err == *lock* ]] && [ "$SECONDS" -lt "$until" ]; then
+      sleep 3
+      continue
+    fi
+    return "$rc"
+  done
+}
+pm_repaired=
+apt-get() {
+  if [ -z "$pm_repaired" ] && [ -n "$(command dpkg --audit 2>/dev/null)" ]; then
+    echo "gpukit: dpkg was interrupted (a run stopped half-way, a power cut): finishing it first" >&2
+    dpkg --configure -a
+  fi
+  pm_repaired=1
+  pm_run apt-get -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "$@"
+}
+dnf() { pm_run dnf "$@"; }
 # fetch URL FILE: downloads with whatever the host has (curl, wget, python3).
 fetch() {
   if command -v curl >/dev/null 2>&1; then
@@ -42,7 +89,7 @@ if [ "$changed" = 1 ]; then apt-get update -q; fi
 v=1.20.0-1
 pkgs=(nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-container-tools libnvidia-container1)
 apt-mark unhold "${pkgs[@]}" >/dev/null 2>&1 || true
-apt-get install -y -q --no-install-recommends --allow-downgrades -o Dpkg::Options::=--force-confold \
+apt-get install -y -q --no-install-recommends --allow-downgrades \
   "${pkgs[@]/%/=$v}"
 apt-mark hold "${pkgs[@]}" >/dev/null
 nvidia-ctk --version | head -n 1
