@@ -25,7 +25,24 @@ import (
 	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/pkg/upgrade"
 	"github.com/gpukit/gpukit/test/cluster"
+	"github.com/gpukit/gpukit/test/gpusim/scriptsim"
 )
+
+// simGPUs are the GPUs of each simulated worker, and of its kwok node.
+const simGPUs = 2
+
+// newUpgradeSim is the rollout's hosts, kept in dir: GPU workers with the
+// NVIDIA stack at driver, and hosts without GPUs (the control plane).
+func newUpgradeSim(dir string, gpuHosts, cpuHosts []string, driver string) (*scriptsim.Sim, error) {
+	hosts := map[string]scriptsim.Host{}
+	for _, h := range gpuHosts {
+		hosts[h] = scriptsim.Installed(driver, simGPUs)
+	}
+	for _, h := range cpuHosts {
+		hosts[h] = scriptsim.CPU()
+	}
+	return scriptsim.New(dir, hosts)
+}
 
 // upgradeInventory is a cluster of one control plane (no GPU, no node of
 // the test control plane) and GPU workers, at driver 580.95.05.
@@ -40,13 +57,13 @@ func upgradeInventory(workers ...string) string {
 
 // runUpgrade is gpukit upgrade driver --driver 590.48.01 over the simulated
 // hosts, the API reached with kubeconfig.
-func runUpgrade(t testing.TB, ctx context.Context, doc string, kc []byte, sim *gpuSim, o upgrade.Options) (*engine.Summary, *UpgradeDriver, *enginetest.Recorder) {
+func runUpgrade(t testing.TB, ctx context.Context, doc string, kc []byte, sim *scriptsim.Sim, o upgrade.Options) (*engine.Summary, *UpgradeDriver, *enginetest.Recorder) {
 	t.Helper()
 	return runUpgradeWith(t, ctx, doc, kc, sim, o, false)
 }
 
 // runUpgradeWith is runUpgrade, a dry-run when dryRun.
-func runUpgradeWith(t testing.TB, ctx context.Context, doc string, kc []byte, sim *gpuSim, o upgrade.Options, dryRun bool) (*engine.Summary, *UpgradeDriver, *enginetest.Recorder) {
+func runUpgradeWith(t testing.TB, ctx context.Context, doc string, kc []byte, sim *scriptsim.Sim, o upgrade.Options, dryRun bool) (*engine.Summary, *UpgradeDriver, *enginetest.Recorder) {
 	t.Helper()
 	inv, err := inventory.ParseWith("up.yaml", []byte(doc), inventory.Overrides{NvidiaDriver: inventory.Override{Value: "590.48.01", Flag: "--driver"}})
 	if err != nil {
@@ -261,11 +278,11 @@ func TestUpgradeDriverRollsThroughTheAPI(t *testing.T) {
 	c, cs, kc := kubeSetup(t, workers...)
 	gpuWorkloads(t, c, "gpu-3")
 	train := trainingPod(t, cs)
-	sim, err := newGPUSim(t.TempDir(), workers, []string{"cp-1"}, "580.95.05")
+	sim, err := newUpgradeSim(t.TempDir(), workers, []string{"cp-1"}, "580.95.05")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sim.update("gpu-2", func(st *simState) { st.Broken = true }); err != nil {
+	if err := sim.Update("gpu-2", func(h *scriptsim.Host) { h.BreakAtBoot = true }); err != nil {
 		t.Fatal(err)
 	}
 	watch := watchUnschedulable(t, cs)
@@ -294,7 +311,7 @@ func TestUpgradeDriverRollsThroughTheAPI(t *testing.T) {
 		case !strings.Contains(p, "cordon "+w) || !strings.Contains(p, "drain "+w) || !strings.Contains(p, "driver 590.48.01") || !strings.Contains(p, "reboot") || !strings.Contains(p, "uncordon "+w):
 			t.Errorf("dry-run's plan for %s: %s", w, p)
 		}
-		if writes := sim.state(w).Writes; len(writes) > 0 {
+		if writes := sim.Host(w).Writes; len(writes) > 0 {
 			t.Errorf("the dry-run changed %s: %v", w, writes)
 		}
 	}
@@ -316,7 +333,7 @@ func TestUpgradeDriverRollsThroughTheAPI(t *testing.T) {
 		if h := hostResult(sum, w); h.Status != engine.StatusSkipped || !strings.Contains(h.Reason, "gpu-2 failed and stays cordoned") {
 			t.Errorf("%s: %s %q, want skipped: the rollout stopped", w, h.Status, h.Reason)
 		}
-		if writes := sim.state(w).Writes; len(writes) > 0 {
+		if writes := sim.Host(w).Writes; len(writes) > 0 {
 			t.Errorf("%s was changed after the rollout stopped: %v", w, writes)
 		}
 	}
@@ -333,10 +350,10 @@ func TestUpgradeDriverRollsThroughTheAPI(t *testing.T) {
 	if st, _ := state.Node("gpu-1"); st.Status != upgrade.Done {
 		t.Errorf("state of gpu-1: %+v", st)
 	}
-	if got := sim.state("gpu-1"); got.Loaded != "590.48.01" || !slices.Contains(got.Writes, "install the driver") || !slices.Contains(got.Writes, "reboot") {
+	if got := sim.Host("gpu-1"); got.Loaded != "590.48.01" || !slices.Contains(got.Writes, "install the driver") || !slices.Contains(got.Writes, "reboot") {
 		t.Errorf("gpu-1: driver %s loaded, writes %v", got.Loaded, got.Writes)
 	}
-	if got := sim.state("cp-1").Writes; !slices.Equal(got, []string{"etcd snapshot"}) {
+	if got := sim.Host("cp-1").Writes; !slices.Equal(got, []string{"etcd snapshot"}) {
 		t.Errorf("the control plane's writes: %v, want only the etcd snapshot", got)
 	}
 	if !strings.HasPrefix(state.Snapshot, "cp-1:"+upgrade.SnapshotDir+"/before-driver-590.48.01-") {
@@ -345,10 +362,10 @@ func TestUpgradeDriverRollsThroughTheAPI(t *testing.T) {
 
 	// Fixed, then resumed: gpu-2 finishes, gpu-3 (training) is handed back
 	// untouched, gpu-4 is upgraded; gpu-1 is not redone.
-	if err := sim.update("gpu-2", func(st *simState) { st.Broken = false }); err != nil {
+	if err := sim.Update("gpu-2", func(h *scriptsim.Host) { h.BreakAtBoot, h.SMIBroken = false, false }); err != nil {
 		t.Fatal(err)
 	}
-	before := len(sim.state("gpu-1").Writes)
+	before := len(sim.Host("gpu-1").Writes)
 	resumed, err := upgrade.LoadState(statePath)
 	if err != nil {
 		t.Fatal(err)
@@ -359,20 +376,20 @@ func TestUpgradeDriverRollsThroughTheAPI(t *testing.T) {
 			t.Errorf("%s after the resume: %s in %s: %v %s", w, h.Status, h.Phase, h.Err, h.Reason)
 		}
 	}
-	if h := hostResult(sum, "gpu-1"); h.Status != engine.StatusSkipped || len(sim.state("gpu-1").Writes) != before {
-		t.Errorf("gpu-1 after the resume: %s %q, writes %v: redone", h.Status, h.Reason, sim.state("gpu-1").Writes[before:])
+	if h := hostResult(sum, "gpu-1"); h.Status != engine.StatusSkipped || len(sim.Host("gpu-1").Writes) != before {
+		t.Errorf("gpu-1 after the resume: %s %q, writes %v: redone", h.Status, h.Reason, sim.Host("gpu-1").Writes[before:])
 	}
 	if h := hostResult(sum, "gpu-3"); h.Status != engine.StatusSkipped || !strings.Contains(h.Reason, "training still running (default/"+train.Name+")") {
 		t.Errorf("gpu-3: %s %q, want left alone for its training", h.Status, h.Reason)
 	}
-	if writes := sim.state("gpu-3").Writes; len(writes) > 0 {
+	if writes := sim.Host("gpu-3").Writes; len(writes) > 0 {
 		t.Errorf("gpu-3 runs training and was changed: %v", writes)
 	}
 	if got := trainingPod(t, cs); got.UID != train.UID || got.Status.Phase != corev1.PodRunning || got.DeletionTimestamp != nil || got.Spec.NodeName != "gpu-3" {
 		t.Errorf("the training pod was disturbed: %s %s on %s (deleting %v)", got.UID, got.Status.Phase, got.Spec.NodeName, got.DeletionTimestamp)
 	}
-	if len(sim.state("cp-1").Writes) != 1 {
-		t.Errorf("the snapshot was taken again on resume: %v", sim.state("cp-1").Writes)
+	if len(sim.Host("cp-1").Writes) != 1 {
+		t.Errorf("the snapshot was taken again on resume: %v", sim.Host("cp-1").Writes)
 	}
 	for _, w := range workers {
 		n, err := cs.CoreV1().Nodes().Get(ctx, w, metav1.GetOptions{})
@@ -391,8 +408,8 @@ func TestUpgradeDriverRollsThroughTheAPI(t *testing.T) {
 	// A third run with --force takes gpu-3 too: its training pod is
 	// evicted (after its hook), and it is upgraded.
 	sum, _, _ = runUpgrade(t, ctx, doc, kc, sim, upgrade.Options{Budget: upgrade.Budget{N: 1}, Force: true, Drain: upgrade.DrainOptions{Force: true, Timeout: time.Minute, GracePeriod: -1}})
-	if h := hostResult(sum, "gpu-3"); h.Status != engine.StatusOK || sim.state("gpu-3").Loaded != "590.48.01" {
-		t.Errorf("gpu-3 with --force: %s in %s %v, driver %s", h.Status, h.Phase, h.Err, sim.state("gpu-3").Loaded)
+	if h := hostResult(sum, "gpu-3"); h.Status != engine.StatusOK || sim.Host("gpu-3").Loaded != "590.48.01" {
+		t.Errorf("gpu-3 with --force: %s in %s %v, driver %s", h.Status, h.Phase, h.Err, sim.Host("gpu-3").Loaded)
 	}
 	// And a fourth changes nothing.
 	sum, f, _ = runUpgrade(t, ctx, doc, kc, sim, upgrade.Options{Budget: upgrade.Budget{N: 1}})
@@ -421,7 +438,7 @@ func TestUpgradeChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim := &gpuSim{dir: filepath.Join(dir, "sim")}
+	sim := scriptsim.Open(filepath.Join(dir, "sim"))
 	runUpgrade(t, context.Background(), string(doc), kc, sim, upgrade.Options{Budget: upgrade.Budget{N: 1}, State: state})
 	t.Fatal("the child finished the rollout: it was meant to be killed")
 }
@@ -436,12 +453,12 @@ func TestUpgradeDriverResumesAfterSIGKILL(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "sim"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	sim, err := newGPUSim(filepath.Join(dir, "sim"), workers, []string{"cp-1"}, "580.95.05")
+	sim, err := newUpgradeSim(filepath.Join(dir, "sim"), workers, []string{"cp-1"}, "580.95.05")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// gpu-2's reboot takes a while (refused dials at 10 ms): time to kill.
-	if err := sim.update("gpu-2", func(st *simState) { st.RebootDials = 3000 }); err != nil {
+	if err := sim.Update("gpu-2", func(h *scriptsim.Host) { h.RebootDials = 3000 }); err != nil {
 		t.Fatal(err)
 	}
 	doc := upgradeInventory(workers...)
@@ -465,7 +482,7 @@ func TestUpgradeDriverResumesAfterSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(2 * time.Minute)
-	for !slices.Contains(sim.state("gpu-2").Writes, "reboot") {
+	for !slices.Contains(sim.Host("gpu-2").Writes, "reboot") {
 		if time.Now().After(deadline) {
 			_ = child.Process.Kill()
 			b, _ := os.ReadFile(filepath.Join(dir, "child.out"))
@@ -491,8 +508,8 @@ func TestUpgradeDriverResumesAfterSIGKILL(t *testing.T) {
 	if st, _ := state.Node("gpu-1"); st.Status != upgrade.Done {
 		t.Fatalf("state of gpu-1 after the kill: %+v", st)
 	}
-	gpu1 := len(sim.state("gpu-1").Writes)
-	if err := sim.update("gpu-2", func(st *simState) { st.Rebooting = min(st.Rebooting, 1) }); err != nil {
+	gpu1 := len(sim.Host("gpu-1").Writes)
+	if err := sim.Update("gpu-2", func(h *scriptsim.Host) { h.Rebooting = min(h.Rebooting, 1) }); err != nil {
 		t.Fatal(err)
 	}
 	watch := watchUnschedulable(t, cs)
@@ -503,11 +520,11 @@ func TestUpgradeDriverResumesAfterSIGKILL(t *testing.T) {
 	if got := f.Upgrade.Order(); !slices.Equal(got, []string{"gpu-2", "gpu-3"}) {
 		t.Errorf("the resumed rollout took %v, want gpu-2 (left cordoned) then gpu-3", got)
 	}
-	if got := sim.state("gpu-1").Writes; len(got) != gpu1 {
+	if got := sim.Host("gpu-1").Writes; len(got) != gpu1 {
 		t.Errorf("gpu-1 was redone: %v", got[gpu1:])
 	}
 	for _, w := range workers {
-		if got := sim.state(w).Loaded; got != "590.48.01" {
+		if got := sim.Host(w).Loaded; got != "590.48.01" {
 			t.Errorf("%s runs driver %s", w, got)
 		}
 		n, err := cs.CoreV1().Nodes().Get(context.Background(), w, metav1.GetOptions{})

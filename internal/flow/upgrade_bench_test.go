@@ -63,7 +63,7 @@ spec:
   selector: {matchLabels: {app: serve}}
 `, n))
 	waitPods(t, c, n)
-	sim, err := newGPUSim(t.TempDir(), workers, []string{"cp-1"}, "580.95.05")
+	sim, err := newUpgradeSim(t.TempDir(), workers, []string{"cp-1"}, "580.95.05")
 	if err != nil {
 		t.Fatal(err)
 	}

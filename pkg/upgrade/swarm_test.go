@@ -3,135 +3,17 @@ package upgrade
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gpukit/gpukit/pkg/inventory"
-	"github.com/gpukit/gpukit/pkg/ssh"
 	"github.com/gpukit/gpukit/pkg/swarmapi"
+	"github.com/gpukit/gpukit/test/swarmsim"
 )
-
-// fakeManager answers the Swarm orchestrator's scripts as a manager's
-// docker would (recognised by their names): the nodes, `docker node
-// update`, and the tasks on a node; a drain shuts a node's tasks down at the
-// next look. The lab test (test/e2e) runs the same on real dockerd.
-type fakeManager struct {
-	mu      sync.Mutex
-	nodes   []*fakeNode
-	tasks   []*fakeTask
-	updates []string // "ID opts..."
-	runs    int
-}
-
-type fakeNode struct {
-	id, host, addr, availability, state string
-	gpus                                []string
-	labels                              map[string]string
-}
-
-type fakeTask struct {
-	id, service, mode, node, state string
-	slot                           int
-	gpus                           []string
-	labels                         map[string]string
-}
-
-func (f *fakeManager) run(_ context.Context, cmd ssh.Command) (ssh.Result, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.runs++
-	var out bytes.Buffer
-	switch cmd.Name {
-	case "read the swarm's nodes":
-		var list []map[string]any
-		for _, n := range f.nodes {
-			if len(cmd.Args) > 0 && !slices.Contains(cmd.Args, n.id) {
-				continue
-			}
-			var res []map[string]any
-			for _, g := range n.gpus {
-				res = append(res, map[string]any{"NamedResourceSpec": map[string]string{"Kind": swarmapi.GPUKind, "Value": g}})
-			}
-			list = append(list, map[string]any{"ID": n.id,
-				"Spec":        map[string]any{"Role": "worker", "Availability": n.availability, "Labels": n.labels},
-				"Description": map[string]any{"Hostname": n.host, "Resources": map[string]any{"GenericResources": res}},
-				"Status":      map[string]any{"State": n.state, "Addr": n.addr}})
-		}
-		b, _ := json.Marshal(list)
-		out.Write(b)
-	case "update swarm nodes":
-		args := cmd.Args
-		for len(args) > 0 {
-			id := args[0]
-			n, _ := strconv.Atoi(args[1])
-			opts := args[2 : 2+n]
-			args = args[2+n:]
-			f.updates = append(f.updates, id+" "+strings.Join(opts, " "))
-			node := f.node(id)
-			for i := 0; i+1 < len(opts); i += 2 {
-				switch opts[i] {
-				case "--availability":
-					node.availability = opts[i+1]
-				case "--label-add":
-					k, v, _ := strings.Cut(opts[i+1], "=")
-					node.labels[k] = v
-				case "--label-rm":
-					if _, ok := node.labels[opts[i+1]]; !ok {
-						return ssh.Result{}, fmt.Errorf("key %s doesn't exist in node's labels", opts[i+1])
-					}
-					delete(node.labels, opts[i+1])
-				}
-			}
-		}
-	case "read the nodes' tasks":
-		node := f.node(cmd.Args[0])
-		services := map[string]*fakeTask{}
-		for _, t := range f.tasks {
-			if t.node != node.id {
-				continue
-			}
-			if node.availability == "drain" && t.state == "running" {
-				t.state = "shutdown" // seen at the next look, as a real drain
-				continue
-			}
-			var assigned []map[string]any
-			for _, g := range t.gpus {
-				assigned = append(assigned, map[string]any{"NamedResourceSpec": map[string]string{"Kind": swarmapi.GPUKind, "Value": g}})
-			}
-			b, _ := json.Marshal(map[string]any{"ID": t.id, "ServiceID": "svc-" + t.service, "NodeID": t.node, "Slot": t.slot,
-				"DesiredState": "running", "Status": map[string]any{"State": t.state, "ContainerStatus": map[string]string{"ContainerID": strings.Repeat("c", 64)}},
-				"Spec": map[string]any{"ContainerSpec": map[string]any{"Labels": nil, "Env": nil}}, "GenericResources": assigned})
-			fmt.Fprintf(&out, "task=%s\n", b)
-			services[t.service] = t
-		}
-		for _, name := range slices.Sorted(maps.Keys(services)) {
-			t := services[name]
-			mode := map[string]string{"replicated": "Replicated", "global": "Global", "replicated-job": "ReplicatedJob"}[t.mode]
-			b, _ := json.Marshal(map[string]any{"ID": "svc-" + name, "Spec": map[string]any{"Name": name, "Labels": t.labels, "Mode": map[string]any{mode: map[string]any{}}}})
-			fmt.Fprintf(&out, "service=%s\n", b)
-		}
-	default:
-		return ssh.Result{}, fmt.Errorf("the fake manager does not know %q", cmd.Name)
-	}
-	return ssh.Result{Stdout: out.Bytes()}, nil
-}
-
-func (f *fakeManager) node(id string) *fakeNode {
-	for _, n := range f.nodes {
-		if n.id == id {
-			return n
-		}
-	}
-	panic("no node " + id)
-}
 
 func swarmID(n int) string { return fmt.Sprintf("node%021d", n) }
 
@@ -147,24 +29,26 @@ func TestSwarmOrchestrator(t *testing.T) {
 	inv := &inventory.Inventory{Machines: []inventory.Machine{
 		{Name: "m1", Address: "10.0.0.1"}, {Name: "gpu-1", Address: "10.0.0.11"}, {Name: "gpu-2", Address: "10.0.0.12"},
 	}}
-	f := &fakeManager{nodes: []*fakeNode{
-		{id: swarmID(1), host: "m1", addr: "10.0.0.1", availability: "active", state: "ready", labels: map[string]string{}},
-		{id: swarmID(9), host: "gpu-1", addr: "10.0.0.11", availability: "active", state: "down", labels: map[string]string{}},
-		{id: swarmID(2), host: "gpu-1", addr: "10.0.0.11", availability: "active", state: "ready", gpus: []string{"GPU-a", "GPU-b"},
-			labels: map[string]string{swarmapi.LabelGPUCount: "2"}},
-		{id: swarmID(3), host: "renamed", addr: "10.0.0.12", availability: "pause", state: "ready", gpus: []string{"GPU-c"}, labels: map[string]string{}},
-		{id: swarmID(4), host: "elsewhere", addr: "10.0.0.99", availability: "active", state: "ready", labels: map[string]string{}},
-	}, tasks: []*fakeTask{
-		{id: "t1", service: "serve", mode: "replicated", node: swarmID(2), state: "running", slot: 1, gpus: []string{"GPU-a"}},
-		{id: "t2", service: "train", mode: "replicated-job", node: swarmID(2), state: "running", slot: 1, gpus: []string{"GPU-b"},
-			labels: map[string]string{AnnotationCheckpoint: "signal:USR1", AnnotationCheckpointTimeout: "30s"}},
-		{id: "t3", service: "agent", mode: "global", node: swarmID(2), state: "running"},
-		{id: "t4", service: "old", mode: "replicated", node: swarmID(2), state: "shutdown", slot: 2},
-		{id: "t5", service: "notebook", mode: "replicated", node: swarmID(3), state: "running", slot: 1, gpus: []string{"GPU-c"},
-			labels: map[string]string{AnnotationTraining: "true"}},
-	}}
+	f := swarmsim.New(swarmsim.Options{})
+	f.Nodes = []*swarmsim.Node{
+		{ID: swarmID(1), Hostname: "m1", Addr: "10.0.0.1", Availability: "active", State: "ready", Labels: map[string]string{}},
+		{ID: swarmID(9), Hostname: "gpu-1", Addr: "10.0.0.11", Availability: "active", State: "down", Labels: map[string]string{}},
+		{ID: swarmID(2), Hostname: "gpu-1", Addr: "10.0.0.11", Availability: "active", State: "ready", GPUs: []string{"GPU-a", "GPU-b"},
+			Labels: map[string]string{swarmapi.LabelGPUCount: "2"}},
+		{ID: swarmID(3), Hostname: "renamed", Addr: "10.0.0.12", Availability: "pause", State: "ready", GPUs: []string{"GPU-c"}, Labels: map[string]string{}},
+		{ID: swarmID(4), Hostname: "elsewhere", Addr: "10.0.0.99", Availability: "active", State: "ready", Labels: map[string]string{}},
+	}
+	f.Tasks = []*swarmsim.Task{
+		{ID: "t1", Service: "serve", Mode: "replicated", Node: swarmID(2), State: "running", Slot: 1, GPUs: []string{"GPU-a"}},
+		{ID: "t2", Service: "train", Mode: "replicated-job", Node: swarmID(2), State: "running", Slot: 1, GPUs: []string{"GPU-b"},
+			Labels: map[string]string{AnnotationCheckpoint: "signal:USR1", AnnotationCheckpointTimeout: "30s"}},
+		{ID: "t3", Service: "agent", Mode: "global", Node: swarmID(2), State: "running"},
+		{ID: "t4", Service: "old", Mode: "replicated", Node: swarmID(2), State: "shutdown", Slot: 2},
+		{ID: "t5", Service: "notebook", Mode: "replicated", Node: swarmID(3), State: "running", Slot: 1, GPUs: []string{"GPU-c"},
+			Labels: map[string]string{AnnotationTraining: "true"}},
+	}
 	requests := 0
-	s := &Swarm{Inventory: inv, Run: f.run, Poll: time.Millisecond, count: func() { requests++ }}
+	s := &Swarm{Inventory: inv, Run: f.Remote("m1"), Poll: time.Millisecond, count: func() { requests++ }}
 
 	nodes, err := s.Nodes(ctx)
 	if err != nil {
@@ -202,10 +86,10 @@ func TestSwarmOrchestrator(t *testing.T) {
 		t.Errorf("a dry-run's drain of gpu-1: %v %v", move, err)
 	}
 	err = s.Drain(ctx, "gpu-1", DrainOptions{Timeout: time.Second}, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "train.1") || f.nodes[2].availability != "active" || len(f.updates) != 0 {
-		t.Errorf("a drain with training on the node: %v (availability %s)", err, f.nodes[2].availability)
+	if err == nil || !strings.Contains(err.Error(), "train.1") || f.Nodes[2].Availability != "active" || len(f.Updates) != 0 {
+		t.Errorf("a drain with training on the node: %v (availability %s)", err, f.Nodes[2].Availability)
 	}
-	f.tasks[1].state = "complete"
+	f.Tasks[1].State = "complete"
 	var log bytes.Buffer
 	if err := s.Drain(ctx, "gpu-1", DrainOptions{Timeout: time.Second}, &log); err != nil {
 		t.Fatal(err)
@@ -213,29 +97,29 @@ func TestSwarmOrchestrator(t *testing.T) {
 	if nodes, _ = s.Nodes(ctx); !slices.ContainsFunc(nodes, func(n Node) bool { return n.Name == "gpu-1" && n.Unschedulable && n.Ours }) {
 		t.Errorf("gpu-1 after the drain: %+v", nodes)
 	}
-	if f.nodes[2].availability != "drain" || f.nodes[2].labels[LabelCordoned] == "" || !strings.Contains(log.String(), "task serve.1 shut down") || !strings.Contains(log.String(), "task agent."+swarmID(2)+" shut down") {
-		t.Errorf("drain: %s, log:\n%s", f.nodes[2].availability, log.String())
+	if f.Nodes[2].Availability != "drain" || f.Nodes[2].Labels[LabelCordoned] == "" || !strings.Contains(log.String(), "task serve.1 shut down") || !strings.Contains(log.String(), "task agent."+swarmID(2)+" shut down") {
+		t.Errorf("drain: %s, log:\n%s", f.Nodes[2].Availability, log.String())
 	}
 	if err := s.WaitGPUs(ctx, "gpu-1", 2, time.Second); err != nil {
 		t.Error(err)
 	}
-	f.nodes[2].gpus = nil
+	f.Nodes[2].GPUs = nil
 	if err := s.WaitGPUs(ctx, "gpu-1", 2, 20*time.Millisecond); err == nil || !strings.Contains(err.Error(), "0 of 2 GPUs advertised") {
 		t.Errorf("a node that lost its GPUs: %v", err)
 	}
 	if err := s.Uncordon(ctx, "gpu-1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := f.nodes[2].labels[LabelCordoned]; ok || f.nodes[2].availability != "active" {
-		t.Errorf("uncordon: %s %v", f.nodes[2].availability, f.nodes[2].labels)
+	if _, ok := f.Nodes[2].Labels[LabelCordoned]; ok || f.Nodes[2].Availability != "active" {
+		t.Errorf("uncordon: %s %v", f.Nodes[2].Availability, f.Nodes[2].Labels)
 	}
 	// Given back already: nothing to change, no update.
-	before := len(f.updates)
-	if err := s.Uncordon(ctx, "gpu-1"); err != nil || len(f.updates) != before {
-		t.Errorf("a second uncordon: %v, updates %v", err, f.updates[before:])
+	before := len(f.Updates)
+	if err := s.Uncordon(ctx, "gpu-1"); err != nil || len(f.Updates) != before {
+		t.Errorf("a second uncordon: %v, updates %v", err, f.Updates[before:])
 	}
-	if requests != f.runs {
-		t.Errorf("%d requests counted, %d made", requests, f.runs)
+	if requests != f.Commands() {
+		t.Errorf("%d requests counted, %d made", requests, f.Commands())
 	}
 }
 

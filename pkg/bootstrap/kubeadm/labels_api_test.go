@@ -21,22 +21,8 @@ import (
 	"github.com/gpukit/gpukit/pkg/preflight"
 	"github.com/gpukit/gpukit/pkg/ssh"
 	"github.com/gpukit/gpukit/test/cluster"
+	"github.com/gpukit/gpukit/test/gpusim/scriptsim"
 )
-
-// gpuRows are nvidia-smi query rows (index, uuid, name, memory MiB, driver,
-// MIG mode, persistence) as the probe prints them, per host.
-var gpuRows = map[string][]string{
-	"gpu-1": repeat(8, "NVIDIA H100 80GB HBM3, 81559, 590.48.01"),
-	"gpu-2": repeat(4, "NVIDIA L40S, 46068, 595.58.03"),
-}
-
-func repeat(n int, gpu string) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = fmt.Sprintf("%d, GPU-%d, %s, Disabled, Enabled", i, i, gpu)
-	}
-	return out
-}
 
 // apiHandler answers what kubernetes/kubeconfig and kubernetes/labels run
 // over SSH for a cluster that exists: the hosts' facts, the control plane's
@@ -45,14 +31,12 @@ func apiHandler(c *cluster.Cluster, server string) enginetest.Handler {
 	fake := newFakeKube()
 	fake.host("cp-1").apiserver = true
 	fake.host("cp-1").server = server
+	h100 := scriptsim.Installed("590.48.01", 8) // the GPU simulator's default capture
+	l40s := scriptsim.Installed("595.58.03", 4)
+	l40s.Capture = "l40s__drv595.80"
+	fake.machines["gpu-1"], fake.machines["gpu-2"] = &h100, &l40s
 	return func(ctx context.Context, e *enginetest.Executor, cmd ssh.Command) (ssh.Result, error) {
 		switch cmd.Name {
-		case "probe facts":
-			s := fmt.Sprintf("os.id=debian\nos.version=12\nhostname=%s\ninit=systemd\n", e.Host)
-			for _, row := range gpuRows[e.Host] {
-				s += "nvidia_smi.gpu=" + row + "\n"
-			}
-			return ssh.Result{Stdout: []byte(s)}, nil
 		case "read the admin kubeconfig":
 			b, err := os.ReadFile(c.Kubeconfig)
 			return ssh.Result{Stdout: b}, err

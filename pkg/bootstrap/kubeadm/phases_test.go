@@ -18,6 +18,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/ssh"
+	"github.com/gpukit/gpukit/test/gpusim/scriptsim"
 )
 
 // token is the canary: neither the bootstrap token nor the certificate key
@@ -32,10 +33,12 @@ type fakeKube struct {
 	// cpJoins are control-plane joins in flight, cpJoinPeak their most.
 	cpJoins, cpJoinPeak atomic.Int32
 
-	mu    sync.Mutex
-	gpus  map[string]bool
-	hosts map[string]*fakeKubeHost
-	keys  []string // certificate keys the control plane received
+	mu sync.Mutex
+	// machines are the GPU hosts as the GPU simulator models them (their
+	// facts); the others have no GPU.
+	machines map[string]*scriptsim.Host
+	hosts    map[string]*fakeKubeHost
+	keys     []string // certificate keys the control plane received
 }
 
 type fakeKubeHost struct {
@@ -47,10 +50,14 @@ type fakeKubeHost struct {
 	config                         string // kubeadm's configuration, as sent
 }
 
+// newFakeKube is a fleet whose hosts gpus have an H100 each (UUID GPU-host)
+// at driver 580.95.05.
 func newFakeKube(gpus ...string) *fakeKube {
-	f := &fakeKube{gpus: map[string]bool{}, hosts: map[string]*fakeKubeHost{}}
+	f := &fakeKube{machines: map[string]*scriptsim.Host{}, hosts: map[string]*fakeKubeHost{}}
 	for _, g := range gpus {
-		f.gpus[g] = true
+		m := scriptsim.Installed("580.95.05", 1)
+		m.UUIDs = []string{"GPU-" + g}
+		f.machines[g] = &m
 	}
 	return f
 }
@@ -83,11 +90,12 @@ func (f *fakeKube) handle(_ context.Context, e *enginetest.Executor, cmd ssh.Com
 	}
 	switch cmd.Name {
 	case "probe facts":
-		s := fmt.Sprintf("os.id=debian\nos.version=12\nhostname=%s\ninit=systemd\n", e.Host)
-		if f.gpus[e.Host] {
-			s += "pci.gpu=0000:01:00.0 0x2330\nnvidia_smi.gpu=0, GPU-" + e.Host + ", NVIDIA H100 80GB HBM3, 81559, 580.95.05, Disabled, Enabled\n"
+		m := f.machines[e.Host]
+		if m == nil {
+			cpu := scriptsim.CPU()
+			m = &cpu
 		}
-		return out("%s", s)
+		return m.Run(e.Host, cmd)
 	case "read what the kubelet still lacks":
 		if h.prepared {
 			return out("")
