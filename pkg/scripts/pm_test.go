@@ -105,3 +105,29 @@ echo "Setting up $*"
 	}
 	t.Error("the install died with the script that started it")
 }
+
+// nvidia-smi on a wedged GPU: the call is bounded, says so, and the
+// fallback to the text report does not wait a second time.
+func TestSmiBounded(t *testing.T) {
+	t.Parallel()
+	cmd, err := GPUStatus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cmd.Script[strings.Index(cmd.Script, "smi_wedged="):]
+	s = s[:strings.Index(s, "\n}\n")+3]
+	s = strings.ReplaceAll(s, "timeout -k 5 60 nvidia-smi", "timeout -k 1 1 nvidia-smi")
+	bin, calls := t.TempDir(), filepath.Join(t.TempDir(), "calls")
+	writeExec(t, filepath.Join(bin, "nvidia-smi"), "echo call >>"+calls+"\nsleep 100\n")
+	start := time.Now()
+	out, err := exec.Command("bash", "-c", "set -euo pipefail\nexport PATH="+bin+":$PATH\n"+s+"smi -q -x || smi -q || true\n").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("took %s", took)
+	}
+	if b, _ := os.ReadFile(calls); string(b) != "call\n" || strings.Count(string(out), "did not answer within 60s") != 2 {
+		t.Errorf("nvidia-smi called %q, output:\n%s", b, out)
+	}
+}

@@ -5,11 +5,17 @@ export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 # XID reports of this boot (NVRM: Xid lines; nvidia-smi -q shows none).
 # Read-only.
 # smi is nvidia-smi within a bound: on a wedged GPU it never returns, and the
-# step would wait for its deadline with nothing said. 124: it did not answer.
+# step would wait for its deadline with nothing said. 124: it did not answer;
+# once it did not, later calls (a fallback to the text report) fail at once
+# instead of waiting again.
+smi_wedged=
 smi() {
   local rc=0
-  timeout -k 5 60 nvidia-smi "$@" || rc=$?
-  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo "nvidia-smi did not answer within 60s (a wedged GPU or driver)" >&2; fi
+  if [ -z "$smi_wedged" ]; then timeout -k 5 60 nvidia-smi "$@" || rc=$?; else rc=124; fi
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    smi_wedged=1
+    echo "nvidia-smi did not answer within 60s (a wedged GPU or driver)" >&2
+  fi
   return "$rc"
 }
 if ! command -v nvidia-smi >/dev/null 2>&1; then

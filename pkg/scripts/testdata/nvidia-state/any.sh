@@ -5,11 +5,17 @@ export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 # of the NVIDIA layer reads it before it decides, so a second run on a
 # converged host finds nothing to do.
 # smi is nvidia-smi within a bound: on a wedged GPU it never returns, and the
-# step would wait for its deadline with nothing said. 124: it did not answer.
+# step would wait for its deadline with nothing said. 124: it did not answer;
+# once it did not, later calls (a fallback to the text report) fail at once
+# instead of waiting again.
+smi_wedged=
 smi() {
   local rc=0
-  timeout -k 5 60 nvidia-smi "$@" || rc=$?
-  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo "nvidia-smi did not answer within 60s (a wedged GPU or driver)" >&2; fi
+  if [ -z "$smi_wedged" ]; then timeout -k 5 60 nvidia-smi "$@" || rc=$?; else rc=124; fi
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    smi_wedged=1
+    echo "nvidia-smi did not answer within 60s (a wedged GPU or driver)" >&2
+  fi
   return "$rc"
 }
 kv() { printf '%s=%s\n' "$1" "$2"; }
