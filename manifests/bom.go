@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -32,6 +33,7 @@ type BOM struct {
 	Images      []Image        `json:"images" yaml:"images"`
 	Kubeflow    Kubeflow       `json:"kubeflow" yaml:"kubeflow"`
 	CUDADrivers []CUDADriver   `json:"cudaDrivers" yaml:"cudaDrivers"`
+	SigningKeys []SigningKey   `json:"signingKeys" yaml:"signingKeys"`
 }
 
 // Defaults are the versions a host gets when the inventory names none.
@@ -85,6 +87,58 @@ type KubeflowRelease struct {
 type CUDADriver struct {
 	CUDA      string `json:"cuda" yaml:"cuda"`
 	MinDriver string `json:"minDriver" yaml:"minDriver"`
+}
+
+// The package repositories whose signing keys the bill pins.
+const (
+	RepoCUDA             = "cuda"
+	RepoContainerToolkit = "container-toolkit"
+	RepoKubernetes       = "kubernetes"
+	RepoDocker           = "docker"
+)
+
+// SigningKey pins the OpenPGP key that signs one package repository: a host
+// fetches File from the repository's base URL (or the site's mirror of it)
+// and trusts it only when every primary key in it has one of Fingerprints.
+type SigningKey struct {
+	Repository string `json:"repository" yaml:"repository"`
+	// PackageManager is apt or dnf; empty for a key that signs both.
+	PackageManager string `json:"packageManager,omitempty" yaml:"packageManager,omitempty"`
+	// File is the key's path under the repository's base URL.
+	File string `json:"file" yaml:"file"`
+	// Fingerprints are full v4 (40 hex digits) or v5/v6 (64) fingerprints,
+	// upper case, without spaces.
+	Fingerprints []string `json:"fingerprints" yaml:"fingerprints"`
+}
+
+var (
+	fingerprintRE = regexp.MustCompile(`^[0-9A-F]{40}([0-9A-F]{24})?$`)
+	keyFileRE     = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$`)
+)
+
+// CheckFingerprint accepts a full OpenPGP fingerprint as CheckSigningKey wants it.
+func CheckFingerprint(f string) error {
+	if !fingerprintRE.MatchString(f) {
+		return fmt.Errorf("fingerprint %q: want a full fingerprint, 40 (v4) or 64 (v5, v6) upper-case hex digits", f)
+	}
+	return nil
+}
+
+// CheckSigningKey checks a key's file name and fingerprints: both end up in
+// a root script on every host.
+func CheckSigningKey(k SigningKey) error {
+	if !keyFileRE.MatchString(k.File) {
+		return fmt.Errorf("signing key file %q", k.File)
+	}
+	if len(k.Fingerprints) == 0 {
+		return fmt.Errorf("signing key %s pins no fingerprint", k.File)
+	}
+	for _, f := range k.Fingerprints {
+		if err := CheckFingerprint(f); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // parsed is the embedded bill, read once: it is part of the binary, so a
@@ -174,6 +228,21 @@ func (b *BOM) check() error {
 		need(fmt.Sprintf("cudaDrivers[%d].cuda", i), r.CUDA)
 		need(fmt.Sprintf("cudaDrivers[%d].minDriver", i), r.MinDriver)
 	}
+	for _, repo := range []string{RepoCUDA, RepoContainerToolkit, RepoKubernetes, RepoDocker} {
+		for _, pm := range []string{"apt", "dnf"} {
+			if _, ok := b.SigningKey(repo, pm); !ok {
+				errs = append(errs, "signingKeys: no key for the "+repo+" repository ("+pm+")")
+			}
+		}
+	}
+	for i, k := range b.SigningKeys {
+		if err := CheckSigningKey(k); err != nil {
+			errs = append(errs, fmt.Sprintf("signingKeys[%d]: %v", i, err))
+		}
+		if k.PackageManager != "" && k.PackageManager != "apt" && k.PackageManager != "dnf" {
+			errs = append(errs, fmt.Sprintf("signingKeys[%d].packageManager %q: want apt, dnf or none", i, k.PackageManager))
+		}
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
@@ -200,6 +269,18 @@ func (b *BOM) Image(name string) Image {
 		}
 	}
 	panic(fmt.Sprintf("manifests: bom.yaml pins no image %q", name))
+}
+
+// SigningKey returns the key that signs repository repo (Repo*) for package
+// manager pm (apt, dnf), as a copy.
+func (b *BOM) SigningKey(repo, pm string) (SigningKey, bool) {
+	for _, k := range b.SigningKeys {
+		if k.Repository == repo && (k.PackageManager == "" || k.PackageManager == pm) {
+			k.Fingerprints = slices.Clone(k.Fingerprints)
+			return k, true
+		}
+	}
+	return SigningKey{}, false
 }
 
 // KubeflowVersions are the releases gpukit deploys, oldest first (a fresh

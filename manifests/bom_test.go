@@ -27,6 +27,22 @@ func TestBill(t *testing.T) {
 	if b.KubeflowVersions()[0] == "changed" {
 		t.Error("KubeflowVersions shares the bill's slice")
 	}
+	for _, tc := range []struct{ repo, pm, file, fpr string }{
+		{RepoCUDA, "apt", "3bf863cc.pub", "EB693B3035CD5710E231E123A4B469963BF863CC"},
+		{RepoCUDA, "dnf", "D42D0685.pub", "610C7B14E068A878070DA4E99CD0A493D42D0685"},
+		{RepoContainerToolkit, "dnf", "gpgkey", "C95B321B61E88C1809C4F759DDCAE044F796ECB0"},
+		{RepoKubernetes, "dnf", "repodata/repomd.xml.key", "DE15B14486CD377B9E876E1A234654DA9A296436"},
+		{RepoDocker, "apt", "gpg", "9DC858229FC7DD38854AE2D88D81803C0EBFCD88"},
+	} {
+		k, ok := b.SigningKey(tc.repo, tc.pm)
+		if !ok || k.File != tc.file || len(k.Fingerprints) != 1 || k.Fingerprints[0] != tc.fpr {
+			t.Errorf("SigningKey(%s, %s) = %+v, %v", tc.repo, tc.pm, k, ok)
+		}
+		k.Fingerprints[0] = "changed"
+		if k2, _ := b.SigningKey(tc.repo, tc.pm); k2.Fingerprints[0] == "changed" {
+			t.Error("SigningKey shares the bill's slice")
+		}
+	}
 	if len(b.CUDADrivers) < 10 || b.CUDADrivers[len(b.CUDADrivers)-1].CUDA != "13.1" {
 		t.Errorf("cudaDrivers: %+v", b.CUDADrivers)
 	}
@@ -40,6 +56,11 @@ func TestParseRefuses(t *testing.T) {
 		{"default kubeflow not released", strings.Replace(good, `default: "26.03"`, `default: "27.01"`, 1), "kubeflow.default 27.01"},
 		{"chart twice", strings.Replace(good, "  - name: cilium\n", "  - name: flannel\n", 1), "chart flannel listed twice"},
 		{"minors", strings.Replace(good, "maxMinor: 37", "maxMinor: 30", 1), "minors 34 to 30"},
+		{"short fingerprint", strings.Replace(good, "[9DC858229FC7DD38854AE2D88D81803C0EBFCD88]", "[0EBFCD88]", 1), `fingerprint "0EBFCD88"`},
+		{"lower-case fingerprint", strings.Replace(good, "[9DC858229FC7DD38854AE2D88D81803C0EBFCD88]", "[9dc858229fc7dd38854ae2d88d81803c0ebfcd88]", 1), "upper-case"},
+		{"key file escapes", strings.Replace(good, "file: gpgkey", "file: ../gpgkey", 1), `signing key file "../gpgkey"`},
+		{"key file quote", strings.Replace(good, "file: gpgkey", `file: "gpg'key"`, 1), "signing key file"},
+		{"no docker key for dnf", strings.Replace(good, "    packageManager: dnf\n    file: gpg\n", "    packageManager: apt\n    file: gpg\n", 1), "no key for the docker repository (dnf)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.doc))

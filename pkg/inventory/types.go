@@ -363,4 +363,20 @@ type Mirrors struct {
 	// containerd on every node pulls those registries' images from it. host[:port][/path];
 	// http://host[:port][/path] for one that speaks plain HTTP.
 	Registry string `yaml:"registry,omitempty" json:"registry,omitempty"`
+	// SigningKeys name the keys of package mirrors re-signed with the site's own key, by full
+	// fingerprint (40 hex digits; gpg's spaced form is read too). A host trusts a mirror's key
+	// only when its fingerprint is listed: here for a re-signed mirror, else in gpukit's bill of
+	// materials (the upstream repository's own key, for a mirror that copies it as it is).
+	SigningKeys MirrorKeys `yaml:"signingKeys,omitempty" json:"signingKeys,omitempty"`
+}
+
+// MirrorKeys are the fingerprints of the keys that sign re-signed mirrors,
+// one list per package mirror.
+type MirrorKeys struct {
+	// NVIDIA signs spec.mirrors.nvidia: the CUDA and the container toolkit repositories.
+	NVIDIA []string `yaml:"nvidia,omitempty" json:"nvidia,omitempty"`
+	// Kubernetes signs spec.mirrors.kubernetes.
+	Kubernetes []string `yaml:"kubernetes,omitempty" json:"kubernetes,omitempty"`
+	// Docker signs spec.mirrors.docker.
+	Docker []string `yaml:"docker,omitempty" json:"docker,omitempty"`
 }

@@ -6,6 +6,8 @@ import (
 	gopath "path"
 	"slices"
 	"strings"
+
+	"github.com/gpukit/gpukit/manifests"
 )
 
 // checkAddons checks ingress, monitoring, storage and Kubeflow.
@@ -146,7 +148,24 @@ func (c *checker) checkMirrors(m *Mirrors) {
 			// may change it, and no signature covers it.
 			c.errorf(p+".charts", "chart mirror %s is plain HTTP: charts are fetched over https only (or from a directory on this machine: /path or file:///path)", q(f.v))
 		default:
-			c.warnf(p+"."+f.name, "mirror %s is plain HTTP: anyone on the path can see what the hosts install, and only the repository's signing key stands between them and root on every host", q(f.v))
+			c.warnf(p+"."+f.name, "mirror %s is plain HTTP: anyone on the path can see what the hosts install (the packages are still checked against the repository's pinned signing key)", q(f.v))
+		}
+	}
+	for _, f := range []struct {
+		name, mirror string
+		fprs         []string
+	}{
+		{"nvidia", m.NVIDIA, m.SigningKeys.NVIDIA}, {"kubernetes", m.Kubernetes, m.SigningKeys.Kubernetes}, {"docker", m.Docker, m.SigningKeys.Docker},
+	} {
+		kp := p + ".signingKeys." + f.name
+		if len(f.fprs) > 0 && f.mirror == "" {
+			c.errorf(kp, "signing keys for spec.mirrors.%s, which is not set: the upstream repository is checked against gpukit's own pinned key", f.name)
+			continue
+		}
+		for i, fpr := range f.fprs {
+			if err := manifests.CheckFingerprint(NormalizeFingerprint(fpr)); err != nil {
+				c.errorf(fmt.Sprintf("%s[%d]", kp, i), "signing key %s is not a full fingerprint: want the 40 hex digits (v4 key; 64 for v5/v6) that gpg --show-keys prints; a short key ID can be forged", q(fpr))
+			}
 		}
 	}
 	if r := m.Registry; r != "" {

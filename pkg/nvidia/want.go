@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpukit/gpukit/manifests"
 	"github.com/gpukit/gpukit/pkg/compat"
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/inventory"
@@ -109,9 +110,7 @@ func Decide(inv *inventory.Inventory, m inventory.Machine, f *facts.Facts) (Want
 		if fam.Family == osfamily.Debian12 {
 			w.Repo.Components = []string{"contrib"}
 		}
-		if fam.PackageManager == osfamily.Dnf {
-			w.Repo.RPMKey = "D42D0685.pub"
-		}
+		w.Repo.Key = spec.Mirrors.SigningKey(manifests.RepoCUDA, string(fam.PackageManager))
 		switch {
 		case fam.PackageManager == osfamily.Dnf && !w.DKMS:
 			w.Stream, w.Packages = branch, []string{"nvidia-driver", "nvidia-driver-cuda"}
@@ -163,6 +162,7 @@ func Decide(inv *inventory.Inventory, m inventory.Machine, f *facts.Facts) (Want
 	}
 	w.ContainerToolkit = scripts.ContainerToolkitParams{
 		Family: fam, RepoURL: toolkitBase, Version: spec.Versions.ContainerToolkit, DebArch: debArch,
+		Key:      spec.Mirrors.SigningKey(manifests.RepoContainerToolkit, string(fam.PackageManager)),
 		Runtimes: runtimes(spec.Orchestrator, spec.Versions.Runtime), SetAsDefault: spec.Orchestrator == inventory.Swarm,
 	}
 	return w, nil

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpukit/gpukit/manifests"
 	"github.com/gpukit/gpukit/pkg/osfamily"
 	"github.com/gpukit/gpukit/pkg/ssh"
 )
@@ -48,6 +49,8 @@ type KubePackagesParams struct {
 	// RepoURL is the minor's repository, ending in "/":
 	// https://pkgs.k8s.io/core:/stable:/v1.37/deb/ (rpm/ on dnf hosts).
 	RepoURL string
+	// Key is the repository's signing key.
+	Key manifests.SigningKey
 	// Version is the Kubernetes release, 1.37.2: Packages are pinned to it.
 	Version string
 	// Packages are pinned to Version and held; Extra are held at their newest.
@@ -64,6 +67,9 @@ func (p KubePackagesParams) Validate() error {
 	}
 	if err := checkBaseURL("kubernetes repository", p.RepoURL); err != nil {
 		return err
+	}
+	if err := manifests.CheckSigningKey(p.Key); err != nil {
+		return fmt.Errorf("kubernetes repository: %w", err)
 	}
 	m := kubeMinorRepo.FindStringSubmatch(p.RepoURL)
 	want := "deb"
@@ -119,6 +125,8 @@ type ContainerdParams struct {
 	// RepoURL is Docker's repository for the family, ending in "/"
 	// (ContainerdFromDocker only).
 	RepoURL string
+	// Key is that repository's signing key.
+	Key manifests.SigningKey
 	// Version is containerd.io's upstream version (2.3.1); "" for the
 	// distribution's.
 	Version string
@@ -144,6 +152,9 @@ func (p ContainerdParams) Validate() error {
 		}
 		if err := checkBaseURL("docker repository", p.RepoURL); err != nil {
 			return err
+		}
+		if err := manifests.CheckSigningKey(p.Key); err != nil {
+			return fmt.Errorf("docker repository: %w", err)
 		}
 	case ContainerdFromDistribution:
 		if p.RepoURL != "" {

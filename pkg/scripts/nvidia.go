@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/gpukit/gpukit/manifests"
 	"github.com/gpukit/gpukit/pkg/osfamily"
 	"github.com/gpukit/gpukit/pkg/ssh"
 )
@@ -133,8 +134,8 @@ type NVIDIARepoParams struct {
 	RepoURL string
 	// Arch is the repository's architecture directory (x86_64, sbsa).
 	Arch string
-	// RPMKey is the signing key's file name in a dnf repository.
-	RPMKey string
+	// Key is the repository's signing key (cuda-repo).
+	Key manifests.SigningKey
 	// Components are apt components to enable on the distribution's own
 	// sources (Debian: contrib non-free non-free-firmware).
 	Components []string
@@ -157,8 +158,8 @@ func (p NVIDIARepoParams) Validate() error {
 		if p.Arch != "x86_64" && p.Arch != "sbsa" {
 			return fmt.Errorf("repository architecture %q: want x86_64 or sbsa", p.Arch)
 		}
-		if p.Family.PackageManager == osfamily.Dnf && !regexp.MustCompile(`^[A-Za-z0-9]+\.pub$`).MatchString(p.RPMKey) {
-			return fmt.Errorf("repository key file %q", p.RPMKey)
+		if err := manifests.CheckSigningKey(p.Key); err != nil {
+			return fmt.Errorf("CUDA repository: %w", err)
 		}
 		return checkBaseURL("CUDA repository", p.RepoURL)
 	case "distribution":
@@ -287,6 +288,8 @@ type ContainerToolkitParams struct {
 	Family osfamily.Info
 	// RepoURL is the libnvidia-container repository base, ending in "/".
 	RepoURL string
+	// Key is the repository's signing key.
+	Key manifests.SigningKey
 	// Version is X.Y.Z.
 	Version string
 	// DebArch is the Debian architecture (amd64, arm64).
@@ -324,6 +327,9 @@ func (p ContainerToolkitParams) Validate() error {
 				return fmt.Errorf("runtime configuration file %q", f)
 			}
 		}
+	}
+	if err := manifests.CheckSigningKey(p.Key); err != nil {
+		return fmt.Errorf("container toolkit repository: %w", err)
 	}
 	return checkBaseURL("container toolkit repository", p.RepoURL)
 }

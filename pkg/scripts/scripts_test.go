@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpukit/gpukit/manifests"
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/osfamily"
 	"github.com/gpukit/gpukit/pkg/ssh"
@@ -111,12 +112,22 @@ func cases() []goldenCase {
 	return out
 }
 
+// bomKey is the bill of materials' key for a repository.
+func bomKey(repo, pm string) manifests.SigningKey {
+	k, ok := manifests.Bill().SigningKey(repo, pm)
+	if !ok {
+		panic(repo + " " + pm)
+	}
+	return k
+}
+
 // familyCases are the scripts that differ per OS family, with the
 // parameters pkg/nvidia gives a typical host of the family.
 func familyCases(f osfamily.Info) []goldenCase {
 	fam := string(f.Family)
 	cuda := "https://developer.download.nvidia.com/compute/cuda/repos/" + f.CUDARepo + "/x86_64/"
-	repo := NVIDIARepoParams{Family: f, Source: "cuda-repo", RepoURL: cuda, Arch: "x86_64", RPMKey: "D42D0685.pub"}
+	pm := string(f.PackageManager)
+	repo := NVIDIARepoParams{Family: f, Source: "cuda-repo", RepoURL: cuda, Arch: "x86_64", Key: bomKey(manifests.RepoCUDA, pm)}
 	driver := NVIDIADriverParams{Family: f, Version: "580.95.05", Packages: []string{"nvidia-open"}, Stream: "580-open"}
 	fm := FabricManagerParams{Family: f, Package: "nvidia-fabricmanager", Version: "580.95.05"}
 	if f.Family == osfamily.Debian12 {
@@ -140,6 +151,7 @@ func familyCases(f osfamily.Info) []goldenCase {
 		{containerToolkitTemplate.name, fam, "", func() (ssh.Command, error) {
 			return ContainerToolkit(ContainerToolkitParams{
 				Family: f, RepoURL: "https://nvidia.github.io/libnvidia-container/", Version: "1.20.0", DebArch: "amd64",
+				Key: bomKey(manifests.RepoContainerToolkit, pm),
 				Runtimes: []RuntimeConfig{
 					{Name: "containerd", Binary: "containerd", Service: "containerd", ConfigFiles: []string{"/etc/containerd/config.toml", "/etc/containerd/conf.d/99-nvidia.toml"}},
 					{Name: "docker", Binary: "dockerd", Service: "docker", ConfigFiles: []string{"/etc/docker/daemon.json"}},
@@ -151,7 +163,7 @@ func familyCases(f osfamily.Info) []goldenCase {
 		}},
 	}
 	// The Docker engine: Debian's docker.io, Docker's repository elsewhere.
-	engine := DockerEngineParams{Family: f, Source: DockerCE, Version: "28.2.2",
+	engine := DockerEngineParams{Family: f, Source: DockerCE, Version: "28.2.2", Key: bomKey(manifests.RepoDocker, pm),
 		Packages: []string{"docker-ce", "docker-ce-cli"}, Extra: []string{"containerd.io"}}
 	switch f.PackageManager {
 	case osfamily.Apt:
@@ -166,7 +178,7 @@ func familyCases(f osfamily.Info) []goldenCase {
 		}})
 	}
 	out = append(out, goldenCase{dockerEngineTemplate.name, fam, "", func() (ssh.Command, error) { return DockerEngine(engine) }})
-	kube := KubePackagesParams{Family: f, RepoURL: "https://pkgs.k8s.io/core:/stable:/v1.37/deb/", Version: "1.37.2",
+	kube := KubePackagesParams{Family: f, RepoURL: "https://pkgs.k8s.io/core:/stable:/v1.37/deb/", Version: "1.37.2", Key: bomKey(manifests.RepoKubernetes, pm),
 		Packages: []string{"kubeadm", "kubelet", "kubectl"}, Extra: []string{"cri-tools"}}
 	if f.PackageManager == osfamily.Dnf {
 		kube.RepoURL = "https://pkgs.k8s.io/core:/stable:/v1.37/rpm/"
@@ -176,7 +188,7 @@ func familyCases(f osfamily.Info) []goldenCase {
 		return KubeState(KubeStateParams{Family: f, Packages: []string{"kubeadm", "kubelet", "kubectl", "cri-tools", "containerd.io"},
 			KubernetesVersion: "v1.37.2", ImageRepository: "registry.example.com:5000/k8s"})
 	}})
-	ctrd := ContainerdParams{Family: f, Source: ContainerdFromDocker, RepoURL: engine.RepoURL, Version: "2.3.1",
+	ctrd := ContainerdParams{Family: f, Source: ContainerdFromDocker, RepoURL: engine.RepoURL, Version: "2.3.1", Key: bomKey(manifests.RepoDocker, pm),
 		Packages: []string{"containerd.io"}, Extra: []string{"containernetworking-plugins"}, CNIDir: "/usr/lib/cni"}
 	if f.Family == osfamily.Debian12 {
 		ctrd.RepoURL = "https://download.docker.com/linux/debian/"

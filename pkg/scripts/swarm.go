@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpukit/gpukit/manifests"
 	"github.com/gpukit/gpukit/pkg/osfamily"
 	"github.com/gpukit/gpukit/pkg/ssh"
 )
@@ -48,6 +49,8 @@ type DockerEngineParams struct {
 	// RepoURL is Docker's repository for the family, ending in "/"
 	// (https://download.docker.com/linux/ubuntu/); DockerCE only.
 	RepoURL string
+	// Key is that repository's signing key (DockerCE).
+	Key manifests.SigningKey
 	// Version is the engine's upstream version (28.2.2); Packages are pinned
 	// to it. Empty (distribution only): what the OS ships.
 	Version string
@@ -70,6 +73,9 @@ func (p DockerEngineParams) Validate() error {
 	case DockerCE:
 		if p.Version == "" {
 			return fmt.Errorf("no docker version")
+		}
+		if err := manifests.CheckSigningKey(p.Key); err != nil {
+			return fmt.Errorf("docker repository: %w", err)
 		}
 		return checkBaseURL("docker repository", p.RepoURL)
 	case DockerDistribution:

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpukit/gpukit/manifests"
+	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/osfamily"
 	"github.com/gpukit/gpukit/pkg/scripts"
 	"github.com/gpukit/gpukit/test/lab"
@@ -30,8 +32,10 @@ func TestKubePackagesScriptInTheLab(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := strings.TrimPrefix(Version(kube), "v")
+	mirrors := inventory.Mirrors{Kubernetes: pkgs.URL, SigningKeys: inventory.MirrorKeys{Kubernetes: []string{pkgs.KeyFingerprint}}}
 	cmd, err := scripts.KubePackages(scripts.KubePackagesParams{Family: fam, RepoURL: pkgs.Kubernetes, Version: v,
-		Packages: []string{"kubeadm", "kubelet", "kubectl"}, Extra: []string{"cri-tools"}})
+		Packages: []string{"kubeadm", "kubelet", "kubectl"}, Extra: []string{"cri-tools"},
+		Key: mirrors.SigningKey(manifests.RepoKubernetes, "apt")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,6 +46,9 @@ type Packages struct {
 	Versions map[string]string
 	// Dir is URL's directory on this machine.
 	Dir string
+	// KeyFingerprint is the test key's: the inventory's
+	// spec.mirrors.signingKeys for both mirrors, as a site's re-signed mirror.
+	KeyFingerprint string
 }
 
 // Minor is "v1.37" of "v1.37.2".
@@ -160,7 +163,7 @@ func PublishPackages(t testing.TB, labDir, bridge, kube, rt string) Packages {
 	}
 	base := fmt.Sprintf("http://%s:8080/kubernetes/%s/", bridge, hash)
 	t.Logf("Kubernetes %s lab packages %s in %s: %s", Version(kube), how, time.Since(began).Round(time.Millisecond), base)
-	p := Packages{URL: base, Kubernetes: base + k8sDir, Docker: base + dockerDir, Dir: dir, Versions: map[string]string{}}
+	p := Packages{URL: base, Kubernetes: base + k8sDir, Docker: base + dockerDir, Dir: dir, Versions: map[string]string{}, KeyFingerprint: key.Fingerprint}
 	for _, r := range tree.Repos {
 		for _, d := range r.Debs {
 			p.Versions[d.Name] = d.Version

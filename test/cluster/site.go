@@ -109,6 +109,13 @@ func (s Site) WriteInventory(src, dst, kube string) error {
 	m := mapping(spec, "mirrors")
 	setScalar(m, "kubernetes", s.Packages.URL)
 	setScalar(m, "docker", s.Packages.URL)
+	// The lab's mirrors are signed with a test key, as a site re-signs its
+	// mirrors with its own: the hosts trust it by its fingerprint only.
+	keys := mapping(m, "signingKeys")
+	for _, mirror := range []string{"kubernetes", "docker"} {
+		set(keys, mirror, &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Style: yaml.FlowStyle,
+			Content: []*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: s.Packages.KeyFingerprint}}})
+	}
 	setScalar(m, "registry", s.Registry)
 	// flannel (gpukit's default) from the chart archives, its images from
 	// the registry; without the archives no CNI, and the nodes stay NotReady.

@@ -3,7 +3,10 @@ package gpusim
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpukit/gpukit/manifests"
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/nvidia"
@@ -329,10 +333,42 @@ func TestLabGPUSimulator(t *testing.T) {
 	})
 
 	t.Run("repository", func(t *testing.T) {
+		cudaRepo := func(url string, key manifests.SigningKey) (ssh.Command, error) {
+			return scripts.NVIDIARepo(scripts.NVIDIARepoParams{Family: deb12, Source: "cuda-repo", Arch: "x86_64",
+				RepoURL: url, Components: []string{"contrib"}, Key: key})
+		}
+		sources := "ls /usr/share/keyrings/cuda-archive-keyring.gpg /etc/apt/sources.list.d/cuda-debian12-x86_64.list 2>&1"
+		// The inventory forgot to name the mirror's key: the mirror's key is
+		// not NVIDIA's, and nothing is written.
+		res, err := h2.try(t)(cudaRepo(repo.CUDA, (inventory.Mirrors{}).SigningKey(manifests.RepoCUDA, "apt")))
+		if want := "key " + repo.KeyFingerprint + " is not pinned (pinned: EB693B3035CD5710E231E123A4B469963BF863CC)"; err == nil || !strings.Contains(string(res.Stderr), want) {
+			t.Errorf("a mirror's key not pinned: %v, want a refusal with %q:\n%s", err, want, lab.Tail(res.Stderr))
+		}
+		if out, _ := h2.sh(t, sources); strings.Count(out, "No such file") != 2 {
+			t.Errorf("after the refusal:\n%s", out)
+		}
+		// A mirror whose key is pinned but whose indexes another key signed
+		// (Debian's archive keys pinned, the test key signing): apt refuses
+		// it, naming the key.
+		foreign, fprs := foreignMirror(t, l.LabDir(), repo)
+		res, err = h2.try(t)(cudaRepo(foreign, manifests.SigningKey{File: cudaKeyFile, Fingerprints: fprs}))
+		if want := "NO_PUBKEY " + repo.KeyFingerprint[24:]; err == nil || !strings.Contains(string(res.Stdout)+string(res.Stderr), want) {
+			t.Errorf("indexes signed by a key not pinned: %v, want apt's refusal with %q:\n%s\n%s", err, want, lab.Tail(res.Stdout), lab.Tail(res.Stderr))
+		}
+		// A keyring already there is checked: lab-3's holds Debian's keys.
+		h3.sh(t, "cp /usr/share/keyrings/debian-archive-keyring.gpg /usr/share/keyrings/cuda-archive-keyring.gpg")
 		parallel(t, hosts, func(t *testing.T, h *simHost) {
 			h.must(t)(scripts.NVIDIARepo(scripts.NVIDIARepoParams{Family: deb12, Source: "cuda-repo", Arch: "x86_64",
-				RepoURL: repo.CUDA, Components: []string{"contrib"}}))
+				RepoURL: repo.CUDA, Components: []string{"contrib"}, Key: testKey(repo, manifests.RepoCUDA)}))
 		})
+		if out, _ := h3.sh(t, "cmp /usr/share/keyrings/cuda-archive-keyring.gpg /usr/share/keyrings/debian-archive-keyring.gpg"); !strings.Contains(out, "differ") {
+			t.Errorf("lab-3's planted keyring was kept: %s", out)
+		}
+		for _, h := range hosts { // converged: nothing to change
+			if out := h.must(t)(cudaRepo(repo.CUDA, testKey(repo, manifests.RepoCUDA))); strings.Contains(out, "changed") {
+				t.Errorf("%s, second run: %s", h.name, out)
+			}
+		}
 		out, _ := h1.sh(t, "cat /etc/apt/sources.list.d/cuda-debian12-x86_64.list; apt-cache policy nvidia-open")
 		if !strings.Contains(out, "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] "+repo.CUDA+" /") ||
 			!strings.Contains(out, "Candidate: 590.48.01-1") || !strings.Contains(out, "580.95.05-1 600") {
@@ -447,7 +483,7 @@ func TestLabGPUSimulator(t *testing.T) {
 		}
 		h1.sh(t, `mkdir -p /etc/docker && echo '{"log-level": "warn"}' >/etc/docker/daemon.json`)
 		out = h1.must(t)(scripts.ContainerToolkit(scripts.ContainerToolkitParams{Family: deb12, RepoURL: repo.ContainerToolkit,
-			Version: "1.20.0", DebArch: "amd64"}))
+			Version: "1.20.0", DebArch: "amd64", Key: testKey(repo, manifests.RepoContainerToolkit)}))
 		if !strings.Contains(out, "NVIDIA Container Toolkit CLI version 1.20.0") {
 			t.Errorf("container toolkit: %s", out)
 		}
@@ -503,4 +539,75 @@ func TestLabGPUSimulator(t *testing.T) {
 			t.Errorf("lab-3 after the boot: module %q, smi %q", s.ModuleLoaded, s.SMIError)
 		}
 	})
+}
+
+// testKey is the key a host trusts for one of the stand-in repositories:
+// the bill of materials' file, the test key's fingerprint.
+func testKey(r Repo, repo string) manifests.SigningKey {
+	m := inventory.Mirrors{NVIDIA: r.URL, SigningKeys: inventory.MirrorKeys{NVIDIA: []string{r.KeyFingerprint}}}
+	return m.SigningKey(repo, "apt")
+}
+
+// foreignMirror copies the CUDA stand-in repository (hard links) to a mirror
+// of its own in the lab's web root whose key file holds Debian's archive
+// keys instead of the key that signed it; it returns the mirror's URL and
+// those keys' fingerprints.
+func foreignMirror(t *testing.T, labDir string, r Repo) (string, []string) {
+	t.Helper()
+	name := fmt.Sprintf("gpusim-foreign-%d", os.Getpid())
+	src := filepath.Join(r.Dir, "cuda", "repos", "debian12", "x86_64")
+	dst := filepath.Join(labDir, "repo", "www", name)
+	os.RemoveAll(dst)
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dst) })
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Type().IsRegular() && e.Name() != cudaKeyFile {
+			if err := os.Link(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	const debian = "/usr/share/keyrings/debian-archive-keyring.gpg"
+	b, err := os.ReadFile(debian)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dst, cudaKeyFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("gpg", "--batch", "--with-colons", "--show-keys", debian).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a primary key's fingerprint is the first fpr after its pub (rvk
+	// records may come between)
+	var fprs []string
+	primary := false
+	for _, line := range strings.Split(string(out), "\n") {
+		switch f := strings.Split(line, ":"); f[0] {
+		case "pub":
+			primary = true
+		case "sub":
+			primary = false
+		case "fpr":
+			if primary {
+				fprs = append(fprs, f[9])
+			}
+			primary = false
+		}
+	}
+	if len(fprs) == 0 {
+		t.Fatalf("no keys in %s", debian)
+	}
+	u, err := url.Parse(r.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Scheme + "://" + u.Host + "/" + name + "/", fprs
 }

@@ -78,7 +78,8 @@ func (r Repo) Inventory(l *lab.Lab, dir string) (string, error) {
 }
 
 // WriteInventory writes the lab inventory src to dst with spec.mirrors.nvidia
-// naming these stand-in repositories.
+// naming these stand-in repositories, and their test key's fingerprint as
+// spec.mirrors.signingKeys.nvidia.
 func (r Repo) WriteInventory(src, dst string) error {
 	b, err := os.ReadFile(src)
 	if err != nil {
@@ -88,7 +89,8 @@ func (r Repo) WriteInventory(src, dst string) error {
 	done := false
 	for i, line := range lines {
 		if strings.HasPrefix(strings.TrimSpace(line), "nvidia:") && strings.HasPrefix(line, "    ") {
-			lines[i] = "    nvidia: " + r.URL + "  # " + Label + " stand-in repositories (test only)"
+			lines[i] = "    nvidia: " + r.URL + "  # " + Label + " stand-in repositories (test only)\n" +
+				"    signingKeys: {nvidia: [" + r.KeyFingerprint + "]}  # their TEST key"
 			done = true
 			break
 		}

@@ -43,6 +43,9 @@ type Repo struct {
 	Reused bool
 }
 
+// cudaKeyFile is the name of the key in NVIDIA's CUDA repositories for apt.
+const cudaKeyFile = "3bf863cc.pub"
+
 // repoPort is the lab repository's port (test/lab: http://BRIDGE:8080/).
 const repoPort = "8080"
 
@@ -136,7 +139,10 @@ func Publish(ctx context.Context, labDir, bridge string) (Repo, error) {
 				Release: release("NVIDIA CUDA")}, // the label cuda-keyring's pin names
 			toolkitDir: {Debs: toolkitPackages(a, bin), Release: release("libnvidia-container")},
 		},
-		Files: map[string][]byte{"libnvidia-container/gpgkey": key.Armored, "README": []byte(readme)},
+		// The keys where NVIDIA's repositories have them, under NVIDIA's names;
+		// the hosts trust them by the test key's fingerprint (the inventory's
+		// spec.mirrors.signingKeys.nvidia), as a site's re-signed mirror.
+		Files: map[string][]byte{cudaDir + cudaKeyFile: key.Armored, "libnvidia-container/gpgkey": key.Armored, "README": []byte(readme)},
 		Key:   key,
 	}
 	dir, hash, reused, err := tree.Publish(ctx, filepath.Join(labDir, "repo", "www", "gpusim"))

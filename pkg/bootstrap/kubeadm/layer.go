@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gpukit/gpukit/manifests"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/inventory"
@@ -126,6 +127,7 @@ func Sources(inv *inventory.Inventory, f *facts.Facts) (scripts.KubePackagesPara
 	pk := scripts.KubePackagesParams{
 		Family: fam, Version: v, Packages: kubePackages, Extra: kubeExtra,
 		RepoURL: withSlash(cmp.Or(s.Mirrors.Kubernetes, DefaultPackagesURL)) + "core:/stable:/v" + v[:strings.LastIndexByte(v, '.')] + "/" + kind + "/",
+		Key:     s.Mirrors.SigningKey(manifests.RepoKubernetes, string(fam.PackageManager)),
 	}
 	ct := scripts.ContainerdParams{Family: fam, CNIDir: cniDir, Extra: []string{"containernetworking-plugins"}}
 	if s.Kubernetes.Containerd.Source == inventory.ContainerdFromDistribution {
@@ -138,6 +140,7 @@ func Sources(inv *inventory.Inventory, f *facts.Facts) (scripts.KubePackagesPara
 		ct.Source, ct.Packages = scripts.ContainerdFromDocker, []string{dockerContainerdPackage}
 		ct.Version = cmp.Or(s.Versions.ContainerRuntime, inventory.DefaultContainerdVersion)
 		ct.RepoURL = withSlash(cmp.Or(s.Mirrors.Docker, DefaultDockerURL)) + "linux/" + dir + "/"
+		ct.Key = s.Mirrors.SigningKey(manifests.RepoDocker, string(fam.PackageManager))
 	}
 	return pk, ct, nil
 }

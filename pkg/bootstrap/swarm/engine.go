@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gpukit/gpukit/manifests"
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/osfamily"
@@ -38,6 +39,7 @@ func Engine(inv *inventory.Inventory, f *facts.Facts) (scripts.DockerEngineParam
 	}
 	return scripts.DockerEngineParams{
 		Family: fam, Source: scripts.DockerCE, RepoURL: base + "linux/" + dir + "/",
+		Key:      inv.Cluster.Spec.Mirrors.SigningKey(manifests.RepoDocker, string(fam.PackageManager)),
 		Version:  cmp.Or(v, inventory.DefaultDockerVersion),
 		Packages: []string{"docker-ce", "docker-ce-cli"}, Extra: []string{"containerd.io"},
 	}, nil

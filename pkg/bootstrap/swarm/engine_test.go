@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/gpukit/gpukit/manifests"
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/scripts"
@@ -12,8 +13,8 @@ import (
 func TestEngine(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name, osID, osVersion, version, mirror string
-		want                                   scripts.DockerEngineParams
+		name, osID, osVersion, version, mirror, siteKey string
+		want                                            scripts.DockerEngineParams
 	}{
 		{name: "Debian: its docker.io, unpinned", osID: "debian", osVersion: "12",
 			want: scripts.DockerEngineParams{Source: scripts.DockerDistribution, Packages: []string{"docker.io"}}},
@@ -21,9 +22,15 @@ func TestEngine(t *testing.T) {
 			want: scripts.DockerEngineParams{Source: scripts.DockerDistribution, Version: "20.10.24", Packages: []string{"docker.io"}}},
 		{name: "Ubuntu: Docker's repository at the default version", osID: "ubuntu", osVersion: "24.04",
 			want: scripts.DockerEngineParams{Source: scripts.DockerCE, RepoURL: "https://download.docker.com/linux/ubuntu/", Version: inventory.DefaultDockerVersion,
+				Key:      manifests.SigningKey{Repository: "docker", PackageManager: "apt", File: "gpg", Fingerprints: []string{"9DC858229FC7DD38854AE2D88D81803C0EBFCD88"}},
 				Packages: []string{"docker-ce", "docker-ce-cli"}, Extra: []string{"containerd.io"}}},
 		{name: "Rocky: a mirror", osID: "rocky", osVersion: "9.4", version: "27.5.1", mirror: "http://mirror.local/docker",
 			want: scripts.DockerEngineParams{Source: scripts.DockerCE, RepoURL: "http://mirror.local/docker/linux/rhel/", Version: "27.5.1",
+				Key:      manifests.SigningKey{Repository: "docker", PackageManager: "dnf", File: "gpg", Fingerprints: []string{"060A61C51B558A7F742B77AAC52FEB6B621E9F35"}},
+				Packages: []string{"docker-ce", "docker-ce-cli"}, Extra: []string{"containerd.io"}}},
+		{name: "Ubuntu: a mirror re-signed by the site", osID: "ubuntu", osVersion: "22.04", mirror: "https://mirror.local/docker", siteKey: "5a3c 0f1e 77b2 9d44 8e61  c0a9 3b7d 2e5f 9911 ab02",
+			want: scripts.DockerEngineParams{Source: scripts.DockerCE, RepoURL: "https://mirror.local/docker/linux/ubuntu/", Version: inventory.DefaultDockerVersion,
+				Key:      manifests.SigningKey{Repository: "docker", PackageManager: "apt", File: "gpg", Fingerprints: []string{"5A3C0F1E77B29D448E61C0A93B7D2E5F9911AB02"}},
 				Packages: []string{"docker-ce", "docker-ce-cli"}, Extra: []string{"containerd.io"}}},
 	}
 	for _, tt := range tests {
@@ -32,6 +39,9 @@ func TestEngine(t *testing.T) {
 			inv := &inventory.Inventory{}
 			inv.Cluster.Spec.Versions.ContainerRuntime = tt.version
 			inv.Cluster.Spec.Mirrors.Docker = tt.mirror
+			if tt.siteKey != "" {
+				inv.Cluster.Spec.Mirrors.SigningKeys.Docker = []string{tt.siteKey}
+			}
 			got, err := Engine(inv, &facts.Facts{OS: facts.OS{ID: tt.osID, Version: tt.osVersion}})
 			if err != nil {
 				t.Fatal(err)

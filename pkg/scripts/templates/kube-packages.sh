@@ -6,29 +6,25 @@
 {{template "put"}}
 {{template "pkgver" .}}
 {{template "fetch"}}
+{{template "keys"}}
 base={{quote .RepoURL}}
 {{- if eq .Family.PackageManager "apt"}}
-keyring=/etc/apt/keyrings/kubernetes-apt-keyring.asc
 changed=0
-if [ ! -s "$keyring" ]; then
-  mkdir -p /etc/apt/keyrings
-  tmp=$(mktemp)
-  fetch "${base}Release.key" "$tmp"
-  install -m 0644 "$tmp" "$keyring"
-  rm -f "$tmp"
-  changed=1
-fi
+keyring=/etc/apt/keyrings/kubernetes-apt-keyring.gpg
+if pinned_key "${base}"{{quote .Key.File}} "$keyring" gpg {{quoteEach .Key.Fingerprints}}; then changed=1; fi
 # One minor's repository at a time: another minor's would offer its
 # versions as upgrades.
 if put /etc/apt/sources.list.d/kubernetes.list "deb [signed-by=$keyring] $base /"; then changed=1; fi
 if [ "$changed" = 1 ]; then apt-get update -q; fi
 {{- else}}
+key=/etc/pki/rpm-gpg/gpukit-kubernetes.asc
+pinned_key "${base}"{{quote .Key.File}} "$key" asc {{quoteEach .Key.Fingerprints}} || true
 put /etc/yum.repos.d/kubernetes.repo "[kubernetes]
 name=Kubernetes
 baseurl=$base
 enabled=1
 gpgcheck=1
-gpgkey=${base}repodata/repomd.xml.key" || true
+gpgkey=file://$key" || true
 {{- end}}
 {{template "pinned" .}}
 systemctl enable -q kubelet

@@ -6,17 +6,12 @@
 {{template "pm"}}
 {{template "fetch"}}
 {{template "put"}}
+{{template "keys"}}
 base={{quote .RepoURL}}
 {{- if eq .Family.PackageManager "apt"}}
 changed=0
-keyring=/usr/share/keyrings/nvidia-container-toolkit-keyring.asc
-if [ ! -s "$keyring" ]; then
-  tmp=$(mktemp)
-  fetch "${base}gpgkey" "$tmp"
-  install -m 0644 "$tmp" "$keyring"
-  rm -f "$tmp"
-  changed=1
-fi
+keyring=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg
+if pinned_key "${base}"{{quote .Key.File}} "$keyring" gpg {{quoteEach .Key.Fingerprints}}; then changed=1; fi
 list=/etc/apt/sources.list.d/nvidia-container-toolkit.list
 line="deb [signed-by=$keyring] ${base}stable/deb/{{.DebArch}} /"
 if put "$list" "$line"; then changed=1; fi
@@ -28,6 +23,8 @@ apt-get install -y -q --no-install-recommends --allow-downgrades \
   "${pkgs[@]/%/=$v}"
 apt-mark hold "${pkgs[@]}" >/dev/null
 {{- else}}
+key=/etc/pki/rpm-gpg/gpukit-nvidia-container-toolkit.asc
+pinned_key "${base}"{{quote .Key.File}} "$key" asc {{quoteEach .Key.Fingerprints}} || true
 repo=/etc/yum.repos.d/nvidia-container-toolkit.repo
 want="[nvidia-container-toolkit]
 name=nvidia-container-toolkit
@@ -35,7 +32,7 @@ baseurl=${base}stable/rpm/\$basearch
 enabled=1
 gpgcheck=0
 repo_gpgcheck=1
-gpgkey=${base}gpgkey"
+gpgkey=file://$key"
 put "$repo" "$want" || true
 v={{quote .Version}}-1
 pkgs=({{quoteEach .Packages}})

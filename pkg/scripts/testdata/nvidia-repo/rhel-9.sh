@@ -60,13 +60,165 @@ put() {
 }
 changed=0
 base=https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/
+# fetch URL FILE: downloads with whatever the host has (curl, wget, python3).
+fetch() {
+  if command -v curl >/dev/null 2>&1; then
+    curl -fsSL --retry 3 -o "$2" "$1"
+  elif command -v wget >/dev/null 2>&1; then
+    wget -q -O "$2" "$1"
+  elif command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])' "$1" "$2"
+  else
+    echo "gpukit: cannot download $1: no curl, wget or python3 on this host" >&2
+    return 1
+  fi
+}
+# A repository's signing key comes from its base URL - often the site's
+# mirror, the very server it is to check - so it is trusted only when every
+# primary key in it has a fingerprint gpukit pins (its bill of materials, or
+# the inventory's for a mirror re-signed by the site). The fingerprints are
+# computed here from the key's packets (RFC 4880, RFC 9580) with coreutils,
+# as a host may have no gpg; apt reads the very bytes that were checked.
+
+# key_bytes FILE OFFSET COUNT: those bytes, as unsigned decimals.
+key_bytes() { od -An -v -tu1 -j "$2" -N "$3" -- "$1"; }
+
+# key_binary IN OUT: the OpenPGP data in IN - binary, or one ASCII-armored
+# public key block - as binary in OUT.
+key_binary() {
+  local first
+  first=$(key_bytes "$1" 0 1) || return 1
+  first=${first// /}
+  if [ -n "$first" ] && [ "$first" -ge 128 ]; then
+    cp -- "$1" "$2"
+    return
+  fi
+  [ "$(grep -c -- '^-----BEGIN PGP PUBLIC KEY BLOCK-----' "$1")" = 1 ] || return 1
+  awk '
+    /^-----BEGIN PGP PUBLIC KEY BLOCK-----/ { s = 1; next }
+    s == 1 && /^[ \t\r]*$/ { s = 2; next }
+    s == 1 && /^[A-Za-z]+: / { next }
+    s == 1 { s = 2 }
+    s == 2 && /^-----END PGP PUBLIC KEY BLOCK-----/ { s = 3; exit }
+    s == 2 && /^=/ { next }
+    s == 2 { print }
+    END { exit s == 3 ? 0 : 1 }' "$1" | tr -d ' \t\r' | base64 -d >"$2" 2>/dev/null
+}
+
+# key_fingerprints FILE: the fingerprint of each primary key in the binary
+# OpenPGP data FILE, one per line. Fails on anything but a public key's
+# packets (a secret key, a truncated or partial packet, trailing bytes).
+key_fingerprints() {
+  local f=$1 size off=0 b tag len hl body v hdr n=0
+  local -a h
+  size=$(stat -c %s -- "$f") || return 1
+  while [ "$off" -lt "$size" ]; do
+    read -r -a h <<<"$(key_bytes "$f" "$off" 6)"
+    b=${h[0]:-0}
+    if [ $((b & 0x80)) = 0 ]; then return 1; fi
+    if [ $((b & 0x40)) != 0 ]; then
+      tag=$((b & 0x3f))
+      if [ "${h[1]:-0}" -lt 192 ]; then len=${h[1]:-0} hl=2
+      elif [ "${h[1]}" -lt 224 ]; then len=$(((h[1] - 192) * 256 + ${h[2]:-0} + 192)) hl=3
+      elif [ "${h[1]}" = 255 ]; then len=$(((${h[2]:-0} << 24) | (${h[3]:-0} << 16) | (${h[4]:-0} << 8) | ${h[5]:-0})) hl=6
+      else return 1 # a partial length: never in a key
+      fi
+    else
+      tag=$(((b >> 2) & 15))
+      case $((b & 3)) in
+        0) len=${h[1]:-0} hl=2 ;;
+        1) len=$(((${h[1]:-0} << 8) | ${h[2]:-0})) hl=3 ;;
+        2) len=$(((${h[1]:-0} << 24) | (${h[2]:-0} << 16) | (${h[3]:-0} << 8) | ${h[4]:-0})) hl=5 ;;
+        *) return 1 ;;
+      esac
+    fi
+    body=$((off + hl))
+    if [ "$len" -le 0 ] || [ $((body + len)) -gt "$size" ]; then return 1; fi
+    case $tag in
+      6)
+        v=$(key_bytes "$f" "$body" 1)
+        case ${v// /} in
+          4) printf -v hdr '\\x99\\x%02x\\x%02x' $((len >> 8)) $((len & 255)) ;;
+          5) printf -v hdr '\\x9a\\x%02x\\x%02x\\x%02x\\x%02x' $((len >> 24)) $(((len >> 16) & 255)) $(((len >> 8) & 255)) $((len & 255)) ;;
+          6) printf -v hdr '\\x9b\\x%02x\\x%02x\\x%02x\\x%02x' $((len >> 24)) $(((len >> 16) & 255)) $(((len >> 8) & 255)) $((len & 255)) ;;
+          *) return 1 ;;
+        esac
+        { printf '%b' "$hdr"; tail -c +$((body + 1)) -- "$f" | head -c "$len"; } |
+          if [ "${v// /}" = 4 ]; then sha1sum; else sha256sum; fi | cut -d' ' -f1 | tr a-f A-F
+        n=$((n + 1))
+        ;;
+      2 | 12 | 13 | 14 | 17) ;; # signatures, trust, user IDs, subkeys, user attributes
+      *) return 1 ;;
+    esac
+    off=$((body + len))
+  done
+  [ "$n" -gt 0 ]
+}
+
+# key_unpinned FILE FPR...: prints the fingerprint of each primary key in
+# the binary OpenPGP data FILE that is not among FPR; fails when FILE is
+# not an OpenPGP public key.
+key_unpinned() {
+  local f=$1 fprs p
+  shift
+  fprs=$(key_fingerprints "$f") || return 1
+  for p in $fprs; do
+    case " $* " in *" $p "*) ;; *) echo "$p" ;; esac
+  done
+}
+
+# pinned_key URL KEYRING FORMAT FPR...: makes KEYRING hold the key at URL,
+# binary (FORMAT gpg: apt's signed-by) or as fetched (asc: an armored key,
+# for apt and rpm), once every primary key in it is among FPR. A KEYRING
+# already there is checked the same way and kept, or fetched again. True
+# when KEYRING changed; the script stops at a key that is not pinned.
+pinned_key() {
+  local url=$1 keyring=$2 format=$3 dir bad
+  shift 3
+  dir=$(mktemp -d)
+  if [ -s "$keyring" ] && key_binary "$keyring" "$dir/cur" &&
+    { [ "$format" = asc ] || cmp -s -- "$keyring" "$dir/cur"; } &&
+    bad=$(key_unpinned "$dir/cur" "$@") && [ -z "$bad" ]; then
+    rm -rf -- "$dir"
+    return 1
+  fi
+  if [ -e "$keyring" ]; then
+    echo "gpukit: $keyring does not hold only a pinned key ($*): fetching it again"
+  fi
+  if ! fetch "$url" "$dir/key"; then
+    rm -rf -- "$dir"
+    echo "gpukit: cannot download the signing key $url" >&2
+    exit 1
+  fi
+  if ! key_binary "$dir/key" "$dir/key.gpg" || ! bad=$(key_unpinned "$dir/key.gpg" "$@"); then
+    rm -rf -- "$dir"
+    echo "gpukit: refusing $url: not an OpenPGP public key" >&2
+    exit 1
+  fi
+  if [ -n "$bad" ]; then
+    rm -rf -- "$dir"
+    echo "gpukit: refusing the signing key $url: key ${bad//$'\n'/ } is not pinned (pinned: $*);" \
+      "a mirror re-signed with the site's own key names that key in spec.mirrors.signingKeys" >&2
+    exit 1
+  fi
+  mkdir -p -- "${keyring%/*}"
+  if [ "$format" = gpg ]; then
+    install -m 0644 -- "$dir/key.gpg" "$keyring"
+  else
+    install -m 0644 -- "$dir/key" "$keyring"
+  fi
+  rm -rf -- "$dir"
+  echo "gpukit: installed the signing key $url ($*) as $keyring"
+}
+key=/etc/pki/rpm-gpg/gpukit-cuda.asc
+if pinned_key "${base}"D42D0685.pub "$key" asc 610C7B14E068A878070DA4E99CD0A493D42D0685; then changed=1; fi
 repo=/etc/yum.repos.d/cuda-rhel9.repo
 want="[cuda-rhel9-x86_64]
 name=cuda-rhel9-x86_64
 baseurl=$base
 enabled=1
 gpgcheck=1
-gpgkey=${base}D42D0685.pub"
+gpgkey=file://$key"
 if put "$repo" "$want"; then changed=1; fi
 # DKMS and the driver's build dependencies: CRB (9) or PowerTools (8), and EPEL.
 dnf config-manager --set-enabled crb 2>/dev/null || true
