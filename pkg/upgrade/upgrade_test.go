@@ -1,11 +1,13 @@
 package upgrade
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -216,5 +218,55 @@ func TestTailBuffer(t *testing.T) {
 	_, _ = b.Write([]byte("saved\n"))
 	if got := b.String(); got != "[...]"+"noise\nsaved\n"[len("noise\nsaved\n")-8:] || len(got) != 8+len("[...]") {
 		t.Errorf("long output kept %q", got)
+	}
+}
+
+// The disk where the rollout state is written fills up: Save says so (the
+// rollout stops on a record it could not keep), and the state saved before
+// is still there, whole. A real full filesystem: a 64 KiB tmpfs (root).
+func TestStateSaveOnAFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k,mode=0700"); err != nil {
+		if os.Getenv("GPUKIT_LAB") == "1" {
+			t.Fatalf("mounting a tmpfs (GPUKIT_LAB=1 runs this as root): %v", err)
+		}
+		t.Skipf("mounting a tmpfs needs root: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+	path := filepath.Join(dir, "lab.driver.json")
+	now := time.Date(2026, 12, 4, 15, 0, 0, 0, time.UTC)
+	s := NewState(path, "lab", "inventory.yaml", Target{Driver: "590.48.01"}, now)
+	if err := s.Set("gpu-1", Done, "", now); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fill the rest of the filesystem.
+	f, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for err == nil {
+		_, err = f.Write(make([]byte, 4096))
+	}
+	f.Close()
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("filling the tmpfs: %v", err)
+	}
+	err = s.Set("gpu-2", InProgress, "", now.Add(time.Minute))
+	if err == nil || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Save on a full disk: %v, want ENOSPC", err)
+	}
+	if !strings.Contains(err.Error(), dir) {
+		t.Errorf("the error does not name the file: %v", err)
+	}
+	after, _ := os.ReadFile(path)
+	if string(after) != string(before) {
+		t.Errorf("the state saved before changed:\n%s\nwant\n%s", after, before)
+	}
+	if got, err := LoadState(path); err != nil || got.Nodes["gpu-1"].Status != Done {
+		t.Errorf("LoadState after: %v %+v", err, got)
 	}
 }

@@ -802,9 +802,55 @@ func TestLabKubernetesVariants(t *testing.T) {
 				wg.Go(func() { l.UseDebianMirror(t, h.Name) })
 			}
 			wg.Wait()
+			// The canary (HA: join tokens and a certificate key): a site's
+			// registry password in a containerd hosts.toml gpukit reads, and
+			// every process's command line sampled during the run.
+			const registryCanary = "gpukit-canary-registry-7f3e9c21"
+			var cmdlines *sampler
+			if c.name == "ha-3-control-planes" {
+				auth := base64.StdEncoding.EncodeToString([]byte("robot:" + registryCanary))
+				l.SSH(t, "lab-2", "mkdir -p /etc/containerd/certs.d/private.example.com && cat >/etc/containerd/certs.d/private.example.com/hosts.toml <<'EOF'\n"+
+					"server = \"https://private.example.com\"\n[host.\"https://private.example.com\"]\n  capabilities = [\"pull\", \"resolve\"]\n"+
+					"  [host.\"https://private.example.com\".header]\n    authorization = \"Basic "+auth+"\"\nEOF")
+				cmdlines = sampleHosts(t, l, hostNames(l)...)
+			}
 			start := time.Now()
 			kubeconfig := filepath.Join(dir, "kubeconfig")
 			r := runInit(t, "init", "-i", inv, "--kubeconfig-out", kubeconfig)
+			if cmdlines != nil {
+				seen := cmdlines.stop()
+				if r.code == cli.ExitOK {
+					places := canaryPlaces(t, l, r, seen, hostNames(l)...)
+					if !strings.Contains(seen, "kubeadm join --config") {
+						t.Error("the command-line sampler never saw kubeadm join: it would miss a secret passed as an argument")
+					}
+					tokens := strings.Fields(l.SSH(t, "lab-1", "kubeadm token list --kubeconfig /etc/kubernetes/admin.conf -o jsonpath='{.token}{\"\\n\"}'"))
+					if len(tokens) == 0 {
+						t.Error("no join token left to search for")
+					}
+					secrets := map[string]string{"registry password": registryCanary,
+						"registry authorization": base64.StdEncoding.EncodeToString([]byte("robot:" + registryCanary))}
+					for i, tok := range tokens {
+						secrets[fmt.Sprintf("join token %d", i+1)] = tok
+						secrets[fmt.Sprintf("join token %d's secret half", i+1)] = tok[strings.IndexByte(tok, '.')+1:]
+					}
+					for what, v := range secrets {
+						if where := hits(places, v); len(where) > 0 {
+							t.Errorf("the %s is in: %v", what, where)
+						}
+					}
+					kubectl := kubectlAt(t, filepath.Join(cluster.BuildVersion(t, "v"+site.Version), "kubectl"), kubeconfig)
+					if where := certificateKeys(t, kubectl, places); len(where) > 0 {
+						t.Errorf("the certificate key is in: %v", where)
+					}
+					size := 0
+					for _, text := range places {
+						size += len(text)
+					}
+					t.Logf("canary: %d join tokens, the certificate key, a registry password: searched in %d places (%d KiB; %d command lines sampled)",
+						len(tokens), len(places), size/1024, strings.Count(seen, "\n"))
+				}
+			}
 			if r.code != cli.ExitOK || r.counts.Changed != c.hosts {
 				t.Fatalf("exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
 			}
@@ -869,4 +915,13 @@ func mergeContainerd(kube string) string {
 		keep = append(keep, "containerd: {"+strings.Join(fields, ", ")+"}")
 	}
 	return strings.Join(keep, "\n") + "\n"
+}
+
+// hostNames are the lab's hosts.
+func hostNames(l *lab.Lab) []string {
+	var out []string
+	for _, h := range l.Hosts {
+		out = append(out, h.Name)
+	}
+	return out
 }

@@ -160,7 +160,8 @@ func cudaPackages(a arch, bin binaries, keyring []byte, cudaURL string) []aptrep
 // kernelModule is nvidia-kernel-open-dkms or nvidia-kernel-dkms: no module is
 // built; the postinst records the version "on disk", which the simulated
 // kernel loads at the next boot (gpusim-boot.service). While
-// /etc/gpusim/fail-install exists the postinst fails like a DKMS build.
+// /etc/gpusim/fail-install exists the postinst fails like a DKMS build; while
+// /etc/gpusim/slow-install exists it first takes the seconds it says.
 func kernelModule(v, flavor string, a arch) aptrepo.Deb {
 	u := nvidia.Upstream(v)
 	name, other, summary := "nvidia-kernel-open-dkms", "nvidia-kernel-dkms", "NVIDIA open GPU kernel modules (DKMS)"
@@ -174,6 +175,10 @@ func kernelModule(v, flavor string, a arch) aptrepo.Deb {
 	record := u + " " + flavor
 	postinst := script(fmt.Sprintf(`if [ "$1" = configure ]; then
   k=$(uname -r)
+  if [ -e %[9]s ]; then
+    echo "%[4]s: building the module (slowly: %[9]s)"
+    sleep "$(cat %[9]s)"
+  fi
   if [ -e %[6]s ]; then
     echo "Building module(s)...(bad exit status: 2)" >&2
     echo "Error! Bad return status for module build on kernel: $k (%[3]s)" >&2
@@ -186,7 +191,8 @@ func kernelModule(v, flavor string, a arch) aptrepo.Deb {
   mv %[7]s.new %[7]s
   echo "%[4]s: nvidia %[1]s (%[5]s modules) recorded as built for kernel $k; it loads at the next boot"
 fi
-`, u, record, a.CUDA, Label, flavor, hoststate.FailInstallFile, hoststate.InstalledDriverFile, path.Dir(hoststate.InstalledDriverFile)))
+`, u, record, a.CUDA, Label, flavor, hoststate.FailInstallFile, hoststate.InstalledDriverFile, path.Dir(hoststate.InstalledDriverFile),
+		hoststate.SlowInstallFile))
 	postrm := script(fmt.Sprintf(`case "$1" in
 remove | purge)
   if [ "$(cat %[2]s 2>/dev/null)" = "%[1]s" ]; then rm -f %[2]s; fi ;;

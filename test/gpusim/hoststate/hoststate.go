@@ -35,6 +35,12 @@ const (
 	// nvidia-smi cannot reach the first GPU ("Unable to determine the
 	// device handle"), as when a GPU falls off the bus (XID 79).
 	GPULostFile = "/etc/gpusim/gpu-lost"
+	// HangFile is a wedged GPU: while it exists, nvidia-smi never answers
+	// (it blocks until killed), as on a GPU stuck after an XID error.
+	HangFile = "/etc/gpusim/hang"
+	// SlowInstallFile makes the stand-in kernel module packages' postinst
+	// take as many seconds as the file says, like a long DKMS build.
+	SlowInstallFile = "/etc/gpusim/slow-install"
 	// ComputeAppsFile lists processes computing on the GPUs, as nvidia-smi
 	// --query-compute-apps=pid,process_name,used_memory prints them (CSV
 	// lines); none while it does not exist.

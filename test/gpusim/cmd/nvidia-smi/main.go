@@ -27,6 +27,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/gpukit/gpukit/pkg/compat"
 	"github.com/gpukit/gpukit/test/gpusim/capture"
@@ -50,6 +51,9 @@ func run(h hoststate.Host, args []string, stdout, stderr io.Writer) int {
 	prefix := os.Getenv("GPUSIM_CAPTURE")
 	if prefix == "" {
 		prefix = h.Capture()
+	}
+	for h.Exists(hoststate.HangFile) {
+		time.Sleep(time.Hour) // a wedged GPU: NVML never returns
 	}
 	hw := h.Hardware()
 	var live capture.Live

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpukit/gpukit/test/fixtures"
 	"github.com/gpukit/gpukit/test/gpusim/hoststate"
@@ -238,5 +239,20 @@ func TestReplayOnly(t *testing.T) {
 	os.Remove(filepath.Join(h.root, hoststate.MismatchFile))
 	if code, out := h.smi("--bogus"); code != 2 || !strings.Contains(out, "gpukit GPU SIMULATOR") {
 		t.Fatalf("unsupported argument: exit %d: %q", code, out)
+	}
+}
+
+// A wedged GPU: nvidia-smi never answers while the hang file exists.
+func TestHang(t *testing.T) {
+	h := newHost(t, "h100-80gb-hbm3__drv590.48.01")
+	h.library("580.95.05")
+	h.loaded("580.95.05", "open")
+	h.write(hoststate.HangFile, "")
+	done := make(chan int, 1)
+	go func() { code, _ := h.smi(stateFields, "--format=csv,noheader"); done <- code }()
+	select {
+	case code := <-done:
+		t.Fatalf("nvidia-smi answered (exit %d) on a wedged GPU", code)
+	case <-time.After(300 * time.Millisecond):
 	}
 }
