@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,7 +23,8 @@ type faultRow struct{ fault, said, rerun string }
 // The lab fault suite: `gpukit init` (the NVIDIA layer, on three lab hosts
 // with simulated GPUs) meets the faults a real site has, each on real lab
 // hosts: another apt holding dpkg's lock, the SSH connection cut while a
-// driver's DKMS build runs, a wedged GPU whose nvidia-smi never answers.
+// driver's DKMS build runs, a wedged GPU whose nvidia-smi never answers, the
+// bastion restarting under the other hosts' connections.
 // Each run ends with the failed host named and the others finished, and a
 // re-run converges. (A host that never comes back from its reboot:
 // TestLabInitNVIDIA; a mirror whose key is not pinned or whose indexes
@@ -189,6 +192,46 @@ time.sleep(60)'`)
 		table = append(table, faultRow{"nvidia-smi hangs on lab-3 (a wedged GPU)",
 			"lab-3 failed after " + took.Round(time.Second).String() + ": " + firstLine(r.failed["lab-3"]) + "; the others unchanged",
 			fmt.Sprintf("%d changed, %d unchanged, %d failed", r2.counts.Changed, r2.counts.Unchanged, r2.counts.Failed)})
+	})
+
+	t.Run("the bastion restarts mid-run", func(t *testing.T) {
+		// Every host through lab-1, which is a GPU host too: its own
+		// reboot for the driver restarts the bastion under the others'
+		// connections, which are dialled again through a new one.
+		raw, err := os.ReadFile(inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bastion := strings.Replace(string(raw), "  ssh:\n", "  ssh:\n    bastion:\n      address: "+l.Hosts[0].Address+"\n      user: root\n", 1)
+		binv := filepath.Join(t.TempDir(), "bastion.yaml")
+		if err := os.WriteFile(binv, []byte(bastion), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"init", "--skip-phases", "kubernetes,platform,kubeflow", "-i", binv, "--driver", "580.95.05", "--max-parallel-reboots", "1"}
+		r := runInit(t, args...)
+		if r.code != cli.ExitOK || r.counts != (event.HostCounts{Changed: 3}) {
+			t.Fatalf("exit %d %+v %v\n%s", r.code, r.counts, r.failed, lab.Tail([]byte(r.out)))
+		}
+		var bastionDown time.Time
+		after := 0 // steps on the other hosts after the bastion's reboot
+		for _, e := range r.events {
+			switch {
+			case e.Type == event.StepStart && e.Host == "lab-1" && e.Step == "reboot":
+				bastionDown = e.Time
+			case e.Type == event.StepStart && e.Host != "lab-1" && !bastionDown.IsZero():
+				after++
+			}
+		}
+		if bastionDown.IsZero() || after == 0 {
+			t.Errorf("the bastion rebooted at %v, %d steps on the other hosts after it: the restart was not met mid-run", bastionDown, after)
+		}
+		r2 := runInit(t, args...)
+		if r2.code != cli.ExitOK || r2.counts != (event.HostCounts{Unchanged: 3}) {
+			t.Errorf("re-run: exit %d %+v %v", r2.code, r2.counts, r2.failed)
+		}
+		table = append(table, faultRow{"the bastion (lab-1, a GPU host too) reboots mid-run, under the others' connections",
+			fmt.Sprintf("nothing: %d steps ran on lab-2 and lab-3 through a new bastion connection after it; exit 0, 3 changed", after),
+			fmt.Sprintf("%d changed, %d unchanged", r2.counts.Changed, r2.counts.Unchanged)})
 	})
 }
 
