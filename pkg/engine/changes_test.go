@@ -228,3 +228,33 @@ func TestReconnectTimeoutDuringAttempt(t *testing.T) {
 		t.Errorf("a timeout of 300ms took %s", took)
 	}
 }
+
+// A connection that ended between two steps (its bastion restarted under
+// it) is dialled again before the next step, which runs on the new one; a
+// step on a connection lost while it ran still fails (TestLabFaults: the
+// SSH connection cut during a driver's build).
+func TestStepRedialsALostConnection(t *testing.T) {
+	t.Parallel()
+	var dials atomic.Int32
+	fleet := &enginetest.Fleet{BeforeDial: func(context.Context, string) error { dials.Add(1); return nil }}
+	var first *enginetest.Executor
+	p := &funcPhase{name: "steps", run: func(ctx context.Context, h *engine.Host) error {
+		if _, err := h.Run(ctx, "before", ssh.Command{Script: "true"}); err != nil {
+			return err
+		}
+		first = fleet.Executor(h.Name())
+		first.Lose()
+		_, err := h.Apply(ctx, "after", ssh.Command{Script: "true"})
+		return err
+	}}
+	sum, err, _ := run(t, &engine.Runner{Phases: []engine.Phase{p}}, fleet, 1)
+	if err != nil || sum.Hosts[0].Status == engine.StatusFailed {
+		t.Fatalf("%v %+v", err, sum.Hosts)
+	}
+	if dials.Load() != 2 {
+		t.Errorf("%d dials, want 2", dials.Load())
+	}
+	if second := fleet.Executor("gpu-001"); second == first || len(second.Names()) != 1 || second.Names()[0] != "after" || first.Closes() == 0 {
+		t.Errorf("the step after the loss ran on %v (the lost connection closed %d times)", second.Names(), first.Closes())
+	}
+}

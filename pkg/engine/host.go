@@ -146,6 +146,7 @@ func (h *Host) Upload(ctx context.Context, step string, f ssh.File) error {
 	}
 	h.emit(event.Event{Type: event.StepStart, Step: step})
 	h.Logf("$ %s: %s", step, what)
+	h.revive(ctx, step)
 	if h.conn == nil {
 		return fmt.Errorf("%s: not connected", step)
 	}
@@ -228,6 +229,31 @@ func (h *Host) connectReady(ctx context.Context, ready func(ctx context.Context)
 	return err
 }
 
+// alive is a connection that knows whether it still stands (ssh.Client).
+type alive interface{ Alive() bool }
+
+// revive dials the host again when its connection ended between two steps -
+// the bastion under it restarted (another host's reboot, when the bastion is
+// a cluster host too), the link dropped - so that a step that has not begun
+// runs on a new connection instead of failing on the dead one. A step cut
+// short by a lost connection still fails: what it did is unknown. When the
+// dial fails too, the step fails on the dead connection, naming its cause.
+func (h *Host) revive(ctx context.Context, step string) {
+	a, ok := h.conn.(alive)
+	if !ok || a.Alive() || h.redial == nil {
+		return
+	}
+	h.Logf("  %s: the connection ended since the last step; dialling again", step)
+	old := h.conn
+	ex, err := h.redial(ctx)
+	if err != nil {
+		h.Logf("  %s: %v", step, err)
+		return
+	}
+	_ = old.Close()
+	h.conn = ex
+}
+
 // disconnect closes the host's connection and takes it out of the run's.
 func (h *Host) disconnect() {
 	if h.conn == nil {
@@ -250,6 +276,7 @@ func (h *Host) step(ctx context.Context, step string, cmd ssh.Command, kind stri
 	}
 	h.emit(event.Event{Type: event.StepStart, Step: step})
 	h.Logf("$ %s %s:\n%s", kind, step, indent(planScript(cmd)))
+	h.revive(ctx, step)
 	if h.conn == nil {
 		return ssh.Result{}, fmt.Errorf("%s: not connected", step)
 	}

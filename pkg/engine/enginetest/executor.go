@@ -17,6 +17,9 @@ import (
 // ErrClosed is returned by an Executor used after Close.
 var ErrClosed = errors.New("enginetest: executor closed")
 
+// ErrLost is returned by Run on an executor whose connection was lost (Lose).
+var ErrLost = errors.New("enginetest: open session: EOF (connection lost)")
+
 // Handler answers one command. The Result's Stdout and Stderr are streamed to
 // the command's writers as a real transport would, and a non-zero ExitCode
 // with a nil error becomes an *ssh.ExitError.
@@ -46,6 +49,7 @@ type Executor struct {
 	uploads  []Upload
 	closed   chan struct{}
 	closes   int
+	lost     bool
 }
 
 // NewExecutor returns an executor for host answering with h.
@@ -63,6 +67,10 @@ func (e *Executor) Run(ctx context.Context, cmd ssh.Command) (ssh.Result, error)
 	if e.isClosedLocked() {
 		e.mu.Unlock()
 		return ssh.Result{}, ErrClosed
+	}
+	if e.lost {
+		e.mu.Unlock()
+		return ssh.Result{}, ErrLost
 	}
 	e.commands = append(e.commands, cmd)
 	e.mu.Unlock()
@@ -121,6 +129,21 @@ func (e *Executor) Close() error {
 		close(e.closed)
 	}
 	return nil
+}
+
+// Lose ends the connection as a dropped link or a restarted bastion would:
+// Alive turns false and every later command fails, connection lost.
+func (e *Executor) Lose() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lost = true
+}
+
+// Alive says whether the connection stands, as pkg/ssh's Client does.
+func (e *Executor) Alive() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return !e.lost && !e.isClosedLocked()
 }
 
 // ClosedCh is closed by Close.
