@@ -181,7 +181,7 @@ time.sleep(60)'`)
 		if r.counts.Unchanged != 2 {
 			t.Errorf("the other hosts: %+v", r.counts)
 		}
-		if took > 5*time.Minute {
+		if took > 8*time.Minute { // three bounded nvidia-smi calls (state, health, verify) and the rest, on a loaded 2-core machine
 			t.Errorf("the run took %s with nvidia-smi bounded to 60s", took)
 		}
 		l.SSH(t, "lab-3", "rm -f "+hoststate.HangFile+"; pkill -x nvidia-smi || true")
