@@ -45,6 +45,33 @@ func TestArgsArriveIntact(t *testing.T) {
 	}
 }
 
+// Arguments carry secrets (join configurations, certificate keys): the
+// script gets them, and no process's command line shows them to the other
+// users of the host (/proc/PID/cmdline is world-readable).
+func TestArgsAreNoProcessArguments(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, serverOptions{})
+	c := dialT(t, env.cfg)
+	const secret = "gpukit-canary-4b1d9e0f"
+	res := runT(t, c, Command{Name: "args", Args: []string{"token: " + secret, "two"},
+		Script: `echo "$1|$2|$#"; for p in /proc/[0-9]*/cmdline; do tr '\0' ' ' <"$p" 2>/dev/null; echo; done`})
+	out := string(res.Stdout)
+	first, rest, _ := strings.Cut(out, "\n")
+	if first != "token: "+secret+"|two|2" {
+		t.Errorf("the script got %q", first)
+	}
+	if strings.Contains(rest, secret) {
+		for _, line := range strings.Split(rest, "\n") {
+			if strings.Contains(line, secret) {
+				t.Errorf("a command line shows the argument: %q", line)
+			}
+		}
+	}
+	if !strings.Contains(rest, "/dev/fd/3") {
+		t.Errorf("the script's own command line is not among those read:\n%s", rest)
+	}
+}
+
 func TestScriptIsReadWhole(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t, serverOptions{})

@@ -15,7 +15,10 @@ s=$(head -c "$n"; echo .)
 s=${s%.}
 if ! IFS= read -r l || [ "$l" != "$m" ]; then echo "gpukit: protocol error: truncated script on stdin" >&2; exit 125; fi
 # The script runs from a pipe with stdin /dev/null, in its own session (one process group).
-setsid bash /dev/fd/3 "${a[@]}" 3< <(printf %s "$s") </dev/null 4<&- &
+# Its arguments carry secrets (join tokens, certificate keys, configurations): never bash's own
+# argv, which any user reads in /proc/PID/cmdline; a preamble sets them from a pipe (fd 5).
+s="__a=(); while IFS= read -r -d '' __x <&5; do __a+=(\"\$__x\"); done; exec 5<&-; set -- \"\${__a[@]}\"; unset __a __x"$'\n'$s
+setsid bash /dev/fd/3 3< <(printf %s "$s") 5< <(if ((${#a[@]})); then printf '%s\0' "${a[@]}"; fi) </dev/null 4<&- &
 p=$!
 # The watchdog: stdin ends only when the client is gone; then TERM, and KILL 2 s later.
 {
