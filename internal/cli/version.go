@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -82,6 +83,10 @@ func writeBill(w io.Writer, b *manifests.BOM) error {
 			def = " (default)"
 		}
 		fmt.Fprintf(tw, "  %s%s\t%s\t%s\n", r.Version, def, b.KubeflowArchive(r.Version), cmp.Or(r.SHA256, "-"))
+	}
+	fmt.Fprintf(tw, "\n  SIGNING KEY OF\tPACKAGE MANAGER\tFILE\tFINGERPRINTS\n")
+	for _, k := range b.SigningKeys {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", k.Repository, cmp.Or(k.PackageManager, "apt, dnf"), k.File, strings.Join(k.Fingerprints, " "))
 	}
 	fmt.Fprintf(tw, "\n  CUDA\tMINIMUM DRIVER\n")
 	for _, r := range b.CUDADrivers {
