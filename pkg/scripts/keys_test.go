@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpukit/gpukit/test/aptrepo"
 )
 
 // keyFunctions are the signing-key functions (templates/lib/keys.tmpl) as
@@ -80,24 +82,7 @@ func (k *testKeys) fingerprints(export []byte) []string {
 	if err := os.WriteFile(f, export, 0o600); err != nil {
 		k.t.Fatal(err)
 	}
-	// a primary key's fingerprint is the first fpr after its pub (rvk
-	// records may come between)
-	var out []string
-	primary := false
-	for _, line := range strings.Split(string(k.gpg("--with-colons", "--show-keys", f)), "\n") {
-		switch fields := strings.Split(line, ":"); fields[0] {
-		case "pub":
-			primary = true
-		case "sub":
-			primary = false
-		case "fpr":
-			if primary {
-				out = append(out, fields[9])
-			}
-			primary = false
-		}
-	}
-	return out
+	return aptrepo.PrimaryFingerprints(k.gpg("--with-colons", "--show-keys", f))
 }
 
 // newFormat rewrites every packet of binary OpenPGP data with a new-format

@@ -205,3 +205,25 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 	}
 	return err
 }
+
+// PrimaryFingerprints reads gpg --with-colons output (--show-keys, --list-keys):
+// each primary key's fingerprint, the first fpr record after its pub (rvk
+// records may come between; a sub's fpr is not a primary's).
+func PrimaryFingerprints(colons []byte) []string {
+	var out []string
+	primary := false
+	for _, line := range strings.Split(string(colons), "\n") {
+		switch f := strings.Split(line, ":"); f[0] {
+		case "pub":
+			primary = true
+		case "sub":
+			primary = false
+		case "fpr":
+			if primary && len(f) > 9 {
+				out = append(out, f[9])
+			}
+			primary = false
+		}
+	}
+	return out
+}

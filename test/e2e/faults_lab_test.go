@@ -100,8 +100,9 @@ time.sleep(60)'`)
 			t.Fatalf("exit %d %+v %v\n%s", r.code, r.counts, r.failed, lab.Tail([]byte(r.out)))
 		}
 		var first time.Time
+		writes := r.writeSteps()["lab-1"]
 		for _, e := range r.events {
-			if e.Type == event.StepStart && e.Host == "lab-1" && len(r.writeSteps()["lab-1"]) > 0 && e.Step == r.writeSteps()["lab-1"][0] {
+			if e.Type == event.StepStart && e.Host == "lab-1" && len(writes) > 0 && e.Step == writes[0] {
 				first = e.Time
 				break
 			}

@@ -585,23 +585,7 @@ func foreignMirror(t *testing.T, labDir string, r Repo) (string, []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// a primary key's fingerprint is the first fpr after its pub (rvk
-	// records may come between)
-	var fprs []string
-	primary := false
-	for _, line := range strings.Split(string(out), "\n") {
-		switch f := strings.Split(line, ":"); f[0] {
-		case "pub":
-			primary = true
-		case "sub":
-			primary = false
-		case "fpr":
-			if primary {
-				fprs = append(fprs, f[9])
-			}
-			primary = false
-		}
-	}
+	fprs := aptrepo.PrimaryFingerprints(out)
 	if len(fprs) == 0 {
 		t.Fatalf("no keys in %s", debian)
 	}
