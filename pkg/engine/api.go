@@ -28,13 +28,14 @@ type tunneler interface {
 // connections go through WriteAPI.
 //
 // The connection is looked up at each dial, so that a client made before
-// the host rebooted (Reconnect) dials through the new one.
+// the host rebooted (Reconnect) dials through the new one, and one that
+// ended since (a bastion restarted) is dialled again first.
 func (h *Host) Dialer() DialFunc {
-	if _, ok := h.conn.(tunneler); !ok {
+	if _, ok := h.executor().(tunneler); !ok {
 		return nil
 	}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		t, ok := h.conn.(tunneler)
+		t, ok := h.revive(ctx, "dial "+addr).(tunneler)
 		if !ok {
 			return nil, fmt.Errorf("dial %s through %s: not connected", addr, h.Name())
 		}
@@ -53,7 +54,7 @@ type RemoteFunc func(ctx context.Context, cmd ssh.Command) (ssh.Result, error)
 // own WriteAPI. The connection is looked up at each call (see Dialer).
 func (h *Host) Remote() RemoteFunc {
 	return func(ctx context.Context, cmd ssh.Command) (ssh.Result, error) {
-		c := h.conn
+		c := h.revive(ctx, cmp.Or(cmd.Name, "command"))
 		if c == nil {
 			return ssh.Result{}, fmt.Errorf("%s: %s is not connected", cmp.Or(cmd.Name, "command"), h.Name())
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -256,5 +257,49 @@ func TestStepRedialsALostConnection(t *testing.T) {
 	}
 	if second := fleet.Executor("gpu-001"); second == first || len(second.Names()) != 1 || second.Names()[0] != "after" || first.Closes() == 0 {
 		t.Errorf("the step after the loss ran on %v (the lost connection closed %d times)", second.Names(), first.Closes())
+	}
+}
+
+// Another host's phase reaches an API or a manager's docker through this
+// host's connection (Remote, Dialer): a connection that ended is dialled
+// again once, however many callers find it dead at the same time.
+func TestRemoteRedialsALostConnectionOnce(t *testing.T) {
+	t.Parallel()
+	var dials atomic.Int32
+	fleet := &enginetest.Fleet{BeforeDial: func(context.Context, string) error { dials.Add(1); return nil }}
+	var first *enginetest.Executor
+	p := &funcPhase{name: "steps", run: func(ctx context.Context, h *engine.Host) error {
+		if _, err := h.Run(ctx, "before", ssh.Command{Script: "true"}); err != nil {
+			return err
+		}
+		first = fleet.Executor(h.Name())
+		first.Lose()
+		remote := h.Remote()
+		errs := make(chan error, 8)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				_, err := remote(ctx, ssh.Command{Name: "docker node ls", Script: "true"})
+				errs <- err
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}}
+	sum, err, _ := run(t, &engine.Runner{Phases: []engine.Phase{p}}, fleet, 1)
+	if err != nil || sum.Hosts[0].Status == engine.StatusFailed {
+		t.Fatalf("%v %+v", err, sum.Hosts)
+	}
+	if dials.Load() != 2 {
+		t.Errorf("%d dials, want 2 (the first, and one after the loss)", dials.Load())
+	}
+	if second := fleet.Executor("gpu-001"); second == first || len(second.Names()) != 8 || first.Closes() == 0 {
+		t.Errorf("the remote commands after the loss ran on the new connection %d times, want 8 (the lost one closed %d times)", len(second.Names()), first.Closes())
 	}
 }

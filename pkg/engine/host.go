@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gpukit/gpukit/pkg/event"
@@ -23,13 +24,16 @@ import (
 // no write can bypass them.
 //
 // A Host is used by one goroutine at a time: the runner runs the phases of a
-// host one after another.
+// host one after another. Its connection is the exception: other hosts'
+// phases reach an API through it (Dialer, Remote), so it is guarded.
 type Host struct {
 	Machine inventory.Machine
 	// Facts is set by the facts phase; nil before it has run.
 	Facts *facts.Facts
 
+	connMu  sync.Mutex // guards conn
 	conn    Executor
+	dialMu  sync.Mutex // one redial at a time (the host's goroutine, or a Dialer's caller)
 	redial  func(ctx context.Context) (Executor, error) // a new connection, registered with the run
 	forget  func()                                      // unregisters conn from the run once closed
 	run     *runState
@@ -146,12 +150,12 @@ func (h *Host) Upload(ctx context.Context, step string, f ssh.File) error {
 	}
 	h.emit(event.Event{Type: event.StepStart, Step: step})
 	h.Logf("$ %s: %s", step, what)
-	h.revive(ctx, step)
-	if h.conn == nil {
+	c := h.revive(ctx, step)
+	if c == nil {
 		return fmt.Errorf("%s: not connected", step)
 	}
 	start := time.Now()
-	err := h.conn.Upload(ctx, f)
+	err := c.Upload(ctx, f)
 	return h.finish(ctx, step, start, err)
 }
 
@@ -214,7 +218,7 @@ func (h *Host) connectReady(ctx context.Context, ready func(ctx context.Context)
 	if err != nil {
 		return err
 	}
-	h.conn = ex
+	h.setExecutor(ex)
 	ok := true
 	if ready != nil {
 		ok, err = ready(ctx)
@@ -238,29 +242,50 @@ type alive interface{ Alive() bool }
 // runs on a new connection instead of failing on the dead one. A step cut
 // short by a lost connection still fails: what it did is unknown. When the
 // dial fails too, the step fails on the dead connection, naming its cause.
-func (h *Host) revive(ctx context.Context, step string) {
-	a, ok := h.conn.(alive)
-	if !ok || a.Alive() || h.redial == nil {
-		return
+func (h *Host) revive(ctx context.Context, step string) Executor {
+	c := h.executor()
+	if a, ok := c.(alive); !ok || a.Alive() || h.redial == nil {
+		return c
+	}
+	h.dialMu.Lock()
+	defer h.dialMu.Unlock()
+	// Another goroutine may have dialled while this one waited.
+	c = h.executor()
+	if a, ok := c.(alive); !ok || a.Alive() {
+		return c
 	}
 	h.Logf("  %s: the connection ended since the last step; dialling again", step)
-	old := h.conn
 	ex, err := h.redial(ctx)
 	if err != nil {
 		h.Logf("  %s: %v", step, err)
-		return
+		return c
 	}
-	_ = old.Close()
+	_ = c.Close()
+	h.setExecutor(ex)
+	return ex
+}
+
+// executor is the host's connection now (nil when it has none).
+func (h *Host) executor() Executor {
+	h.connMu.Lock()
+	defer h.connMu.Unlock()
+	return h.conn
+}
+
+func (h *Host) setExecutor(ex Executor) {
+	h.connMu.Lock()
+	defer h.connMu.Unlock()
 	h.conn = ex
 }
 
 // disconnect closes the host's connection and takes it out of the run's.
 func (h *Host) disconnect() {
-	if h.conn == nil {
+	c := h.executor()
+	if c == nil {
 		return
 	}
-	_ = h.conn.Close()
-	h.conn = nil
+	_ = c.Close()
+	h.setExecutor(nil)
 	if h.forget != nil {
 		h.forget()
 	}
@@ -276,8 +301,8 @@ func (h *Host) step(ctx context.Context, step string, cmd ssh.Command, kind stri
 	}
 	h.emit(event.Event{Type: event.StepStart, Step: step})
 	h.Logf("$ %s %s:\n%s", kind, step, indent(planScript(cmd)))
-	h.revive(ctx, step)
-	if h.conn == nil {
+	conn := h.revive(ctx, step)
+	if conn == nil {
 		return ssh.Result{}, fmt.Errorf("%s: not connected", step)
 	}
 	output := func(s event.Stream) *lineWriter {
@@ -304,7 +329,7 @@ func (h *Host) step(ctx context.Context, step string, cmd ssh.Command, kind stri
 	sctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	start := time.Now()
-	res, err := h.conn.Run(sctx, cmd)
+	res, err := conn.Run(sctx, cmd)
 	if stdout != nil {
 		stdout.Flush()
 	}

@@ -233,7 +233,7 @@ func (r *Runner) connect(ctx context.Context, st *runState, limit int, hosts []*
 		if err != nil {
 			return "", err
 		}
-		hr.h.conn = ex
+		hr.h.setExecutor(ex)
 		return "", nil
 	})
 }
@@ -446,7 +446,7 @@ func hostError(r *redact.Redactor, host, phase string, err error) *HostError {
 func (r *Runner) cleanUp(ctx context.Context, limit int, hosts []*hostRun) {
 	forEach(ctx, limit, len(hosts), func(i int) {
 		hr := hosts[i]
-		if hr.h.conn == nil {
+		if hr.h.executor() == nil {
 			return
 		}
 		defer hr.h.log.close()
