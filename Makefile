@@ -13,11 +13,11 @@ LAB        := test/lab/lab.sh
 # 60m: test/e2e, the longest package (the end-to-end lab tests, the kubeadm ones alone first), took 25-32 min on 2 CPUs
 GO_TEST    ?= go test -count=1 -timeout 60m
 FUZZTIME   ?= 2m
-# The Go toolchain gpukit's binary is built with. This machine's go1.26.8 (go.mod's) has ten
+# The Go toolchain gpukit's binary is built with, and go.mod's toolchain line (`go install` with
+# GOTOOLCHAIN=auto builds with it too). go1.26.8 (go.mod's go line, this machine's Go) has ten
 # standard-library vulnerabilities gpukit's code reaches (net/http, crypto/x509, crypto/tls,
-# net/textproto: make vulncheck lists them), fixed in 1.26.9 and 1.26.10, which the Go module
-# proxy does not serve; go1.27.3 has every fix and the proxy serves it (the go command fetches it
-# once, 76 MB). The tests still build with the machine's Go.
+# net/textproto: make vulncheck lists them); go1.27.3 has every fix and the Go module proxy serves
+# it (the go command fetches it once, 76 MB). The tests build with the machine's Go.
 RELEASE_GO ?= go1.27.3
 # govulncheck and the Go vulnerability database, pinned: both come from the Go module proxy as
 # modules (the database's OSV files are read from the module cache), so `make vulncheck` works

@@ -160,3 +160,35 @@ func kubectlAt(t *testing.T, bin, kubeconfig string) func(...string) []byte {
 		return out
 	}
 }
+
+// grafanaLoginCanary: the Grafana admin password init generated (the
+// cluster's secret holds it base64-encoded, as secretData) is in the 0600
+// file init names and nowhere else: not in the output, the logs, the
+// hosts' journals or the command lines sampled during the run.
+func grafanaLoginCanary(t *testing.T, l *lab.Lab, r initResult, cmdlines, secretData string) {
+	t.Helper()
+	pw, err := base64.StdEncoding.DecodeString(secretData)
+	if err != nil || len(pw) < 16 {
+		t.Fatalf("Grafana's admin secret: %q %v", secretData, err)
+	}
+	files, _ := filepath.Glob("*.credentials")
+	if len(files) != 1 {
+		t.Fatalf("init wrote credential files %v, want one", files)
+	}
+	fi, err := os.Stat(files[0])
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: %v %v, want mode 0600", files[0], fi.Mode(), err)
+	}
+	b, _ := os.ReadFile(files[0])
+	if !strings.Contains(string(b), "Grafana\tuser admin\tpassword "+string(pw)+"\n") {
+		t.Fatalf("%s does not hold the cluster's Grafana login", files[0])
+	}
+	if !strings.Contains(r.out, files[0]) {
+		t.Errorf("the output does not name %s", files[0])
+	}
+	places := canaryPlaces(t, l, r, cmdlines, hostNames(l)...)
+	if where := hits(places, string(pw)); len(where) > 0 {
+		t.Errorf("Grafana's generated admin password is in: %v", where)
+	}
+	t.Logf("canary: Grafana's generated login, in %s only: searched in %d places (%d command lines sampled)", files[0], len(places), strings.Count(cmdlines, "\n"))
+}

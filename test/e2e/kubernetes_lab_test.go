@@ -322,10 +322,13 @@ spec:
 				kubectl(t, "get", "events", "-n", "monitoring", "--sort-by=.lastTimestamp")
 		}
 		start := time.Now()
+		cmdlines := sampleHosts(t, l, hostNames(l)...)
 		r := runInit(t, "init", "-i", invMon, "--kubeconfig-out", kubeconfig)
+		seen := cmdlines.stop()
 		if r.code != cli.ExitOK || r.counts.Changed != 1 { // the first control plane, whose connection deploys
 			t.Fatalf("init with monitoring: exit %d %+v %v\n%s\n%s", r.code, r.counts, r.failed, r.out, dump())
 		}
+		grafanaLoginCanary(t, l, r, seen, kubectl(t, "-n", kubeflow.MonitoringNamespace, "get", "secret", kubeflow.GrafanaAdminSecret, "-o", "jsonpath={.data.admin-password}"))
 		t.Logf("init with monitoring on a converged cluster: %s (platform/monitoring %s, platform/training-metrics %s)",
 			time.Since(start).Round(100*time.Millisecond), phaseTime(r, "platform/monitoring"), phaseTime(r, "platform/training-metrics"))
 		if got := kubectl(t, "get", "servicemonitors", "-A", "-o", "name"); strings.Contains(got, "dcgm") || !strings.Contains(got, "statsd-exporter") {
@@ -823,6 +826,10 @@ func TestLabKubernetesVariants(t *testing.T) {
 					places := canaryPlaces(t, l, r, seen, hostNames(l)...)
 					if !strings.Contains(seen, "kubeadm join --config") {
 						t.Error("the command-line sampler never saw kubeadm join: it would miss a secret passed as an argument")
+					}
+					// The password's absence means something only if gpukit read it.
+					if read := "registry logins found in /etc/containerd/certs.d/private.example.com/hosts.toml (1 values)"; !strings.Contains(places["log lab-2.log"], read) {
+						t.Errorf("lab-2's log does not say %q: the registry canary was never read", read)
 					}
 					tokens := strings.Fields(l.SSH(t, "lab-1", "kubeadm token list --kubeconfig /etc/kubernetes/admin.conf -o jsonpath='{.token}{\"\\n\"}'"))
 					if len(tokens) == 0 {

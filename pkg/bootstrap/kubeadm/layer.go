@@ -179,7 +179,10 @@ func (l *Layer) state(ctx context.Context, h *engine.Host) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.AddSecret(s.Credentials()...)
+	if creds := s.Credentials(); len(creds) > 0 {
+		h.AddSecret(creds...)
+		h.Logf("registry logins found in %s (%d values), kept out of output, logs and plans", strings.Join(s.CredentialFiles(), ", "), len(creds))
+	}
 	hi.state = s
 	return s, nil
 }

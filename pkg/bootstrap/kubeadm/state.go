@@ -112,18 +112,35 @@ var credentialKeys = []string{"password", "auth", "identitytoken", "token"}
 func (s *State) Credentials() []string {
 	var out []string
 	for _, b := range s.Files {
-		var doc map[string]any
-		if _, err := toml.Decode(string(b), &doc); err != nil {
-			for _, m := range quoted.FindAllStringSubmatch(string(b), -1) {
-				if v := m[1] + m[2]; len(v) >= 8 {
-					out = append(out, v)
-				}
-			}
-			continue
-		}
-		out = append(out, credentials(doc, false)...)
+		out = append(out, fileCredentials(b)...)
 	}
 	return out
+}
+
+// CredentialFiles are the files Credentials found logins in, sorted.
+func (s *State) CredentialFiles() []string {
+	var out []string
+	for path, b := range s.Files {
+		if len(fileCredentials(b)) > 0 {
+			out = append(out, path)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func fileCredentials(b []byte) []string {
+	var doc map[string]any
+	if _, err := toml.Decode(string(b), &doc); err != nil {
+		var out []string
+		for _, m := range quoted.FindAllStringSubmatch(string(b), -1) {
+			if v := m[1] + m[2]; len(v) >= 8 {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	return credentials(doc, false)
 }
 
 var quoted = regexp.MustCompile(`"([^"\n]*)"|'([^'\n]*)'`)

@@ -28,6 +28,10 @@ func TestStateCredentials(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("Credentials() = %q, want %q", got, want)
 			}
+			files := s.CredentialFiles()
+			if want := len(tt.want) > 0; want != (len(files) == 1) {
+				t.Errorf("CredentialFiles() = %q, want the file only when it holds logins", files)
+			}
 		})
 	}
 }
