@@ -33,6 +33,9 @@ type BOM struct {
 	Images      []Image        `json:"images" yaml:"images"`
 	Kubeflow    Kubeflow       `json:"kubeflow" yaml:"kubeflow"`
 	CUDADrivers []CUDADriver   `json:"cudaDrivers" yaml:"cudaDrivers"`
+	// GPUArchitectures: which drivers and CUDA toolkits each GPU
+	// generation runs, and how a host's GPU is recognised, oldest first.
+	GPUArchitectures []GPUArchitecture `json:"gpuArchitectures" yaml:"gpuArchitectures"`
 	SigningKeys []SigningKey   `json:"signingKeys" yaml:"signingKeys"`
 }
 
@@ -87,6 +90,26 @@ type KubeflowRelease struct {
 type CUDADriver struct {
 	CUDA      string `json:"cuda" yaml:"cuda"`
 	MinDriver string `json:"minDriver" yaml:"minDriver"`
+}
+
+// GPUArchitecture is one GPU generation. Zero bounds are open: a branch or
+// CUDA release the table does not bound is supported.
+type GPUArchitecture struct {
+	Name string `json:"name" yaml:"name"`
+	// PCIDevices are ranges of NVIDIA PCI device ids, "1e00-1fff": how a GPU
+	// is recognised before any driver is installed.
+	PCIDevices []string `json:"pciDevices" yaml:"pciDevices"`
+	// Names are product-name prefixes (as nvidia-smi names the GPU, less
+	// "NVIDIA "), for a GPU whose device id no range holds.
+	Names []string `json:"names,omitempty" yaml:"names,omitempty"`
+	// FirstBranch and LastBranch bound the driver branches that support it.
+	FirstBranch int `json:"firstBranch,omitempty" yaml:"firstBranch,omitempty"`
+	LastBranch  int `json:"lastBranch,omitempty" yaml:"lastBranch,omitempty"`
+	// FirstCUDA and LastCUDA bound the CUDA toolkits that target it.
+	FirstCUDA string `json:"firstCUDA,omitempty" yaml:"firstCUDA,omitempty"`
+	LastCUDA  string `json:"lastCUDA,omitempty" yaml:"lastCUDA,omitempty"`
+	// OpenModules: NVIDIA's open kernel modules drive it (Turing and newer).
+	OpenModules bool `json:"openModules,omitempty" yaml:"openModules,omitempty"`
 }
 
 // The package repositories whose signing keys the bill pins.
@@ -228,6 +251,7 @@ func (b *BOM) check() error {
 		need(fmt.Sprintf("cudaDrivers[%d].cuda", i), r.CUDA)
 		need(fmt.Sprintf("cudaDrivers[%d].minDriver", i), r.MinDriver)
 	}
+	errs = append(errs, checkArchitectures(b.GPUArchitectures)...)
 	for _, repo := range []string{RepoCUDA, RepoContainerToolkit, RepoKubernetes, RepoDocker} {
 		for _, pm := range []string{"apt", "dnf"} {
 			if _, ok := b.SigningKey(repo, pm); !ok {
@@ -306,4 +330,44 @@ func (b *BOM) KubeflowSHA256(version string) string {
 		}
 	}
 	return ""
+}
+
+var pciRange = regexp.MustCompile(`^([0-9a-f]{4})-([0-9a-f]{4})$`)
+
+// checkArchitectures: every range well formed and held by one architecture
+// only, every architecture named once and recognisable.
+func checkArchitectures(archs []GPUArchitecture) []string {
+	var errs []string
+	type span struct {
+		lo, hi string
+		arch   string
+	}
+	var spans []span
+	names := map[string]bool{}
+	for i, a := range archs {
+		if a.Name == "" || names[a.Name] {
+			errs = append(errs, fmt.Sprintf("gpuArchitectures[%d]: name %q empty or listed twice", i, a.Name))
+		}
+		names[a.Name] = true
+		if len(a.PCIDevices) == 0 {
+			errs = append(errs, fmt.Sprintf("gpuArchitectures[%d] (%s): no pciDevices", i, a.Name))
+		}
+		for _, r := range a.PCIDevices {
+			m := pciRange.FindStringSubmatch(r)
+			if m == nil || m[1] > m[2] {
+				errs = append(errs, fmt.Sprintf("gpuArchitectures[%d] (%s): pciDevices %q: want lowercase hex LOW-HIGH", i, a.Name, r))
+				continue
+			}
+			for _, o := range spans {
+				if m[1] <= o.hi && o.lo <= m[2] {
+					errs = append(errs, fmt.Sprintf("gpuArchitectures[%d] (%s): pciDevices %s overlaps %s's %s-%s", i, a.Name, r, o.arch, o.lo, o.hi))
+				}
+			}
+			spans = append(spans, span{m[1], m[2], a.Name})
+		}
+		if a.FirstBranch != 0 && a.LastBranch != 0 && a.FirstBranch > a.LastBranch {
+			errs = append(errs, fmt.Sprintf("gpuArchitectures[%d] (%s): firstBranch after lastBranch", i, a.Name))
+		}
+	}
+	return errs
 }

@@ -43,7 +43,7 @@ func TestBill(t *testing.T) {
 			t.Error("SigningKey shares the bill's slice")
 		}
 	}
-	if len(b.CUDADrivers) < 10 || b.CUDADrivers[len(b.CUDADrivers)-1].CUDA != "13.1" {
+	if len(b.CUDADrivers) < 10 || b.CUDADrivers[len(b.CUDADrivers)-1].CUDA != "13.3" {
 		t.Errorf("cudaDrivers: %+v", b.CUDADrivers)
 	}
 }

@@ -100,7 +100,9 @@ func TestMinDriver(t *testing.T) {
 		{"12.9", "575.51.03", true},
 		{"13.0", "580.65.06", true},
 		{"13.1", "590.44.01", true},
-		{"13.2", "", false},
+		{"13.2", "595.45.04", true},
+		{"13.3", "610.43.02", true},
+		{"13.4", "", false},
 		{"11.7", "", false},
 		{"13", "", false},
 		{"13.0.1", "", false},
@@ -176,7 +178,7 @@ func TestReleasesOrderedAndFresh(t *testing.T) {
 	if Releases()[0].CUDA.Major == 99 {
 		t.Error("Releases returned shared state")
 	}
-	if got := Newest().String(); got != "13.1" {
-		t.Errorf("Newest() = %s, want 13.1", got)
+	if got := Newest().String(); got != "13.3" {
+		t.Errorf("Newest() = %s, want 13.3", got)
 	}
 }

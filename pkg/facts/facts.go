@@ -87,12 +87,55 @@ type GPU struct {
 	MIGMode string `json:"migMode,omitempty"`
 	// Persistence is persistence mode, "Enabled" or "Disabled".
 	Persistence string `json:"persistence,omitempty"`
+	// BusID is its PCI address as nvidia-smi writes it (00000000:81:00.0).
+	BusID string `json:"busID,omitempty"`
 }
 
 // SecureBootEnabled reports whether the probe saw Secure Boot switched on.
 func (f *Facts) SecureBootEnabled() bool {
 	s := strings.ToLower(f.SecureBoot)
 	return strings.Contains(s, "secureboot enabled") || s == "efivar 1"
+}
+
+// SamePCIAddress compares nvidia-smi's bus id (00000000:81:00.0) with
+// sysfs's (0000:81:00.0), case and domain width aside.
+func SamePCIAddress(smi, sysfs string) bool {
+	norm := func(s string) string {
+		s = strings.ToLower(s)
+		dom, rest, ok := strings.Cut(s, ":")
+		if !ok {
+			return s
+		}
+		return strings.TrimLeft(dom, "0") + ":" + rest
+	}
+	return smi != "" && sysfs != "" && norm(smi) == norm(sysfs)
+}
+
+// Unlisted are the GPUs on the PCI bus that nvidia-smi does not list (a GPU
+// fallen off the bus, one the driver refused): by bus id where nvidia-smi
+// gave them, else the surplus of the count.
+func (f *Facts) Unlisted() []PCIDevice {
+	var out []PCIDevice
+	byID := false
+	for _, g := range f.GPUs {
+		byID = byID || g.BusID != ""
+	}
+	if !byID {
+		if len(f.PCIGPUs) > len(f.GPUs) {
+			return f.PCIGPUs[len(f.GPUs):]
+		}
+		return nil
+	}
+	for _, d := range f.PCIGPUs {
+		listed := false
+		for _, g := range f.GPUs {
+			listed = listed || SamePCIAddress(g.BusID, d.Address)
+		}
+		if !listed {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // Listening reports whether something listens on TCP port p.
@@ -224,7 +267,7 @@ func parseDisk(v string) (Disk, error) {
 // for, in the order ParseGPU reads them: the one list, which the probe
 // template receives as a parameter.
 func GPUQueryFields() []string {
-	return []string{"index", "uuid", "name", "memory.total", "driver_version", "mig.mode.current", "persistence_mode"}
+	return []string{"index", "uuid", "name", "memory.total", "driver_version", "mig.mode.current", "persistence_mode", "pci.bus_id"}
 }
 
 // ParseGPU reads one line of
@@ -251,6 +294,9 @@ func ParseGPU(line string) (GPU, error) {
 	}
 	if len(fields) > 6 {
 		g.Persistence = fields[6]
+	}
+	if len(fields) > 7 {
+		g.BusID = fields[7]
 	}
 	return g, nil
 }

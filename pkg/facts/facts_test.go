@@ -161,3 +161,33 @@ func TestParse(t *testing.T) {
 		})
 	}
 }
+
+// A GPU on the PCI bus that nvidia-smi does not list is named by its
+// address when nvidia-smi gives bus ids, else counted.
+func TestUnlisted(t *testing.T) {
+	t.Parallel()
+	pci := []PCIDevice{{Address: "0000:17:00.0", DeviceID: "0x2330"}, {Address: "0000:18:00.0", DeviceID: "0x2330"}, {Address: "0000:AB:00.0", DeviceID: "0x2330"}}
+	tests := []struct {
+		name string
+		gpus []GPU
+		want []string
+	}{
+		{"all listed by bus id", []GPU{{BusID: "00000000:17:00.0"}, {BusID: "00000000:18:00.0"}, {BusID: "00000000:ab:00.0"}}, nil},
+		{"one missing by bus id", []GPU{{BusID: "00000000:17:00.0"}, {BusID: "00000000:AB:00.0"}}, []string{"0000:18:00.0"}},
+		{"older probe without bus ids: the surplus", []GPU{{Index: 0}}, []string{"0000:18:00.0", "0000:AB:00.0"}},
+		{"no driver: all", nil, []string{"0000:17:00.0", "0000:18:00.0", "0000:AB:00.0"}},
+	}
+	for _, tt := range tests {
+		f := &Facts{PCIGPUs: pci, GPUs: tt.gpus}
+		var got []string
+		for _, d := range f.Unlisted() {
+			got = append(got, d.Address)
+		}
+		if strings.Join(got, " ") != strings.Join(tt.want, " ") {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if SamePCIAddress("", "") {
+		t.Error("two empty addresses are no match")
+	}
+}

@@ -24,7 +24,11 @@ type SMIQuery struct {
 // SMIGPU is one GPU of an SMIQuery.
 type SMIGPU struct {
 	// BusID is the PCI bus id, e.g. "00000000:01:00.0".
-	BusID           string `json:"busID,omitempty"`
+	BusID string `json:"busID,omitempty"`
+	// DeviceID is the PCI device and vendor id as nvidia-smi prints it
+	// ("0x26B910DE", "1EB810DE"): the GPU's architecture when the driver
+	// reports none.
+	DeviceID        string `json:"deviceID,omitempty"`
 	ProductName     string `json:"productName,omitempty"`
 	Architecture    string `json:"architecture,omitempty"`
 	UUID            string `json:"uuid,omitempty"`
@@ -415,6 +419,7 @@ func smiGPU(n *smiNode) SMIGPU {
 	if g.BusID == "" {
 		g.BusID = n.child("pci").str("pci_bus_id", "bus_id")
 	}
+	g.DeviceID = n.child("pci").str("pci_device_id", "device_id")
 	if m := n.child("mig_mode"); m != nil {
 		g.MIGMode = SMIMode{Current: m.str("current_mig", "current"), Pending: m.str("pending_mig", "pending")}
 	}

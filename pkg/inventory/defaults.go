@@ -213,6 +213,7 @@ func applyDefaults(c *Cluster, machines []Machine, sources []source) {
 		entry := s.Hosts[sources[i].entry]
 		machines[i].Access = access(mergeSSH(s.SSH, entry.SSH))
 		machines[i].CUDAToolkit = cudaToolkit(n.CUDAToolkitRoles, machines[i].Roles, entry.CUDAToolkit)
+		machines[i].NvidiaDriver, machines[i].CUDA = entry.NvidiaDriver, entry.CUDA
 	}
 }
 

@@ -26,9 +26,30 @@ type Machine struct {
 	// CUDAToolkit is set when the CUDA toolkit is installed on the host
 	// (spec.nvidia.cudaToolkitRoles, or the host's cudaToolkit).
 	CUDAToolkit bool
+	// NvidiaDriver and CUDA are the host's own versions (its entry's
+	// nvidiaDriver and cuda); "" means the cluster's (spec.versions).
+	NvidiaDriver, CUDA string
 	// Pos is where the host is written; every machine of a range shares
 	// the position of the range's entry.
 	Pos Position
+}
+
+// DriverVersion is the NVIDIA driver the host gets: its own, else the
+// cluster's.
+func (m Machine) DriverVersion(spec *Spec) string {
+	if m.NvidiaDriver != "" {
+		return m.NvidiaDriver
+	}
+	return spec.Versions.NvidiaDriver
+}
+
+// CUDAVersion is the CUDA toolkit version the host gets when it gets one:
+// its own, else the cluster's.
+func (m Machine) CUDAVersion(spec *Spec) string {
+	if m.CUDA != "" {
+		return m.CUDA
+	}
+	return spec.Versions.CUDA
 }
 
 // HasRole reports whether the machine has role r.

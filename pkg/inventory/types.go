@@ -208,6 +208,13 @@ type Host struct {
 	// CUDAToolkit installs the CUDA toolkit on this host (or range), or not,
 	// whatever spec.nvidia.cudaToolkitRoles says.
 	CUDAToolkit *bool `yaml:"cudaToolkit,omitempty" json:"cudaToolkit,omitempty"`
+	// NvidiaDriver replaces spec.versions.nvidiaDriver on this host (or range): GPUs the
+	// cluster's branch no longer drives (Kepler: 470; Maxwell, Pascal, Volta: 580) or does not
+	// drive yet.
+	NvidiaDriver string `yaml:"nvidiaDriver,omitempty" json:"nvidiaDriver,omitempty"`
+	// CUDA replaces spec.versions.cuda on this host (or range): the toolkit its GPUs need (CUDA
+	// 13 targets Turing and newer; 12.9 is the last for Maxwell, Pascal and Volta).
+	CUDA string `yaml:"cuda,omitempty" json:"cuda,omitempty"`
 }
 
 // Versions pins what is installed. The NVIDIA driver may be an exact version

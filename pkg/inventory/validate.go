@@ -119,6 +119,7 @@ func (c *checker) checkHostEntry(i int, h *Host, spec *Spec) {
 	if h.SSH != nil {
 		c.checkSSH(path+".ssh", h.SSH, spec.SSH.User, spec.AllowInlineSecrets)
 	}
+	c.checkHostVersions(path, h, spec)
 }
 
 func hasRole(rs []Role, r Role) bool {

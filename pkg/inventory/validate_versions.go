@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -79,6 +80,48 @@ func (c *checker) checkDriverForCUDA(cl *Cluster, driver compat.DriverVersion, c
 		}
 		c.errorf(path, "CUDA %s%s needs NVIDIA %s, but nvidiaDriver is %s%s", v.CUDA, c.orDefault("spec.versions.cuda"),
 			need, v.NvidiaDriver, c.orDefault("spec.versions.nvidiaDriver"))
+	}
+}
+
+// checkHostVersions checks a host entry's own driver and CUDA, and that
+// they fit together (with the cluster's where it sets only one) when the
+// host gets the toolkit.
+func (c *checker) checkHostVersions(path string, h *Host, spec *Spec) {
+	if h.NvidiaDriver == "" && h.CUDA == "" {
+		return
+	}
+	dv, cv := cmp.Or(h.NvidiaDriver, spec.Versions.NvidiaDriver), cmp.Or(h.CUDA, spec.Versions.CUDA)
+	driver, derr := compat.ParseDriver(dv)
+	if derr != nil && h.NvidiaDriver != "" {
+		c.errorf(path+".nvidiaDriver", "malformed driver version %s; expected a branch NNN (470) or a release NNN.NN[.NN] (470.256.02)", q(h.NvidiaDriver))
+	}
+	cuda, cerr := compat.ParseCUDA(cv)
+	if cerr != nil && h.CUDA != "" {
+		c.errorf(path+".cuda", "malformed CUDA version %s; expected X.Y (e.g. 12.9)", q(h.CUDA))
+	}
+	if derr != nil || cerr != nil || !cudaToolkit(spec.NVIDIA.CUDAToolkitRoles, h.Roles, h.CUDAToolkit) {
+		return
+	}
+	ok, err := compat.Satisfies(driver, cuda.String())
+	field := path + ".cuda"
+	if h.CUDA == "" {
+		field = path + ".nvidiaDriver"
+	}
+	switch {
+	case errors.Is(err, compat.ErrUnknownCUDA) && cuda.Compare(compat.Newest()) > 0:
+		c.warnf(field, "CUDA %s is newer than gpukit's driver compatibility table (up to %s); the driver requirement is not checked", cv, compat.Newest())
+	case errors.Is(err, compat.ErrUnknownCUDA) && cuda.Compare(compat.Releases()[0].CUDA) < 0:
+		// Older than the table (a Kepler host's 11.4): any driver of its
+		// GPUs' branches runs it; the GPUs are checked against the branch.
+	case err != nil:
+		c.errorf(field, "unsupported CUDA version %s; known releases: %s", cv, knownCUDA())
+	case !ok:
+		minimum, _ := compat.MinDriver(cuda.String())
+		need := fmt.Sprintf("driver %s or newer", minimum)
+		if driver.IsBranch() {
+			need = fmt.Sprintf("driver branch %d or newer", minimum.Branch)
+		}
+		c.errorf(field, "this host gets the CUDA %s toolkit, which needs NVIDIA %s, but its driver is %s", cv, need, dv)
 	}
 }
 

@@ -28,11 +28,6 @@ const (
 	Proprietary = "proprietary"
 )
 
-// firstTuringDevice is the lowest PCI device id of the Turing generation
-// (TU102 is 0x1e02): open kernel modules need Turing or newer; Volta (0x1dbx)
-// and older need the proprietary ones.
-const firstTuringDevice = 0x1e00
-
 // Want is what the NVIDIA layer installs on one host: the decision, made
 // from the inventory and the host's facts before anything changes.
 type Want struct {
@@ -74,7 +69,7 @@ func Decide(inv *inventory.Inventory, m inventory.Machine, f *facts.Facts) (Want
 	if err != nil {
 		return w, err
 	}
-	w.Family, w.Source, w.Driver = fam, n.DriverSource, spec.Versions.NvidiaDriver
+	w.Family, w.Source, w.Driver = fam, n.DriverSource, m.DriverVersion(&spec)
 	w.GPU = len(f.PCIGPUs) > 0 || len(f.GPUs) > 0
 	if !w.GPU {
 		return w, nil
@@ -154,7 +149,10 @@ func Decide(inv *inventory.Inventory, m inventory.Machine, f *facts.Facts) (Want
 	}
 	w.FabricManager = n.FabricManager == inventory.FabricManagerAlways
 	if m.CUDAToolkit {
-		w.CUDA = spec.Versions.CUDA
+		w.CUDA = m.CUDAVersion(&spec)
+	}
+	if err := w.supports(gpusOf(f), n.KernelModules); err != nil {
+		return w, err
 	}
 	toolkitBase := DefaultContainerToolkitRepo
 	if mirror := spec.Mirrors.NVIDIA; mirror != "" {
@@ -198,13 +196,120 @@ func flavor(choice string, f *facts.Facts) (string, string) {
 	case inventory.ModulesProprietary:
 		return Proprietary, "spec.nvidia.kernelModules"
 	}
-	for _, d := range f.PCIGPUs {
-		id, err := strconv.ParseUint(strings.TrimPrefix(d.DeviceID, "0x"), 16, 32)
-		if err == nil && id < firstTuringDevice {
-			return Proprietary, fmt.Sprintf("GPU %s (device %s) is older than Turing", d.Address, d.DeviceID)
+	for _, g := range gpusOf(f) {
+		if g.Known && !g.Arch.OpenModules {
+			return Proprietary, fmt.Sprintf("GPU %s is %s, older than Turing", g, g.Arch.Name)
 		}
 	}
 	return Open, "every GPU is Turing or newer"
+}
+
+// GPU is one GPU of a host as the probe saw it, with its generation.
+type GPU struct {
+	// Where is its PCI address, or its nvidia-smi index without one.
+	Where string
+	// What is its PCI device id and, when the driver runs, its name.
+	What  string
+	Arch  compat.Architecture
+	Known bool // the table recognised it
+}
+
+func (g GPU) String() string { return g.Where + " (" + g.What + ")" }
+
+// gpusOf are the host's GPUs: from the PCI bus, which shows them before any
+// driver (named from nvidia-smi where it lists the same bus id), else from
+// nvidia-smi's list alone (a container or VM without the PCI view).
+func gpusOf(f *facts.Facts) []GPU {
+	var out []GPU
+	for _, d := range f.PCIGPUs {
+		name := ""
+		for _, g := range f.GPUs {
+			if facts.SamePCIAddress(g.BusID, d.Address) {
+				name = g.Name
+			}
+		}
+		a, ok := compat.Recognize(d.DeviceID, name)
+		what := "device " + d.DeviceID
+		if name != "" {
+			what += ", " + name
+		}
+		out = append(out, GPU{Where: d.Address, What: what, Arch: a, Known: ok})
+	}
+	if len(out) > 0 {
+		return out
+	}
+	for _, g := range f.GPUs {
+		a, ok := compat.Recognize("", g.Name)
+		out = append(out, GPU{Where: "GPU " + strconv.Itoa(g.Index), What: g.Name, Arch: a, Known: ok})
+	}
+	return out
+}
+
+// UnsupportedGPUError is a host whose GPUs the chosen driver branch, CUDA
+// toolkit or kernel modules do not support: found from the PCI device ids
+// before anything is installed.
+type UnsupportedGPUError struct {
+	Arch string
+	GPUs []GPU
+	Msg  string
+}
+
+func (e *UnsupportedGPUError) Error() string {
+	where := make([]string, len(e.GPUs))
+	for i, g := range e.GPUs {
+		where[i] = g.String()
+	}
+	return fmt.Sprintf("%s GPU(s) %s: %s", e.Arch, strings.Join(where, ", "), e.Msg)
+}
+
+// supports checks the decision against every GPU the table recognises; a
+// GPU it does not (newer than the table) is not refused.
+func (w Want) supports(gpus []GPU, modules string) error {
+	branch, err := compat.ParseDriver(w.Driver)
+	if err != nil {
+		return nil // an inventory loaded without defaults (unit tests); validation refuses a malformed one
+	}
+	var cuda compat.CUDAVersion
+	if w.CUDA != "" {
+		if cuda, err = compat.ParseCUDA(w.CUDA); err != nil {
+			return err
+		}
+	}
+	byArch := map[string][]GPU{}
+	var order []string
+	for _, g := range gpus {
+		if !g.Known {
+			continue
+		}
+		if byArch[g.Arch.Name] == nil {
+			order = append(order, g.Arch.Name)
+		}
+		byArch[g.Arch.Name] = append(byArch[g.Arch.Name], g)
+	}
+	for _, name := range order {
+		gs := byArch[name]
+		a := gs[0].Arch
+		if err := a.SupportsBranch(branch.Branch); err != nil {
+			fit := a.LastBranch
+			if fit == 0 {
+				fit = a.FirstBranch
+			}
+			return &UnsupportedGPUError{Arch: name, GPUs: gs, Msg: fmt.Sprintf("%v; set this host's nvidiaDriver (spec.hosts[].nvidiaDriver) or spec.versions.nvidiaDriver to %d", err, fit)}
+		}
+		if w.CUDA != "" {
+			if err := a.SupportsCUDA(cuda); err != nil {
+				fit := a.LastCUDA
+				if fit == (compat.CUDAVersion{}) {
+					fit = a.FirstCUDA
+				}
+				return &UnsupportedGPUError{Arch: name, GPUs: gs, Msg: fmt.Sprintf("%v; set this host's cuda (spec.hosts[].cuda) to %s, or install no CUDA toolkit on it (cudaToolkit: false)", err, fit)}
+			}
+		}
+		if w.Flavor == Open && !a.OpenModules && modules == inventory.ModulesOpen {
+			return &UnsupportedGPUError{Arch: name, GPUs: gs, Msg: "NVIDIA's open kernel modules drive Turing and newer GPUs only; set spec.nvidia.kernelModules to auto or proprietary"}
+		}
+	}
+	return nil
 }
 
 // archOf maps uname -m to NVIDIA's repository directory and Debian's

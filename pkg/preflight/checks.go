@@ -165,8 +165,13 @@ func (c *checker) gpus() {
 			desc += ", MIG " + g.MIGMode
 		}
 		switch {
-		case len(f.PCIGPUs) > len(f.GPUs):
-			c.add("gpu", Warn, "%s, but %d NVIDIA GPUs on the PCI bus: a GPU is not visible to the driver", desc, len(f.PCIGPUs))
+		case len(f.Unlisted()) > 0:
+			var missing []string
+			for _, d := range f.Unlisted() {
+				missing = append(missing, strings.TrimSpace(d.Address+" "+d.DeviceID))
+			}
+			c.add("gpu", Warn, "%s, but %d NVIDIA GPUs on the PCI bus: nvidia-smi does not list %s (not visible to the driver: fallen off the bus, or a generation its branch does not drive)",
+				desc, len(f.PCIGPUs), strings.Join(missing, ", "))
 		case want != "" && !driverMatches(g.Driver, want):
 			c.add("gpu", Warn, "%s; inventory asks for %s: init will change the driver", desc, want)
 		default:

@@ -1,7 +1,9 @@
 package preflight
 
 import (
+	"cmp"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -92,7 +94,7 @@ func TestCheckHost(t *testing.T) {
 			f.SecureBoot, f.OS = "SecureBoot enabled", facts.OS{ID: "debian", Version: "12"}
 		}, check: "secure-boot", want: Fail, reason: "Debian 12 offers no vendor-signed NVIDIA modules"},
 		{name: "nvidia decision", m: worker, check: "nvidia", want: Pass, reason: "driver 580.95.05, open kernel modules (every GPU is Turing or newer), from cuda-repo"},
-		{name: "volta gets proprietary modules", m: worker, mutate: func(f *facts.Facts) { f.PCIGPUs[0].DeviceID = "0x1db4" }, check: "nvidia", want: Pass, reason: "proprietary kernel modules (GPU 0000:17:00.0 (device 0x1db4) is older than Turing)"},
+		{name: "volta gets proprietary modules", m: worker, mutate: func(f *facts.Facts) { f.PCIGPUs[0].DeviceID = "0x1db4" }, check: "nvidia", want: Pass, reason: "proprietary kernel modules (GPU 0000:17:00.0 (device 0x1db4) is Volta, older than Turing)"},
 		{name: "no distribution driver on rhel", source: "distribution", m: worker, mutate: func(f *facts.Facts) { f.OS = facts.OS{ID: "rocky", Version: "9.4"} }, check: "nvidia", want: Fail, reason: "RHEL/Rocky/Alma 9 has no NVIDIA driver packages of its own"},
 		{name: "docker beside kubernetes", m: worker, mutate: func(f *facts.Facts) { f.Runtimes = []string{"dockerd Docker version 28.2.2"} }, check: "runtime", want: Warn},
 		{name: "not systemd", m: worker, mutate: func(f *facts.Facts) { f.Init = "sshd" }, check: "init", want: Fail},
@@ -169,5 +171,65 @@ func TestCheckClusterFindsClones(t *testing.T) {
 		if r.Check != "unique-machine-id" || r.Status != Fail || r.Reason != "machine-id m1 is shared by gpu-001, gpu-002" {
 			t.Errorf("%+v", r)
 		}
+	}
+}
+
+// What plan and preflight decide for each GPU generation (by the device id
+// the PCI bus shows before any driver) with the driver and CUDA asked for:
+// refused before anything is installed, naming the branch or toolkit that
+// fits, or passed.
+func TestGPUGenerationsAgainstTheDriver(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, device, driver, cuda, modules string
+		host                                string // the host entry's own versions
+		want                                Status
+		reason                              string
+	}{
+		{name: "Kepler K80 on the default 580", device: "0x102d", want: Fail, reason: "Kepler GPU(s) 0000:17:00.0 (device 0x102d): driver branch 580 dropped Kepler GPUs: the last branch that drives them is 470; set this host's nvidiaDriver (spec.hosts[].nvidiaDriver) or spec.versions.nvidiaDriver to 470"},
+		{name: "Kepler K80 with its own 470", device: "0x102d", host: `nvidiaDriver: "470"`, want: Pass, reason: "driver 470, proprietary kernel modules (GPU 0000:17:00.0 (device 0x102d) is Kepler, older than Turing)"},
+		{name: "Maxwell M60 on 590", device: "0x13f2", driver: "590.48.01", cuda: "13.1", want: Fail, reason: "the last branch that drives them is 580"},
+		{name: "Pascal P100 on 580", device: "0x15f8", want: Pass, reason: "driver 580.95.05, proprietary kernel modules"},
+		{name: "Pascal P40 with CUDA 13.0", device: "0x1b38", cuda: "13.0", want: Fail, reason: "CUDA 13.0 no longer targets Pascal GPUs: the last toolkit that does is 12.9; set this host's cuda (spec.hosts[].cuda) to 12.9"},
+		{name: "Volta V100 with its own CUDA 12.9", device: "0x1db4", cuda: "13.0", host: `cuda: "12.9"`, want: Pass, reason: "CUDA toolkit 12.9"},
+		{name: "Volta V100 with open modules asked for", device: "0x1db4", modules: "open", want: Fail, reason: "open kernel modules drive Turing and newer GPUs only"},
+		{name: "Volta V100 on 595", device: "0x1db6", driver: "595.45.04", cuda: "13.2", want: Fail, reason: "driver branch 595 dropped Volta GPUs"},
+		{name: "Turing T4 on 610", device: "0x1eb8", driver: "610.43.02", cuda: "13.3", want: Pass, reason: "open kernel modules"},
+		{name: "Ampere A100 on 580", device: "0x20b0", cuda: "13.0", want: Pass},
+		{name: "Ada L40S on 535", device: "0x26b9", driver: "535.54.03", cuda: "12.2", want: Pass},
+		{name: "Hopper H100 given 470", device: "0x2330", host: `nvidiaDriver: "470"`, want: Fail, reason: "they need branch 520 or newer"},
+		{name: "Blackwell B200 on 535", device: "0x2901", driver: "535.54.03", cuda: "12.2", want: Fail, reason: "Blackwell GPU(s) 0000:17:00.0 (device 0x2901): driver branch 535 predates Blackwell GPUs: they need branch 570 or newer"},
+		{name: "Blackwell B200 on 580", device: "0x2901", cuda: "13.0", want: Pass},
+		{name: "a GPU newer than the table", device: "0x3fff", want: Pass, reason: "open kernel modules (every GPU is Turing or newer)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			driver := cmp.Or(tt.driver, "580.95.05")
+			doc := "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: t}\nspec:\n" +
+				"  hosts:\n  - {name: gpu-001, address: 10.0.0.1, roles: [control-plane, worker], cudaToolkit: " + strconv.FormatBool(tt.cuda != "") + cmp.Or(", "+tt.host, "") + "}\n" +
+				fmt.Sprintf("  versions: {nvidiaDriver: %q, cuda: %q}\n", driver, cmp.Or(tt.cuda, "13.0"))
+			if tt.host == "" {
+				doc = strings.Replace(doc, ", }", "}", 1)
+			}
+			if tt.modules != "" {
+				doc += "  nvidia: {kernelModules: " + tt.modules + "}\n"
+			}
+			inv, err := inventory.Parse("t.yaml", []byte(doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := healthy()
+			f.PCIGPUs[0].DeviceID = tt.device
+			var got *Result
+			for _, r := range CheckHost(inv, inv.Machines[0], f) {
+				if r.Check == "nvidia" {
+					got = &r
+				}
+			}
+			if got == nil || got.Status != tt.want || !strings.Contains(got.Reason, tt.reason) {
+				t.Errorf("nvidia check = %+v, want %s containing %q", got, tt.want, tt.reason)
+			}
+		})
 	}
 }

@@ -71,7 +71,7 @@ kv nvswitch.pci "$n"
 if [ -d /proc/driver/nvidia-nvswitch/devices ]; then kv nvswitch.driver "$(find /proc/driver/nvidia-nvswitch/devices -mindepth 1 -maxdepth 1 | wc -l)"; fi
 if [ -e /etc/dgx-release ]; then kv dgx yes; fi
 if command -v nvidia-smi >/dev/null 2>&1; then
-  if out=$(smi --query-gpu=index,uuid,name,memory.total,driver_version,mig.mode.current,persistence_mode --format=csv,noheader,nounits 2>&1); then
+  if out=$(smi --query-gpu=index,uuid,name,memory.total,driver_version,mig.mode.current,persistence_mode,pci.bus_id --format=csv,noheader,nounits 2>&1); then
     while IFS= read -r line; do kv smi.gpu "$line"; done <<<"$out"
   else
     kv smi.error "$(printf '%s' "$out" | tr '\n' ' ')"

@@ -55,7 +55,7 @@ done
 if command -v nvidia-smi >/dev/null 2>&1; then
   kv nvidia_smi.present true
   # An error here (e.g. "Driver/library version mismatch") is itself a fact.
-  if out=$(smi --query-gpu=index,uuid,name,memory.total,driver_version,mig.mode.current,persistence_mode --format=csv,noheader,nounits 2>&1); then
+  if out=$(smi --query-gpu=index,uuid,name,memory.total,driver_version,mig.mode.current,persistence_mode,pci.bus_id --format=csv,noheader,nounits 2>&1); then
     while IFS= read -r line; do kv nvidia_smi.gpu "$line"; done <<<"$out"
   else
     kv nvidia_smi.error "$(printf '%s' "$out" | tr '\n' ' ')"
