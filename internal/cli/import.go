@@ -21,13 +21,17 @@ type importOptions struct {
 func newInventoryImportCmd() *cobra.Command {
 	var o importOptions
 	cmd := &cobra.Command{
-		Use:   "import --from ansible FILE",
-		Short: "Convert a DeepOps / Kubespray / Cloud Native Stack Ansible inventory",
+		Use:   "import --from ansible|kubekey FILE",
+		Short: "Convert a DeepOps / Kubespray / Cloud Native Stack Ansible inventory or a KubeKey v4 Inventory",
 		Long: `Convert an Ansible inventory (INI or YAML) into a gpukit inventory. Groups map to
 roles (kube_control_plane/kube-master -> control-plane, kube_node -> worker, ...),
 ansible_host/ansible_user/ansible_port/ansible_ssh_private_key_file to SSH settings,
 and known group variables (kube_version, kube_pods_subnet, ...) to versions and network.
 group_vars/ and host_vars/ directories beside FILE are read as Ansible reads them.
+A KubeKey v4 Inventory (apiVersion kubekey.kubesphere.io/v1, kind Inventory) is
+Ansible's model too and converts the same way: its connector host/port/user/
+password/private_key are the SSH settings, kube_worker is worker. Other files with
+an apiVersion (a KubeKey v3 Cluster, a k0sctl file, a gpukit inventory) are refused.
 Everything that could not be mapped is listed in the output's header and on stderr.
 Passwords are never copied: they become environment variable references.`,
 		Args: exactArgs(1),
@@ -36,7 +40,7 @@ Passwords are never copied: they become environment variable references.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.from, "from", "", "source format: ansible")
+	f.StringVar(&o.from, "from", "", "source format: ansible (which reads KubeKey v4 Inventories too), or kubekey to require one")
 	f.StringVar(&o.format, "format", "auto", "Ansible inventory syntax: ini, yaml or auto")
 	f.StringVar(&o.name, "name", "", "cluster name (metadata.name)")
 	f.StringVar(&o.output, "output-file", "", "write the inventory here instead of stdout")
@@ -47,8 +51,10 @@ Passwords are never copied: they become environment variable references.`,
 }
 
 func runImport(cmd *cobra.Command, o importOptions, file string) error {
-	if o.from != "ansible" {
-		return usage(fmt.Errorf("--from %q: the only source format is ansible", o.from))
+	switch o.from {
+	case "ansible", "kubekey":
+	default:
+		return usage(fmt.Errorf("--from %q: the only source format is ansible (KubeKey v4 Inventories included; --from kubekey accepts only those)", o.from))
 	}
 	format, err := ansible.ParseFormat(o.format)
 	if err != nil {
@@ -62,6 +68,10 @@ func runImport(cmd *cobra.Command, o importOptions, file string) error {
 	res, err := ansible.Convert(in)
 	if err != nil {
 		return usage(err)
+	}
+	if o.from == "kubekey" && res.Source != ansible.SourceKubeKey {
+		return usage(fmt.Errorf("%s: --from kubekey: not a KubeKey v4 Inventory (apiVersion kubekey.kubesphere.io/v1, kind Inventory) but an Ansible inventory; convert it with --from ansible",
+			file))
 	}
 	out := ansible.Render(res)
 	stderr := cmd.ErrOrStderr()

@@ -7,10 +7,13 @@ import (
 	"runtime/debug"
 )
 
+// unset is Version when the linker set none.
+const unset = "dev"
+
 // Set at link time by the Makefile and goreleaser; the defaults describe a
-// plain `go build`.
+// plain `go build` or `go install`.
 var (
-	Version = "dev"
+	Version = unset
 	Commit  = ""
 	Date    = ""
 )
@@ -24,21 +27,36 @@ type Info struct {
 	Platform  string `json:"platform"`
 }
 
-// Get returns the build identity; when the linker set no commit, the VCS
-// stamp that `go build` records is used instead.
+// Get returns the build identity: what the linker set, else what the go
+// command recorded in the binary.
 func Get() Info {
-	info := Info{Version: Version, Commit: Commit, Date: Date, GoVersion: runtime.Version(),
+	bi, _ := debug.ReadBuildInfo()
+	return fromBuild(Version, Commit, Date, bi)
+}
+
+// fromBuild fills in what the linker left unset from the build info (nil
+// when the binary has none): `go install ...@v1.2.3` sets no -X flags but
+// records the module version, and `go build` in a checkout records the VCS
+// revision and time.
+func fromBuild(version, commit, date string, bi *debug.BuildInfo) Info {
+	info := Info{Version: version, Commit: commit, Date: date, GoVersion: runtime.Version(),
 		Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if bi == nil {
+		bi = &debug.BuildInfo{}
+	}
+	// "(devel)" is the go command's word for "built from a checkout, no
+	// version known": no better than the default.
+	if info.Version == unset && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		info.Version = bi.Main.Version
+	}
 	if info.Commit == "" {
-		if bi, ok := debug.ReadBuildInfo(); ok {
-			for _, s := range bi.Settings {
-				switch s.Key {
-				case "vcs.revision":
-					info.Commit = s.Value
-				case "vcs.time":
-					if info.Date == "" {
-						info.Date = s.Value
-					}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				info.Commit = s.Value
+			case "vcs.time":
+				if info.Date == "" {
+					info.Date = s.Value
 				}
 			}
 		}

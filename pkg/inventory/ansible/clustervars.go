@@ -24,9 +24,9 @@ func (c *converter) clusterVars(hosts []*mappedHost) (inventory.Versions, invent
 		case "containerd":
 			c.set("spec.versions.runtime", &v.Runtime, x, inventory.RuntimeContainerd)
 		case "docker", "cri-dockerd":
-			c.notes.addf(x.pos, "variable "+x.key, "%s is not converted: Kubernetes has no Docker runtime since 1.24, gpukit uses containerd", x.text)
+			c.notes.addf(x.pos, x.subject(), "%s is not converted: Kubernetes has no Docker runtime since 1.24, gpukit uses containerd", x.text)
 		default:
-			c.notes.addf(x.pos, "variable "+x.key, "container runtime %q is not supported by gpukit, which uses containerd", x.text)
+			c.notes.addf(x.pos, x.subject(), "container runtime %q is not supported by gpukit, which uses containerd", x.text)
 		}
 	}
 	if x, ok := c.agreed(hosts, "containerd_version"); ok {
@@ -53,7 +53,7 @@ func (c *converter) clusterVars(hosts []*mappedHost) (inventory.Versions, invent
 		case inventory.CNICalico, inventory.CNIFlannel, inventory.CNICilium:
 			c.set("spec.network.cni", &n.CNI, x, p)
 		default:
-			c.notes.addf(x.pos, "variable "+x.key, "network plugin %q is not one gpukit installs (flannel, calico, cilium); left at the default %s", x.text, inventory.DefaultCNI)
+			c.notes.addf(x.pos, x.subject(), "network plugin %q is not one gpukit installs (flannel, calico, cilium); left at the default %s", x.text, inventory.DefaultCNI)
 		}
 	}
 	return v, n
@@ -106,19 +106,19 @@ func (c *converter) agreed(hosts []*mappedHost, keys ...string) (variable, bool)
 // set stores a converted value, noting when it had to be rewritten.
 func (c *converter) set(path string, field *string, x variable, value string) {
 	if value == "" {
-		c.notes.addf(x.pos, "variable "+x.key, "%q cannot be read as a version; left at gpukit's default", x.text)
+		c.notes.addf(x.pos, x.subject(), "%q cannot be read as a version; left at gpukit's default", x.text)
 		return
 	}
 	*field = value
 	c.fromVar[path] = x
 	if value != x.text {
-		c.notes.addf(x.pos, "variable "+x.key, "%q converted to %s: %s", x.text, path, value)
+		c.notes.addf(x.pos, x.subject(), "%q converted to %s: %s", x.text, path, value)
 	}
 }
 
 func (c *converter) setCIDR(path string, field *string, x variable) {
 	if _, err := netip.ParsePrefix(x.text); err != nil {
-		c.notes.addf(x.pos, "variable "+x.key, "%q is not a CIDR; left at gpukit's default", x.text)
+		c.notes.addf(x.pos, x.subject(), "%q is not a CIDR; left at gpukit's default", x.text)
 		return
 	}
 	c.set(path, field, x, x.text)

@@ -46,10 +46,14 @@ func truthy(s string) (value, ok bool) {
 func (c *converter) usable(v variable) bool {
 	switch {
 	case v.vault:
-		c.notes.addf(v.pos, "variable "+v.key, "the value is vault-encrypted and is not converted; set the matching gpukit field by hand")
+		c.notes.addf(v.pos, v.subject(), "the value is vault-encrypted and is not converted; set the matching gpukit field by hand")
 		return false
 	case v.isTemplate():
-		c.notes.addf(v.pos, "variable "+v.key, "the value %q is a Jinja2 template that only Ansible can evaluate; it is not converted, set the matching gpukit field by hand", v.text)
+		what := "a Jinja2 template that only Ansible can evaluate"
+		if c.inv.source == SourceKubeKey {
+			what = "a template that only KubeKey can evaluate"
+		}
+		c.notes.addf(v.pos, v.subject(), "the value %q is %s; it is not converted, set the matching gpukit field by hand", v.text, what)
 		return false
 	}
 	return v.text != ""
@@ -65,7 +69,7 @@ func (c *converter) mapConnection(m *mappedHost) {
 		if n, err := strconv.Atoi(x.text); err == nil && n >= 1 && n <= 65535 {
 			m.ssh.Port = n
 		} else {
-			c.notes.addf(x.pos, "variable "+x.key, "port %q is not a number between 1 and 65535; not converted", x.text)
+			c.notes.addf(x.pos, x.subject(), "port %q is not a number between 1 and 65535; not converted", x.text)
 		}
 	}
 	if x, ok := v.first("ansible_ssh_private_key_file", "ansible_private_key_file"); ok && c.usable(x) {
@@ -90,16 +94,16 @@ func (c *converter) mapConnection(m *mappedHost) {
 	}
 	if x, ok := v.first("ansible_host_key_checking", "ansible_ssh_host_key_checking"); ok && c.usable(x) {
 		if on, valid := truthy(x.text); valid && !on {
-			c.notes.addf(x.pos, "variable "+x.key, "%s", hostKeyAdvice)
+			c.notes.addf(x.pos, x.subject(), "%s", hostKeyAdvice)
 		}
 	}
 	if x, ok := v["ansible_connection"]; ok && c.usable(x) {
 		switch strings.TrimPrefix(x.text, "ansible.builtin.") {
 		case "ssh", "smart", "paramiko", "paramiko_ssh":
 		case "local":
-			c.notes.addf(x.pos, "variable "+x.key, "ansible_connection=local is not converted: gpukit reaches every host over SSH, this one too, so sshd must accept %s", firstNonEmpty(m.address, m.src.name))
+			c.notes.addf(x.pos, x.subject(), "%s=local is not converted: gpukit reaches every host over SSH, this one too, so sshd must accept %s", x.label(), firstNonEmpty(m.address, m.src.name))
 		default:
-			c.notes.addf(x.pos, "variable "+x.key, "gpukit reaches hosts over SSH only; connection %q is not supported", x.text)
+			c.notes.addf(x.pos, x.subject(), "gpukit reaches hosts over SSH only; connection %q is not supported", x.text)
 		}
 	}
 }
@@ -112,18 +116,18 @@ func (c *converter) mapBecome(m *mappedHost) {
 		on, valid := truthy(x.text)
 		switch {
 		case !valid:
-			c.notes.addf(x.pos, "variable "+x.key, "%q is not a boolean; not converted", x.text)
+			c.notes.addf(x.pos, x.subject(), "%q is not a boolean; not converted", x.text)
 		case on:
 			m.become = true
 		default:
-			c.notes.addf(x.pos, "variable "+x.key, "ansible_become is false, which is not converted: gpukit needs root on every host and uses sudo whenever the SSH user is not root")
+			c.notes.addf(x.pos, x.subject(), "ansible_become is false, which is not converted: gpukit needs root on every host and uses sudo whenever the SSH user is not root")
 		}
 	}
 	if x, ok := v["ansible_become_method"]; ok && c.usable(x) && strings.TrimPrefix(x.text, "ansible.builtin.") != "sudo" {
-		c.notes.addf(x.pos, "variable "+x.key, "gpukit escalates with sudo only; become method %q is not supported", x.text)
+		c.notes.addf(x.pos, x.subject(), "gpukit escalates with sudo only; become method %q is not supported", x.text)
 	}
 	if x, ok := v["ansible_become_user"]; ok && c.usable(x) && x.text != "root" {
-		c.notes.addf(x.pos, "variable "+x.key, "gpukit always becomes root; become user %q is not converted", x.text)
+		c.notes.addf(x.pos, x.subject(), "gpukit always becomes root; become user %q is not converted", x.text)
 	}
 }
 
@@ -133,7 +137,7 @@ func (c *converter) mapBecome(m *mappedHost) {
 // what the variables left empty.
 func (c *converter) mapSSHArgs(m *mappedHost, x variable) {
 	o := parseSSHArgs(x.text)
-	subject := "variable " + x.key
+	subject := x.subject()
 	s := &m.ssh
 	s.User = firstNonEmpty(s.User, o.user)
 	s.KeyFile = firstNonEmpty(s.KeyFile, o.keyFile)
@@ -166,14 +170,26 @@ func (c *converter) nameSecrets(hosts []*mappedHost) {
 	c.nameSecret(hosts, EnvSSHPassword, "SSH password",
 		func(m *mappedHost) *variable { return m.sshPassword },
 		func(m *mappedHost, ref *inventory.SecretRef) { m.ssh.Password = ref })
-	c.nameSecret(hosts, EnvSudoPassword, "sudo password",
-		func(m *mappedHost) *variable { return m.sudoPassword },
-		func(m *mappedHost, ref *inventory.SecretRef) {
-			if m.ssh.Sudo == nil {
-				m.ssh.Sudo = &inventory.Sudo{}
-			}
-			m.ssh.Sudo.Password = ref
-		})
+	setSudo := func(m *mappedHost, ref *inventory.SecretRef) {
+		if m.ssh.Sudo == nil {
+			m.ssh.Sudo = &inventory.Sudo{}
+		}
+		m.ssh.Sudo.Password = ref
+	}
+	// One definition that is both passwords (KubeKey's connector.password)
+	// is one environment variable, not two to keep equal.
+	var own []*mappedHost
+	for _, m := range hosts {
+		if p, s := m.sshPassword, m.sudoPassword; p != nil && s != nil && p.pos == s.pos && p.label() == s.label() {
+			ref := *m.ssh.Password
+			setSudo(m, &ref)
+			c.notes.addf(s.pos, s.subject(), "is the sudo password too: ssh.sudo.password reads the same environment variable, %s", ref.Env)
+			continue
+		}
+		own = append(own, m)
+	}
+	c.nameSecret(own, EnvSudoPassword, "sudo password",
+		func(m *mappedHost) *variable { return m.sudoPassword }, setSudo)
 }
 
 func (c *converter) nameSecret(hosts []*mappedHost, base, what string, get func(*mappedHost) *variable, set func(*mappedHost, *inventory.SecretRef)) {
@@ -210,6 +226,6 @@ func (c *converter) nameSecret(hosts []*mappedHost, base, what string, get func(
 		if g.first.vault || g.first.isTemplate() {
 			msg += "; the inventory holds a template or vault value, so export the password it stands for"
 		}
-		c.notes.addf(g.first.pos, "variable "+g.first.key, "%s", msg)
+		c.notes.addf(g.first.pos, g.first.subject(), "%s", msg)
 	}
 }

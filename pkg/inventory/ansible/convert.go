@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/gpukit/gpukit/pkg/inventory"
@@ -95,6 +96,9 @@ type Result struct {
 	// Valid is true when the converted inventory loads through gpukit's
 	// loader without error; when false, the notes say what to fix.
 	Valid bool
+	// Source is the format the inventory was in: Ansible's, or a KubeKey v4
+	// Inventory (recognised by its apiVersion and kind).
+	Source Source
 }
 
 // Note is one thing the conversion dropped, changed or wants checked.
@@ -165,8 +169,16 @@ func Convert(in Input) (*Result, error) {
 	if len(inv.hostOrder) == 0 {
 		return nil, noHostsError(inv)
 	}
-	var notes noteList
+	notes := inv.notes
 	sources := []string{name}
+	if inv.source == SourceKubeKey {
+		// KubeKey reads no group_vars or host_vars: its variables are in the
+		// Inventory itself.
+		for _, f := range slices.Concat(in.GroupVars, in.HostVars) {
+			notes.add(f.Name, 0, "variables file", "not read: the inventory is a KubeKey Inventory, whose variables are all in the file itself (spec.vars, groups' vars, hosts)")
+		}
+		in.GroupVars, in.HostVars = nil, nil
+	}
 	for _, f := range in.GroupVars {
 		vars, err := parseVarsFile(f.Name, f.Data)
 		if err != nil {
@@ -199,13 +211,29 @@ func Convert(in Input) (*Result, error) {
 
 	c := newConverter(inv, &notes)
 	cluster := c.convert()
-	cluster.Metadata.Name = in.ClusterName
-	if cluster.Metadata.Name == "" {
-		cluster.Metadata.Name = DefaultClusterName
-		notes.add("", 0, "metadata.name", fmt.Sprintf("Ansible inventories have no cluster name; set to %q, change it to name your cluster", DefaultClusterName))
-	}
+	cluster.Metadata.Name = clusterName(in.ClusterName, inv, &notes)
 	valid := c.settle(&cluster, name)
-	return &Result{Cluster: cluster, Notes: notes.sorted(sources), Sources: sources, Valid: valid}, nil
+	return &Result{Cluster: cluster, Notes: notes.sorted(sources), Sources: sources, Valid: valid, Source: inv.source}, nil
+}
+
+// clusterName is metadata.name: the operator's choice, else the name the
+// file gives (KubeKey's metadata.name), else DefaultClusterName with a note.
+func clusterName(given string, inv *ansibleInventory, notes *noteList) string {
+	if given != "" {
+		return given
+	}
+	n := inv.clusterName
+	switch {
+	case inv.source != SourceKubeKey:
+		notes.add("", 0, "metadata.name", fmt.Sprintf("Ansible inventories have no cluster name; set to %q, change it to name your cluster", DefaultClusterName))
+	case n.text == "":
+		notes.add("", 0, "metadata.name", fmt.Sprintf("the KubeKey Inventory has no metadata.name; set to %q, change it to name your cluster", DefaultClusterName))
+	case n.text == kubekeyTemplateName:
+		notes.addf(n.pos, "metadata.name", "%q is the name KubeKey's inventory template ships with, not a cluster's; set to %q, change it to name your cluster", n.text, DefaultClusterName)
+	default:
+		return n.text
+	}
+	return DefaultClusterName
 }
 
 // noHostsError explains an empty inventory; a template with every host line

@@ -11,6 +11,17 @@
 // cannot install falls back to its default with a note, and whatever the
 // loader still objects to is reported as a note too.
 //
+// A KubeKey v4 Inventory (apiVersion kubekey.kubesphere.io/v1, kind
+// Inventory) is Ansible's model written as a Kubernetes object, and converts
+// the same way: spec.hosts are the hosts, spec.groups their groups,
+// spec.vars, the groups' vars and the hosts' own entries their variables
+// (with KubeKey's precedence), and connector.host, .port, .user, .password,
+// .private_key and .type stand for ansible_host, ansible_port, ansible_user,
+// ansible_password, ansible_ssh_private_key_file and ansible_connection. As
+// in KubeKey, an unset user is root and the password is the sudo password
+// too. Any other YAML document with an apiVersion (a KubeKey v3 Cluster, a
+// k0sctl file, a gpukit inventory) is refused with an error naming what it is.
+//
 // Two rules are never bent: secrets are never copied into the output (they
 // become environment variable references), and SSH host key checking is never
 // switched off (Ansible's StrictHostKeyChecking=no becomes a note pointing at
@@ -21,7 +32,8 @@
 //	Ansible                                          gpukit
 //	kube_control_plane, kube-master, kube_master,    role control-plane
 //	  master, masters, control_plane
-//	kube_node, kube-node, node, nodes, workers       role worker
+//	kube_node, kube-node, node, nodes, workers,      role worker
+//	  kube_worker (KubeKey)
 //	kube_ingress, kube-ingress, ingress              role ingress
 //	etcd                                             note (etcd is stacked on control planes;
 //	                                                   an etcd-only host is left out)

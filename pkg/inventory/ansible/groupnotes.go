@@ -23,7 +23,7 @@ func (c *converter) unmappedReason(h *ansibleHost) string {
 		reasons = append(reasons, fmt.Sprintf("in groups with no gpukit meaning (%s)", strings.Join(g, ", ")))
 	}
 	if len(reasons) == 0 {
-		reasons = append(reasons, "in no group that maps to a gpukit role (kube_control_plane, kube_node, kube_ingress)")
+		reasons = append(reasons, "in no group that maps to a gpukit role (kube_control_plane, kube_node or kube_worker, kube_ingress)")
 	}
 	return strings.Join(reasons, "; ")
 }

@@ -22,13 +22,14 @@ const (
 )
 
 // classifyGroup names the groups of DeepOps, Kubespray (current and legacy
-// dash-named spellings) and Cloud Native Stack ([master], [nodes]).
+// dash-named spellings), Cloud Native Stack ([master], [nodes]) and KubeKey
+// v4 (kube_worker).
 func classifyGroup(name string) groupKind {
 	n := strings.ToLower(name)
 	switch n {
 	case "kube_control_plane", "kube-master", "kube_master", "master", "masters", "control_plane", "control-plane":
 		return kindControlPlane
-	case "kube_node", "kube-node", "node", "nodes", "kube_nodes", "worker", "workers":
+	case "kube_node", "kube-node", "node", "nodes", "kube_nodes", "worker", "workers", "kube_worker":
 		return kindWorker
 	case "kube_ingress", "kube-ingress", "ingress":
 		return kindIngress

@@ -85,14 +85,18 @@ func (c *converter) mapHost(h *ansibleHost, roles []inventory.Role) *mappedHost 
 		switch {
 		case !c.usable(x):
 		case !isAddress(x.text):
-			c.notes.addf(x.pos, subject, "%s %q is neither an IP address nor a DNS name; set spec.hosts address by hand", x.key, x.text)
+			c.notes.addf(x.pos, subject, "%s %q is neither an IP address nor a DNS name; set spec.hosts address by hand", x.label(), x.text)
 		default:
 			m.address = x.text
 		}
 	} else if isAddress(h.name) {
 		m.address = h.name
 	} else {
-		c.notes.addf(h.pos, subject, "has no ansible_host and its name is not an IP address or DNS name, so it has no address; set it by hand")
+		hostVar := "ansible_host"
+		if c.inv.source == SourceKubeKey {
+			hostVar = "connector.host"
+		}
+		c.notes.addf(h.pos, subject, "has no %s and its name is not an IP address or DNS name, so it has no address; set it by hand", hostVar)
 	}
 	c.mapConnection(m)
 	m.labels = c.mapLabels(m)

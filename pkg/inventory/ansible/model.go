@@ -8,11 +8,14 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// ansibleInventory is what both parsers produce: Ansible's own model of hosts,
+// ansibleInventory is what every parser produces: Ansible's own model of hosts,
 // groups and variables, with the source position of everything so that notes
 // can point at the line an operator has to look at.
 type ansibleInventory struct {
-	file       string
+	file string
+	// source is the tool whose format the file is in; a KubeKey v4 Inventory
+	// is read into this same model (kubekey.go).
+	source     Source
 	hosts      map[string]*ansibleHost
 	hostOrder  []string // first appearance, which is the order operators wrote
 	groups     map[string]*ansibleGroup
@@ -22,7 +25,24 @@ type ansibleInventory struct {
 	// template can be told apart from an empty file.
 	commentedHosts     int
 	firstCommentedHost int
+
+	// clusterName is the name the file gives the cluster (KubeKey's
+	// metadata.name); Ansible inventories have none.
+	clusterName variable
+	// notes are what the parser itself has to say (KubeKey fields with no
+	// Ansible equivalent); Convert starts from them.
+	notes noteList
 }
+
+// Source is the tool whose inventory format a file is written in.
+type Source string
+
+const (
+	SourceAnsible Source = "Ansible"
+	// SourceKubeKey is a KubeKey v4 Inventory (kubekey.kubesphere.io/v1),
+	// which models hosts, groups and variables the way Ansible does.
+	SourceKubeKey Source = "KubeKey"
+)
 
 type ansibleHost struct {
 	name string
@@ -58,7 +78,22 @@ type variable struct {
 	pos  position
 	// vault marks a !vault encrypted YAML value; its text is ciphertext.
 	vault bool
+	// name is the variable as the file spells it when that is not key: a
+	// KubeKey inventory's connector.user is read as ansible_user, and notes
+	// must name what the operator wrote.
+	name string
 }
+
+// label is the variable's name as written in the source file.
+func (v variable) label() string {
+	if v.name != "" {
+		return v.name
+	}
+	return v.key
+}
+
+// subject is the note subject for the variable.
+func (v variable) subject() string { return "variable " + v.label() }
 
 // isTemplate reports a Jinja2 expression, which only Ansible can evaluate.
 func (v variable) isTemplate() bool {
@@ -84,7 +119,7 @@ func (s *varSet) overlay(other varSet) {
 }
 
 func newInventory(file string) *ansibleInventory {
-	inv := &ansibleInventory{file: file, hosts: map[string]*ansibleHost{}, groups: map[string]*ansibleGroup{}}
+	inv := &ansibleInventory{file: file, source: SourceAnsible, hosts: map[string]*ansibleHost{}, groups: map[string]*ansibleGroup{}}
 	inv.group("all", position{file: file})
 	inv.group("ungrouped", position{file: file})
 	return inv

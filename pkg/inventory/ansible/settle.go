@@ -39,7 +39,7 @@ func (c *converter) settle(cl *inventory.Cluster, file string) bool {
 			clearField(cl, is.Path)
 			delete(c.fromVar, is.Path)
 			dropped = true
-			c.notes.addf(x.pos, "variable "+x.key, "%q is not accepted by gpukit (%s); %s is left at gpukit's default", x.text, is.Message, is.Path)
+			c.notes.addf(x.pos, x.subject(), "%q is not accepted by gpukit (%s); %s is left at gpukit's default", x.text, is.Message, is.Path)
 		}
 		if !dropped {
 			c.loaderNotes(ve.Issues, ve.Warnings)

@@ -41,6 +41,10 @@ func classifyVar(key string) (varClass, string) {
 		return varInternal, ""
 	case "ip", "access_ip":
 		return varAdvice, "Kubespray binds Kubernetes to this address; gpukit has no separate node IP: the node uses the address its default route leaves by, so check that this is the network you want"
+	case "internal_ipv4", "internal_ipv6":
+		return varAdvice, "KubeKey binds Kubernetes and etcd to this address, which is not the one the host is reached at; gpukit has no separate node IP: the node uses the address its default route leaves by, so check that this is the network you want"
+	case "connector.private_key_content":
+		return varAdvice, "a private key is never copied into a gpukit inventory; write it to a file only you can read and set ssh.keyFile to it"
 	case "etcd_member_name":
 		return varAdvice, "gpukit runs etcd stacked on the control-plane hosts and names the members itself"
 	case "k8s_gpu_mig_strategy", "mig_strategy", "enable_mig", "mig_profile", "nvidia_driver_mig":

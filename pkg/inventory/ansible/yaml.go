@@ -59,6 +59,12 @@ func parseYAMLInventory(file string, data []byte) (*ansibleInventory, error) {
 	if root.Kind != yaml.MappingNode {
 		return nil, &ParseError{File: file, Line: root.Line, Msg: "an Ansible YAML inventory must be a mapping of groups (all: {hosts:, children:, vars:})"}
 	}
+	if tm, ok := readTypeMeta(root); ok {
+		if tm.isKubeKeyInventory() {
+			return parseKubeKeyInventory(file, root)
+		}
+		return nil, tm.refusal(file)
+	}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		if root.Content[i].Value == "plugin" {
 			return nil, &ParseError{File: file, Line: root.Content[i].Line, Msg: "this is a dynamic inventory plugin configuration; export a static inventory first (ansible-inventory -i " + file + " --list --yaml --export) and convert that"}
