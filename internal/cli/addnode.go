@@ -24,6 +24,9 @@ touched.
 
 Exit code 0 when every new host joined, 3 when some failed (named; run again to
 continue), 2 on bad input (nothing changed on any host).`,
+		Example: `  gpukit add-node -i cluster.yaml gpu-017
+  gpukit add-node -i cluster.yaml gpu-017 gpu-018 --dry-run
+  gpukit add-node -i cluster.yaml cp-4 --max-parallel-reboots 1`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			return usage(cobra.MinimumNArgs(1)(cmd, args))
 		},
@@ -52,7 +55,9 @@ continue), 2 on bad input (nothing changed on any host).`,
 			return err
 		},
 	}
-	o.addFlags(cmd.Flags())
+	o.runOptions.addFlags(cmd, honours{writes: true, fanOut: true})
+	o.addVersionFlags(cmd.Flags())
+	o.addRebootFlags(cmd.Flags())
 	o.phaseFlags(cmd, func(inv *inventory.Inventory) (flow.Flow, error) {
 		// The phases are the same whichever hosts join: list them for the
 		// inventory's last host.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/gpukit/gpukit/manifests"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/test/fixtures"
@@ -34,7 +36,27 @@ func writeFile(t *testing.T, name, content string) string {
 
 func sharedFixture(t *testing.T, parts ...string) string { return fixtures.Dir(t, parts...) }
 
+// isolate keeps a test from this machine's kubeconfig and ssh-agent.
+func isolate(t *testing.T) {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("SSH_AUTH_SOCK", "")
+	homeKubeconfig(t, filepath.Join(home, ".kube", "config"))
+}
+
+// homeKubeconfig points client-go's ~/.kube/config, found once when the
+// process starts, at path for the test.
+func homeKubeconfig(t *testing.T, path string) {
+	t.Helper()
+	was := clientcmd.RecommendedHomeFile
+	clientcmd.RecommendedHomeFile = path
+	t.Cleanup(func() { clientcmd.RecommendedHomeFile = was })
+}
+
 func TestExitCodes(t *testing.T) {
+	isolate(t)
 	example := writeFile(t, "cluster.yaml", string(inventory.Example()))
 	bad := writeFile(t, "bad.yaml", "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: lab}\nspec:\n  hosts:\n  - name: cp-1\n    address: 10.0.0.1\n    roles: [control-plane]\n    colour: blue\n")
 	// Loopback addresses: should a check ever let a run start, nothing
@@ -80,7 +102,7 @@ func TestExitCodes(t *testing.T) {
 		{"bad output format", []string{"preflight", "-i", loopback, "-o", "yaml"}, ExitUsage, "", "want auto, plain or json"},
 		{"missing secret is bad input", []string{"preflight", "-i", needsSecret}, ExitUsage, "", "GPUKIT_TEST_UNSET_PASSWORD"},
 		{"preflight of an invalid inventory", []string{"preflight", "-i", bad}, ExitUsage, "", "unknown field"},
-		{"kubeflow deploy needs a cluster", []string{"kubeflow", "deploy"}, ExitUsage, "", "pass -i FILE (the inventory of a cluster gpukit built) or --kubeconfig PATH"},
+		{"kubeflow deploy needs a cluster", []string{"kubeflow", "deploy"}, ExitUsage, "", "no cluster: pass -i FILE (the inventory of a cluster gpukit built), --kubeconfig PATH or --context NAME (no kubeconfig in "},
 		{"kubeflow deploy of an unknown release", []string{"kubeflow", "deploy", "-i", loopback, "--version", "v1.8.0"}, ExitUsage, "", "--version v1.8.0: gpukit deploys v1.9.0, v1.9.1, v1.10.0, v1.10.1, v1.10.2, v1.11.0, 26.03"},
 		{"kubeflow deploy of missing manifests", []string{"kubeflow", "deploy", "-i", loopback, "--manifests", "/nonexistent/kf.tar.gz"}, ExitUsage, "", "--manifests /nonexistent/kf.tar.gz"},
 		{"kubeflow deploy of the inventory's missing manifests", []string{"kubeflow", "deploy", "-i", offlineKubeflow}, ExitUsage, "", offlineKubeflow + ": spec.kubeflow: manifests: stat /nonexistent/manifests-26.03.tar.gz: no such file or directory"},

@@ -23,16 +23,32 @@ type initOptions struct {
 	mergeKubeconfig    bool
 }
 
-func (o *initOptions) addFlags(f *pflag.FlagSet) {
-	o.runOptions.addFlags(f)
+// defaultMaxParallelReboots is --max-parallel-reboots' default.
+const defaultMaxParallelReboots = 16
+
+// addVersionFlags are --driver, --cuda and --toolkit: the versions to
+// install instead of the inventory's.
+func (o *initOptions) addVersionFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.overrides.NvidiaDriver.Value, "driver", "", "NVIDIA driver release or branch, instead of spec.versions.nvidiaDriver")
 	f.StringVar(&o.overrides.CUDA.Value, "cuda", "", "CUDA toolkit X.Y, instead of spec.versions.cuda")
 	f.StringVar(&o.overrides.ContainerToolkit.Value, "toolkit", "", "NVIDIA Container Toolkit X.Y.Z, instead of spec.versions.containerToolkit")
-	f.IntVar(&o.maxParallelReboots, "max-parallel-reboots", 16, "hosts rebooting at once, at most")
+	o.overrides.NvidiaDriver.Flag, o.overrides.CUDA.Flag, o.overrides.ContainerToolkit.Flag = "--driver", "--cuda", "--toolkit"
+}
+
+// addRebootFlags are the flags of commands that may reboot hosts (plan
+// reboots none). Without them a run takes their defaults.
+func (o *initOptions) addRebootFlags(f *pflag.FlagSet) {
+	f.IntVar(&o.maxParallelReboots, "max-parallel-reboots", defaultMaxParallelReboots, "hosts rebooting at once, at most")
 	f.DurationVar(&o.rebootTimeout, "reboot-timeout", 0, "how long a host may take to come back from a reboot (default spec.nvidia.rebootTimeout)")
+}
+
+// addKubeconfigOutFlags are the flags of the command that builds a cluster
+// and writes its admin kubeconfig (init).
+func (o *initOptions) addKubeconfigOutFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
 	f.StringVar(&o.kubeconfigOut, "kubeconfig-out", "", "where the cluster's admin kubeconfig is written, mode 0600 (kubernetes; default ./<cluster name>.kubeconfig)")
 	f.BoolVar(&o.mergeKubeconfig, "merge-kubeconfig", false, "also merge the admin kubeconfig into $KUBECONFIG (its first file) or ~/.kube/config as context <cluster>-admin@<cluster>, made current (kubernetes)")
-	o.overrides.NvidiaDriver.Flag, o.overrides.CUDA.Flag, o.overrides.ContainerToolkit.Flag = "--driver", "--cuda", "--toolkit"
+	_ = cmd.MarkFlagFilename("kubeconfig-out")
 }
 
 const initLong = `Build the cluster on every host of the inventory, layer by layer:
@@ -74,19 +90,28 @@ func newInitCmd(s Streams) *cobra.Command {
 		Use:   "init -i FILE",
 		Short: "Install the NVIDIA stack on every host, then the orchestrator (kubeadm Kubernetes or Docker Swarm)",
 		Long:  initLong + "\n\n--dry-run (or gpukit plan) probes the hosts and shows every write as the exact script that would run, changing nothing.",
-		Args:  exactArgs(0),
+		Example: `  gpukit init -i cluster.yaml
+  gpukit init -i cluster.yaml --driver 580 --cuda 13.0 --merge-kubeconfig
+  gpukit init -i cluster.yaml --only-phases nvidia/driver,nvidia/verify
+  gpukit init -i cluster.yaml --dry-run -o json > plan.jsonl`,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd, s)
 		},
 	}
-	o.addFlags(cmd.Flags())
+	o.runOptions.addFlags(cmd, honours{writes: true, fanOut: true})
+	o.addVersionFlags(cmd.Flags())
+	o.addRebootFlags(cmd.Flags())
+	o.addKubeconfigOutFlags(cmd)
 	o.phaseFlags(cmd, o.initFlow)
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "probe the hosts and show every write as the script that would run; change nothing")
 	return cmd
 }
 
 func newPlanCmd(s Streams) *cobra.Command {
-	o := &initOptions{}
+	// plan reboots no host and writes no kubeconfig: it has neither's
+	// flags, and runs with init's defaults.
+	o := &initOptions{maxParallelReboots: defaultMaxParallelReboots}
 	o.dryRun = true
 	cmd := &cobra.Command{
 		Use:   "plan -i FILE",
@@ -94,12 +119,16 @@ func newPlanCmd(s Streams) *cobra.Command {
 		Long: `Connect to every host, probe it, and show per host every write gpukit init would make,
 as the exact script that would run (secrets redacted). Nothing is changed. Use -v to print
 the scripts on a terminal or in plain output; -o json carries them in "planned" events.`,
+		Example: `  gpukit plan -i cluster.yaml
+  gpukit plan -i cluster.yaml --driver 590 -v
+  gpukit plan -i cluster.yaml --only-phases nvidia -o json`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd, s)
 		},
 	}
-	o.addFlags(cmd.Flags())
+	o.runOptions.addFlags(cmd, honours{fanOut: true})
+	o.addVersionFlags(cmd.Flags())
 	o.phaseFlags(cmd, o.initFlow)
 	return cmd
 }

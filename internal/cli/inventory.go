@@ -12,12 +12,18 @@ import (
 )
 
 func newInventoryCmd() *cobra.Command {
-	cmd := &cobra.Command{
+	imp := newInventoryImportCmd()
+	if imp.Example == "" { // an Example import.go sets itself wins
+		imp.Example = `  gpukit inventory import --from ansible inventory/hosts.ini > cluster.yaml
+  gpukit inventory import --from ansible hosts.yaml --name lab --output-file cluster.yaml
+  gpukit inventory import --from ansible hosts.ini --group-vars k8s_cluster=group_vars/k8s_cluster.yml`
+	}
+	return group(&cobra.Command{
 		Use:   "inventory",
 		Short: "Write, check and convert inventory files",
-	}
-	cmd.AddCommand(newInventoryValidateCmd(), newInventoryExampleCmd(), newInventorySchemaCmd(), newInventoryImportCmd())
-	return cmd
+		Example: `  gpukit inventory example > cluster.yaml
+  gpukit inventory validate -i cluster.yaml`,
+	}, newInventoryValidateCmd(), newInventoryExampleCmd(), newInventorySchemaCmd(), imp)
 }
 
 func printWarnings(w io.Writer, inv *inventory.Inventory) {
@@ -35,6 +41,8 @@ func newInventoryValidateCmd() *cobra.Command {
 addresses, overlapping networks, incompatible versions and unsafe characters are all
 reported at once, each with file:line:column and the field path. Exit code 2 when the
 file is invalid. Nothing is contacted.`,
+		Example: `  gpukit inventory validate -i cluster.yaml
+  gpukit inventory validate -i cluster.yaml 2> problems.txt || echo "fix cluster.yaml"`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Every problem with the file is a usage error (exit 2): nothing
@@ -49,6 +57,7 @@ file is invalid. Nothing is contacted.`,
 		},
 	}
 	cmd.Flags().StringVarP(&path, "inventory", "i", "", "inventory file")
+	_ = cmd.MarkFlagFilename("inventory", "yaml", "yml")
 	return cmd
 }
 
@@ -98,9 +107,10 @@ func abbreviate(names []string, max int) string {
 
 func newInventoryExampleCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "example",
-		Short: "Print an annotated example inventory",
-		Args:  exactArgs(0),
+		Use:     "example",
+		Short:   "Print an annotated example inventory",
+		Example: "  gpukit inventory example > cluster.yaml",
+		Args:    exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, err := cmd.OutOrStdout().Write(inventory.Example())
 			return err
@@ -114,6 +124,9 @@ func newInventorySchemaCmd() *cobra.Command {
 		Short: "Print the JSON Schema of the inventory format",
 		Long: `Print the JSON Schema (draft 2020-12) of the inventory format, for editor
 completion (yaml-language-server) and CI linting.`,
+		Example: `  gpukit inventory schema > gpukit.schema.json
+  # then, first line of cluster.yaml:
+  # yaml-language-server: $schema=./gpukit.schema.json`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b, err := inventory.Schema()

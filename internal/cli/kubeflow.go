@@ -12,28 +12,30 @@ import (
 
 	"github.com/gpukit/gpukit/internal/flow"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/kube"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
 	"github.com/gpukit/gpukit/pkg/ui"
 )
 
 func newKubeflowCmd(s Streams) *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "kubeflow",
 		Short: "Deploy the platform and Kubeflow on a Kubernetes cluster",
-	}
-	cmd.AddCommand(newKubeflowDeployCmd(s), newKubeflowStatusCmd(s))
-	return cmd
+		Example: `  gpukit kubeflow deploy -i cluster.yaml
+  gpukit kubeflow status --context prod`,
+	}, newKubeflowDeployCmd(s), newKubeflowStatusCmd(s))
 }
 
 type kubeflowOptions struct {
 	runOptions
-	kubeconfig, manifests, remoteBases, version, credentialsOut string
+	kube                                            kubeFlags
+	manifests, remoteBases, version, credentialsOut string
 }
 
 func newKubeflowDeployCmd(s Streams) *cobra.Command {
 	o := &kubeflowOptions{}
 	cmd := &cobra.Command{
-		Use:   "deploy (-i FILE | --kubeconfig PATH [-i FILE])",
+		Use:   "deploy (-i FILE | [--kubeconfig PATH] [--context NAME] [-i FILE])",
 		Short: "Deploy storage, Traefik, monitoring, the DCGM exporter and Kubeflow, in one run without a retry loop",
 		Long: `Deploy the platform on a running Kubernetes cluster, every step through its API:
 
@@ -59,16 +61,22 @@ local directory of archives). Kubeflow's manifests come from the tag's archive o
 remote bases (26.03) need --remote-bases offline: every missing one is named at once.
 
 -i FILE reaches the cluster gpukit built through its first control plane's SSH connection;
---kubeconfig PATH reaches any cluster from this machine (-i then only adds the inventory's
-spec.addons and spec.kubeflow). A second run changes nothing: each release deployed as wanted
-and a server-side dry-run of Kubeflow that changes no object are skipped. --dry-run shows the
-releases with their chart versions and Kubeflow's objects per kind, and changes nothing.
+--kubeconfig PATH and --context NAME reach any cluster from this machine, as kubectl does
+(-i then only adds the inventory's spec.addons and spec.kubeflow); without -i the kubeconfig
+is $KUBECONFIG's (its files merged), else ~/.kube/config, at its current context. A second
+run changes nothing: each release deployed as wanted and a server-side dry-run of Kubeflow
+that changes no object are skipped. --dry-run shows the releases with their chart versions
+and Kubeflow's objects per kind, and changes nothing.
 
 Exit code 0 when every phase finished, 1 when one failed (named), 2 on bad input.`,
+		Example: `  gpukit kubeflow deploy -i cluster.yaml
+  gpukit kubeflow deploy --context prod --dry-run
+  gpukit kubeflow deploy --kubeconfig ./lab.kubeconfig -i cluster.yaml --version 26.03
+  gpukit kubeflow deploy -i cluster.yaml --manifests ./manifests-26.03.tar.gz --remote-bases ./bases.tar.gz`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd, s) },
 	}
-	o.addFlags(cmd.Flags())
+	o.addFlags(cmd, honours{})
 	o.phaseFlags(cmd, func(inv *inventory.Inventory) (flow.Flow, error) {
 		f, err := flow.NewKubeflowDeploy(inv, o.flowOptions())
 		if err != nil {
@@ -76,8 +84,8 @@ Exit code 0 when every phase finished, 1 when one failed (named), 2 on bad input
 		}
 		return f.Flow, nil
 	})
+	o.kube.addFlags(cmd)
 	f := cmd.Flags()
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "reach the cluster with this kubeconfig (its current context) from this machine, instead of through the inventory's first control plane")
 	f.StringVar(&o.manifests, "manifests", "", "Kubeflow's manifests: a tarball (.tar.gz) or directory of the kubeflow/manifests tag (default: download the tag's archive from GitHub)")
 	f.StringVar(&o.remoteBases, "remote-bases", "", "the remote bases Kubeflow's example references, laid out by URL: a tarball or directory (air-gapped 26.03)")
 	f.StringVar(&o.version, "version", "", "the kubeflow/manifests release, instead of spec.kubeflow.version: "+strings.Join(inventory.KubeflowVersions(), ", "))
@@ -120,12 +128,10 @@ func (o *kubeflowOptions) run(cmd *cobra.Command, s Streams) error {
 }
 
 // prepare loads the inventory (when given) and the kubeconfig (when
-// given): bad input is a usage error and nothing is contacted.
+// chosen, or without an inventory): bad input is a usage error and nothing
+// is contacted.
 func (o *kubeflowOptions) prepare(s Streams) (*loaded, flow.KubeflowOptions, error) {
 	fo := o.flowOptions()
-	if o.inventory == "" && o.kubeconfig == "" {
-		return nil, fo, usage(errors.New("no cluster: pass -i FILE (the inventory of a cluster gpukit built) or --kubeconfig PATH"))
-	}
 	l := &loaded{}
 	var err error
 	if o.inventory != "" {
@@ -133,10 +139,16 @@ func (o *kubeflowOptions) prepare(s Streams) (*loaded, flow.KubeflowOptions, err
 	} else {
 		l.out, err = decideOutput(s.Out, o.output)
 	}
-	if err == nil && o.kubeconfig != "" {
-		err = fo.ReadKubeconfig(o.kubeconfig)
+	if err != nil {
+		return nil, fo, err
 	}
-	return l, fo, err
+	raw, cluster, err := o.kube.api(o.inventory)
+	if err != nil || raw == nil {
+		return l, fo, err
+	}
+	// The run works from this machine, named after the context's cluster.
+	fo.Kubeconfig, fo.APIMachine = raw, kube.ClusterName(cluster)
+	return l, fo, nil
 }
 
 // flowOptions are the flags the flow takes (the kubeconfig is read by
@@ -148,15 +160,20 @@ func (o *kubeflowOptions) flowOptions() flow.KubeflowOptions {
 func newKubeflowStatusCmd(s Streams) *cobra.Command {
 	o := &kubeflowOptions{}
 	cmd := &cobra.Command{
-		Use:   "status (-i FILE | --kubeconfig PATH [-i FILE])",
+		Use:   "status (-i FILE | [--kubeconfig PATH] [--context NAME] [-i FILE])",
 		Short: "Show the platform's releases, Kubeflow's readiness and the URLs",
 		Long: `Read, through the cluster's API, each platform release (the chart version deployed beside the
 one gpukit pins, and Helm's status), the Deployments gpukit applied for Kubeflow (Available of all,
 and those that are not), those of the platform gpukit renders itself (the statsd exporter) and the
 URLs of the web UIs. Nothing is changed. -o json prints the events, then one object:
 {"type":"kubeflow-status","releases":[...],"kubeflow":{...},"platform":{...},"urls":[...]}.
+The cluster is reached as kubeflow deploy reaches it: -i FILE, or a kubeconfig
+(--kubeconfig, --context, $KUBECONFIG, ~/.kube/config).
 
 Exit code 0 when everything is deployed and Available, 1 when something is not, 2 on bad input.`,
+		Example: `  gpukit kubeflow status -i cluster.yaml
+  gpukit kubeflow status --context prod -o json
+  KUBECONFIG=~/.kube/config:./lab.kubeconfig gpukit kubeflow status --context lab-admin@lab`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.list {
@@ -184,7 +201,7 @@ Exit code 0 when everything is deployed and Available, 1 when something is not, 
 			return nil
 		},
 	}
-	o.addFlags(cmd.Flags())
+	o.addFlags(cmd, honours{})
 	o.phaseFlags(cmd, func(inv *inventory.Inventory) (flow.Flow, error) {
 		f, err := flow.NewKubeflowStatus(inv, o.flowOptions())
 		if err != nil {
@@ -192,7 +209,7 @@ Exit code 0 when everything is deployed and Available, 1 when something is not, 
 		}
 		return f.Flow, nil
 	})
-	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "reach the cluster with this kubeconfig from this machine, instead of through the inventory's first control plane")
+	o.kube.addFlags(cmd)
 	return cmd
 }
 

@@ -95,16 +95,5 @@ func (o *runOptions) completePhases(_ *cobra.Command, _ []string, toComplete str
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	// A comma-separated list: complete its last name, keeping the others.
-	done, last := "", toComplete
-	if i := strings.LastIndex(toComplete, ","); i >= 0 {
-		done, last = toComplete[:i+1], toComplete[i+1:]
-	}
-	var out []string
-	for _, n := range engine.PhaseNames(l.Flow.Phases) {
-		if strings.HasPrefix(n, last) {
-			out = append(out, done+n)
-		}
-	}
-	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	return completeList(toComplete, engine.PhaseNames(l.Flow.Phases))
 }

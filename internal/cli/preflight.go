@@ -22,8 +22,13 @@ GPUs on the PCI bus and nvidia-smi (driver, MIG mode), nouveau, Secure Boot, con
 runtimes, time sync, free ports, and hostnames / product_uuid / machine-id unique across
 hosts. Nothing is changed on any host.
 
+--hosts checks only the named hosts (the uniqueness checks compare those).
+
 Exit code 0 when every host passes (warnings allowed), 3 when some hosts fail a check or
 cannot be reached, 2 on bad input.`,
+		Example: `  gpukit preflight -i cluster.yaml
+  gpukit preflight -i cluster.yaml --hosts gpu-001,gpu-002 -v
+  gpukit preflight -i cluster.yaml --accept-new-host-keys -o json`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.list {
@@ -33,7 +38,10 @@ cannot be reached, 2 on bad input.`,
 			if err != nil {
 				return err
 			}
-			f := flow.NewPreflight(l.inv)
+			f, err := flow.NewPreflight(l.inv, o.hosts)
+			if err != nil {
+				return usage(err)
+			}
 			sum, err := o.execute(cmd.Context(), s, l, f.Flow)
 			if sum == nil {
 				return err
@@ -44,8 +52,15 @@ cannot be reached, 2 on bad input.`,
 			return runError(err)
 		},
 	}
-	o.addFlags(cmd.Flags())
-	o.phaseFlags(cmd, func(inv *inventory.Inventory) (flow.Flow, error) { return flow.NewPreflight(inv).Flow, nil })
+	o.addFlags(cmd, honours{fanOut: true})
+	o.addHostsFlag(cmd, "check only these hosts (comma-separated inventory names; default: every host)")
+	o.phaseFlags(cmd, func(inv *inventory.Inventory) (flow.Flow, error) {
+		f, err := flow.NewPreflight(inv, nil)
+		if err != nil {
+			return flow.Flow{}, err
+		}
+		return f.Flow, nil
+	})
 	return cmd
 }
 

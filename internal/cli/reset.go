@@ -15,7 +15,6 @@ import (
 
 func newResetCmd(s Streams) *cobra.Command {
 	o := &runOptions{}
-	var hosts []string
 	var yes bool
 	cmd := &cobra.Command{
 		Use:   "reset -i FILE [--hosts NAME,...]",
@@ -35,6 +34,9 @@ the Docker engine, the NVIDIA stack) stay installed. Asks for confirmation unles
 
 Exit code 0 when every host is reset, 3 when some failed, 2 on bad input or when
 the reset was not confirmed (nothing changed).`,
+		Example: `  gpukit reset -i cluster.yaml --hosts gpu-017 --yes
+  gpukit reset -i cluster.yaml --dry-run
+  gpukit reset -i cluster.yaml --yes -o json`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.list {
@@ -44,7 +46,7 @@ the reset was not confirmed (nothing changed).`,
 			if err != nil {
 				return err
 			}
-			f, err := flow.NewReset(l.inv, hosts)
+			f, err := flow.NewReset(l.inv, o.hosts)
 			if err != nil {
 				return usage(err)
 			}
@@ -67,7 +69,7 @@ the reset was not confirmed (nothing changed).`,
 			return runError(err)
 		},
 	}
-	o.addFlags(cmd.Flags())
+	o.addFlags(cmd, honours{writes: true, fanOut: true})
 	o.phaseFlags(cmd, func(inv *inventory.Inventory) (flow.Flow, error) {
 		f, err := flow.NewReset(inv, nil)
 		if err != nil {
@@ -75,7 +77,7 @@ the reset was not confirmed (nothing changed).`,
 		}
 		return f.Flow, nil
 	})
-	cmd.Flags().StringSliceVar(&hosts, "hosts", nil, "hosts to reset (comma-separated; default: every host)")
+	o.addHostsFlag(cmd, "hosts to reset (comma-separated inventory names; default: every host)")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "show every write as the script that would run; change nothing")
 	return cmd

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 
 	"github.com/gpukit/gpukit/internal/connect"
 	"github.com/gpukit/gpukit/internal/flow"
@@ -41,6 +41,19 @@ type runOptions struct {
 	flowOf flowOf
 	// data is the inventory file when the command read it already.
 	data []byte
+	// hosts restricts the run to these inventory hosts (--hosts, where
+	// the command has it).
+	hosts []string
+}
+
+// honours says which of the shared run flags a command can act on beyond
+// those every run has: a command registers only these, so that its help
+// lists no flag that cannot act and such a flag is refused (exit 2).
+type honours struct {
+	// writes: the command changes hosts (--write-timeout).
+	writes bool
+	// fanOut: it works on many hosts at once (--concurrency).
+	fanOut bool
 }
 
 // The flags that select phases, as the user typed them.
@@ -49,23 +62,40 @@ const (
 	flagSkipPhases = "--skip-phases"
 )
 
-func (o *runOptions) addFlags(f *pflag.FlagSet) {
+func (o *runOptions) addFlags(cmd *cobra.Command, h honours) {
+	f := cmd.Flags()
 	f.StringVarP(&o.inventory, "inventory", "i", "", "inventory file")
-	addOutputFlag(f, &o.output)
-	f.IntVar(&o.concurrency, "concurrency", engine.DefaultConcurrency, "hosts worked on at once")
+	_ = cmd.MarkFlagFilename("inventory", "yaml", "yml")
+	addOutputFlag(cmd, &o.output)
+	o.concurrency = engine.DefaultConcurrency
+	if h.fanOut {
+		f.IntVar(&o.concurrency, "concurrency", engine.DefaultConcurrency, "hosts worked on at once")
+	}
 	f.StringVar(&o.logDir, "log-dir", defaultLogDir(), "directory for per-run, per-host logs (secrets redacted)")
+	_ = cmd.MarkFlagDirname("log-dir")
 	f.StringSliceVar(&o.skipPhases, strings.TrimPrefix(flagSkipPhases, "--"), nil, "phases to skip (name or group prefix, comma-separated)")
 	f.StringSliceVar(&o.onlyPhases, strings.TrimPrefix(flagOnlyPhases, "--"), nil, "run only these phases (name or group prefix, comma-separated)")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "plain output: print every step and output line")
 	f.BoolVar(&o.connect.AcceptNewHostKeys, "accept-new-host-keys", false,
 		"trust hosts missing from known_hosts and record their keys (a changed key is still refused)")
 	f.DurationVar(&o.readTimeout, "read-timeout", engine.DefaultReadTimeout, "deadline of each remote step that only reads (a host that stops answering is named, not waited for)")
-	f.DurationVar(&o.writeTimeout, "write-timeout", engine.DefaultWriteTimeout, "deadline of each remote step that changes a host (a driver install with its module build)")
+	if h.writes {
+		f.DurationVar(&o.writeTimeout, "write-timeout", engine.DefaultWriteTimeout, "deadline of each remote step that changes a host (a driver install with its module build)")
+	}
 }
 
-// addOutputFlag is -o/--output, the same on every command.
-func addOutputFlag(f *pflag.FlagSet, p *string) {
-	f.StringVarP(p, "output", "o", string(ui.FormatAuto), "auto (live view on a terminal, plain otherwise), plain, or json (one object per line)")
+// addHostsFlag is --hosts: the run works on these inventory hosts only;
+// the shell completes the names from -i FILE.
+func (o *runOptions) addHostsFlag(cmd *cobra.Command, help string) {
+	cmd.Flags().StringSliceVar(&o.hosts, "hosts", nil, help)
+	_ = cmd.RegisterFlagCompletionFunc("hosts", o.completeHosts)
+}
+
+// addOutputFlag is -o/--output, the same on every command; the shell
+// completes its values.
+func addOutputFlag(cmd *cobra.Command, p *string) {
+	cmd.Flags().StringVarP(p, "output", "o", string(ui.FormatAuto), "auto (live view on a terminal, plain otherwise), plain, or json (one object per line)")
+	_ = cmd.RegisterFlagCompletionFunc("output", completeOutput)
 }
 
 // decideOutput parses an --output value and decides, once, how the
@@ -118,6 +148,7 @@ func (o *runOptions) execute(ctx context.Context, s Streams, l *loaded, f flow.F
 		Concurrency: o.concurrency, LogDir: o.logDir, Only: o.onlyPhases, Skip: o.skipPhases, DryRun: o.dryRun,
 		ReadTimeout: o.readTimeout, WriteTimeout: o.writeTimeout,
 		Connect: o.connect, Secrets: osSecrets(s),
+		Note: func(n string) { fmt.Fprintf(s.Err, "note: %s\n", n) },
 		Display: func(cancel context.CancelFunc) ui.Display {
 			return ui.New(l.out, ui.WithTitle(f.Name), ui.WithCancel(cancel), ui.WithVerbose(o.verbose))
 		},

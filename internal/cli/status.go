@@ -23,6 +23,7 @@ import (
 
 func newStatusCmd(s Streams) *cobra.Command {
 	o := &runOptions{}
+	var k kubeFlags
 	cmd := &cobra.Command{
 		Use:   "status -i FILE",
 		Short: "Show the cluster's nodes: roles, readiness, GPUs, labels and versions",
@@ -44,8 +45,15 @@ node's is read through the API server's pod proxy: utilization, the pods using e
 (and MIG instance), and its XID, row remapping and double-bit ECC counters join the
 verdicts.
 
+--hosts reads the GPUs of the named hosts only; the nodes are listed whole. The API is
+reached through the first control plane, or from this machine with --kubeconfig or
+--context (a kubeconfig as kubectl reads it: $KUBECONFIG's files, else ~/.kube/config).
+
 Exit code 0 when everything is healthy, 3 when a host did not answer, a node is not
 Ready or a GPU fails its health check (each named), 2 on bad input.`,
+		Example: `  gpukit status -i cluster.yaml
+  gpukit status -i cluster.yaml --hosts gpu-001,gpu-002
+  gpukit status -i cluster.yaml --context lab-admin@lab -o json`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.list {
@@ -55,7 +63,14 @@ Ready or a GPU fails its health check (each named), 2 on bad input.`,
 			if err != nil {
 				return err
 			}
-			f, err := flow.NewStatus(l.inv)
+			if k.chosen() && l.inv.Cluster.Spec.Orchestrator == inventory.Swarm {
+				return usage(fmt.Errorf("%s: spec.orchestrator is swarm: a swarm has no API server; its managers are asked over SSH", k.flag()))
+			}
+			kc, _, err := k.api(o.inventory)
+			if err != nil {
+				return err
+			}
+			f, err := flow.NewStatus(l.inv, flow.StatusOptions{Hosts: o.hosts, Kubeconfig: kc})
 			if err != nil {
 				return usage(err)
 			}
@@ -81,9 +96,11 @@ Ready or a GPU fails its health check (each named), 2 on bad input.`,
 			return runError(err)
 		},
 	}
-	o.addFlags(cmd.Flags())
+	o.addFlags(cmd, honours{fanOut: true})
+	o.addHostsFlag(cmd, "read the GPUs of these hosts only (comma-separated inventory names; default: every host)")
+	k.addFlags(cmd)
 	o.phaseFlags(cmd, func(inv *inventory.Inventory) (flow.Flow, error) {
-		f, err := flow.NewStatus(inv)
+		f, err := flow.NewStatus(inv, flow.StatusOptions{})
 		if err != nil {
 			return flow.Flow{}, err
 		}

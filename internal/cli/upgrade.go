@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -17,23 +16,17 @@ import (
 )
 
 func newUpgradeCmd(s Streams) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "upgrade",
-		Short: "Upgrade a layer of a running cluster",
-		Args:  exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usage(errors.New("name what to upgrade: gpukit upgrade driver"))
-		},
-	}
-	cmd.AddCommand(newUpgradeDriverCmd(s))
-	return cmd
+	return group(&cobra.Command{
+		Use:     "upgrade",
+		Short:   "Upgrade a layer of a running cluster",
+		Example: "  gpukit upgrade driver -i cluster.yaml --driver 590 --max-unavailable 10%",
+	}, newUpgradeDriverCmd(s))
 }
 
 // upgradeOptions are upgrade driver's flags.
 type upgradeOptions struct {
 	initOptions
 	maxUnavailable     string
-	hosts              []string
 	selector           string
 	canary             int
 	waitForJobs        time.Duration
@@ -41,7 +34,7 @@ type upgradeOptions struct {
 	continueOnFailure  bool
 	resume             bool
 	statePath          string
-	kubeconfig         string
+	kube               kubeFlags
 	writeInventory     bool
 	drainTimeout       time.Duration
 	gracePeriod        time.Duration
@@ -100,17 +93,20 @@ func newUpgradeDriverCmd(s Streams) *cobra.Command {
 		Use:   "driver -i FILE --driver VERSION",
 		Short: "Rolling, drain-aware, training-safe upgrade of the NVIDIA driver on the GPU nodes",
 		Long:  upgradeDriverLong,
-		Args:  exactArgs(0),
-		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd, s) },
+		Example: `  gpukit upgrade driver -i cluster.yaml --driver 590 --dry-run
+  gpukit upgrade driver -i cluster.yaml --driver 590.48.01 --canary 1 --max-unavailable 10%
+  gpukit upgrade driver -i cluster.yaml --driver 590 --hosts gpu-001,gpu-002 --wait-for-jobs 2h
+  gpukit upgrade driver -i cluster.yaml --resume`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd, s) },
 	}
 	f := cmd.Flags()
-	o.initOptions.addFlags(f)
-	for _, name := range []string{"kubeconfig-out", "merge-kubeconfig"} {
-		_ = f.MarkHidden(name)
-	}
+	o.runOptions.addFlags(cmd, honours{writes: true, fanOut: true})
+	o.addVersionFlags(f)
+	o.addRebootFlags(f)
 	f.BoolVar(&o.dryRun, "dry-run", false, "show the order of the nodes and each node's steps and scripts; change nothing")
 	f.StringVar(&o.maxUnavailable, "max-unavailable", "1", "GPU nodes out of service at once, at most: N, or P% of the GPU nodes")
-	f.StringSliceVar(&o.hosts, "hosts", nil, "upgrade only these hosts (comma-separated inventory names), even if someone else cordoned them")
+	o.addHostsFlag(cmd, "upgrade only these hosts (comma-separated inventory names), even if someone else cordoned them")
 	f.StringVar(&o.selector, "selector", "", "upgrade only the nodes with these labels (a label selector: gpu=h100,zone in (a,b))")
 	f.IntVar(&o.canary, "canary", 0, "upgrade this many nodes first; go on only if all of them verified")
 	f.DurationVar(&o.waitForJobs, "wait-for-jobs", 0, "how long to wait for a node's training to finish before leaving the node alone")
@@ -118,7 +114,7 @@ func newUpgradeDriverCmd(s Streams) *cobra.Command {
 	f.BoolVar(&o.continueOnFailure, "continue-on-failure", false, "go on after a node fails (it stays cordoned and counts against --max-unavailable)")
 	f.BoolVar(&o.resume, "resume", false, "continue the rollout that stopped (its versions, unless given again)")
 	f.StringVar(&o.statePath, "state", "", "the rollout's state file (default ~/.gpukit/upgrades/<cluster>.driver.json)")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "reach the API from this machine with this kubeconfig, instead of through the first control plane (Kubernetes)")
+	o.kube.addFlags(cmd)
 	f.BoolVar(&o.writeInventory, "write-inventory", false, "when every node is done, record the new versions in the inventory's spec.versions")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Minute, "how long a node's drain may take (PodDisruptionBudgets may hold it)")
 	f.DurationVar(&o.gracePeriod, "grace-period", -1, "termination grace period for drained pods (default: each pod's own)")
@@ -180,15 +176,13 @@ func (o *upgradeOptions) run(cmd *cobra.Command, s Streams) error {
 		ContinueOnFailure: o.continueOnFailure, GPUTimeout: o.gpuTimeout, SkipEtcdSnapshot: o.skipEtcdSnapshot,
 		Drain: upgrade.DrainOptions{Force: o.force, GracePeriod: o.gracePeriod, Timeout: o.drainTimeout, DeleteEmptyDirData: o.deleteEmptyDirData},
 	}}
-	if o.kubeconfig != "" {
-		if uo.Kubeconfig, err = os.ReadFile(o.kubeconfig); err != nil {
-			return usage(fmt.Errorf("--kubeconfig: %w", err))
-		}
-	}
 	if l.inv.Cluster.Spec.Orchestrator == inventory.Swarm {
-		if err := swarmFlags(cmd); err != nil {
+		if err := o.swarmFlags(cmd); err != nil {
 			return err
 		}
+	}
+	if uo.Kubeconfig, _, err = o.kube.api(o.inventory); err != nil {
+		return err
 	}
 	f, err := r.Start(l.inv, uo, o.writeInventory)
 	if err != nil {
@@ -214,7 +208,10 @@ func (o *upgradeOptions) run(cmd *cobra.Command, s Streams) error {
 }
 
 // swarmFlags refuses the flags that mean something only on Kubernetes.
-func swarmFlags(cmd *cobra.Command) error {
+func (o *upgradeOptions) swarmFlags(cmd *cobra.Command) error {
+	if o.kube.chosen() {
+		return usage(fmt.Errorf("%s: spec.orchestrator is swarm; the swarm is reached through its first manager", o.kube.flag()))
+	}
 	why := map[string]string{
 		"grace-period":         "a swarm service's own stop grace period applies (docker service update --stop-grace-period)",
 		"delete-emptydir-data": "swarm tasks have no emptyDir volumes",

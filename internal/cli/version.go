@@ -26,6 +26,8 @@ bill of materials: every version gpukit pins (NVIDIA driver, CUDA, container too
 Kubernetes, containerd, Docker), each Helm chart with its repository, each image gpukit
 deploys itself, the Kubeflow releases it deploys and the driver/CUDA table it checks
 versions against. Everything a run may fetch, for preparing mirrors.`,
+		Example: `  gpukit version
+  gpukit version -o json | jq -r '.bill.charts[] | .repo + " " + .name + " " + .version'`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o, err := decideOutput(cmd.OutOrStdout(), output)
@@ -59,7 +61,7 @@ versions against. Everything a run may fetch, for preparing mirrors.`,
 			return writeBill(out, bill)
 		},
 	}
-	addOutputFlag(cmd.Flags(), &output)
+	addOutputFlag(cmd, &output)
 	return cmd
 }
 

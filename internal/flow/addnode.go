@@ -44,7 +44,7 @@ func NewAddNode(inv *inventory.Inventory, names []string, o InitOptions) (*AddNo
 	if err != nil {
 		return nil, err
 	}
-	p := NewPreflight(inv)
+	p := newPreflight(inv)
 	p.Name = "gpukit add-node"
 	p.Machines = append(machines, first)
 	gpu := nvidiaLayer(inv, o.NVIDIA)

@@ -9,9 +9,11 @@ package flow
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/safetext"
 )
 
 // Flow is one command's work: what it is called, the machines it works on
@@ -27,20 +29,30 @@ type Flow struct {
 	local bool
 }
 
-// named returns the machines of inv called names, in the order named; a
-// name not in the inventory or named twice is an error (the commands make
-// it a usage error: nothing is contacted).
+// named returns the machines of inv called names, in the order named; names
+// not in the inventory (all of them, in one error) or named twice are an
+// error (the commands make it a usage error: nothing is contacted).
 func named(inv *inventory.Inventory, names []string, notFound string) ([]inventory.Machine, error) {
-	var out []inventory.Machine
+	var (
+		out     []inventory.Machine
+		unknown []string
+	)
 	for i, n := range names {
 		j := slices.IndexFunc(inv.Machines, func(m inventory.Machine) bool { return m.Name == n })
 		switch {
 		case j < 0:
-			return nil, fmt.Errorf("%s is not in the inventory%s", n, notFound)
+			unknown = append(unknown, safetext.Name(n))
 		case slices.Contains(names[:i], n):
-			return nil, fmt.Errorf("%s is named twice", n)
+			return nil, fmt.Errorf("%s is named twice", safetext.Name(n))
+		default:
+			out = append(out, inv.Machines[j])
 		}
-		out = append(out, inv.Machines[j])
 	}
-	return out, nil
+	switch len(unknown) {
+	case 0:
+		return out, nil
+	case 1:
+		return nil, fmt.Errorf("%s is not in the inventory%s", unknown[0], notFound)
+	}
+	return nil, fmt.Errorf("%s are not in the inventory%s", strings.Join(unknown, ", "), notFound)
 }

@@ -30,7 +30,10 @@ func phaseNames(ps []engine.Phase) []string {
 // the logs: a change to it shows here.
 func TestPreflightFlow(t *testing.T) {
 	inv := &inventory.Inventory{Machines: []inventory.Machine{{Name: "a"}, {Name: "b"}}}
-	f := NewPreflight(inv)
+	f, err := NewPreflight(inv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := []string{preflight.PhaseFacts, preflight.PhaseChecks, preflight.PhaseCluster}
 	if got := phaseNames(f.Phases); !reflect.DeepEqual(got, want) {
 		t.Errorf("phases %v, want %v", got, want)
@@ -40,6 +43,31 @@ func TestPreflightFlow(t *testing.T) {
 	}
 	if _, err := engine.SelectPhases(f.Phases, nil, nil); err != nil {
 		t.Errorf("the engine refuses the list: %v", err)
+	}
+}
+
+// --hosts: the run reaches the named hosts only; every unknown name is
+// said at once.
+func TestPreflightHosts(t *testing.T) {
+	inv := &inventory.Inventory{Machines: []inventory.Machine{{Name: "a"}, {Name: "b"}, {Name: "c"}}}
+	for _, tc := range []struct {
+		names []string
+		want  []string
+		err   string
+	}{
+		{nil, []string{"a", "b", "c"}, ""},
+		{[]string{"c", "a"}, []string{"c", "a"}, ""},
+		{[]string{"a", "x"}, nil, "x is not in the inventory"},
+		{[]string{"x", "b", "y\x1b"}, nil, `x, "y\x1b" are not in the inventory`},
+		{[]string{"a", "a"}, nil, "a is named twice"},
+	} {
+		f, err := NewPreflight(inv, tc.names)
+		switch {
+		case tc.err != "" && (err == nil || err.Error() != tc.err):
+			t.Errorf("%q: %v, want %q", tc.names, err, tc.err)
+		case tc.err == "" && (err != nil || !reflect.DeepEqual(machineNames(f.Machines), tc.want)):
+			t.Errorf("%q: %v", tc.names, err)
+		}
 	}
 }
 
@@ -150,7 +178,13 @@ func TestList(t *testing.T) {
 	if err := os.WriteFile(swarm, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	build := func(inv *inventory.Inventory) (Flow, error) { return NewPreflight(inv).Flow, nil }
+	build := func(inv *inventory.Inventory) (Flow, error) {
+		f, err := NewPreflight(inv, nil)
+		if err != nil {
+			return Flow{}, err
+		}
+		return f.Flow, nil
+	}
 	for _, tc := range []struct {
 		name, file string
 		build      func(*inventory.Inventory) (Flow, error)

@@ -57,7 +57,7 @@ func hostTarget(m inventory.Machine, ok bool) func([]*engine.Host) []*engine.Hos
 
 // NewInit builds the flow for every host of inv.
 func NewInit(inv *inventory.Inventory, o InitOptions) *Init {
-	p := NewPreflight(inv)
+	p := newPreflight(inv)
 	p.Name = "gpukit init"
 	gpu := nvidiaLayer(inv, o.NVIDIA)
 	p.Phases = append(p.Phases,

@@ -2,9 +2,7 @@ package flow
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
@@ -23,8 +21,8 @@ type KubeflowOptions struct {
 	// Manifests and RemoteBases: where Kubeflow's manifests come from
 	// (--manifests, --remote-bases).
 	Manifests, RemoteBases string
-	// Kubeconfig reaches a cluster gpukit did not build (--kubeconfig): the
-	// run works from this machine, through the API only.
+	// Kubeconfig reaches the cluster from this machine (--kubeconfig,
+	// --context, $KUBECONFIG): the run works through the API only.
 	Kubeconfig []byte
 	// APIMachine names this machine in the run's events and logs when
 	// Kubeconfig is set (the kubeconfig's cluster).
@@ -86,21 +84,6 @@ func NewKubeflowStatus(inv *inventory.Inventory, o KubeflowOptions) (*KubeflowDe
 	k.Name = "gpukit kubeflow status"
 	k.Phases = []engine.Phase{k.Platform.StatusPhase()} // kubeflow/status  releases, Deployments, URLs
 	return k, nil
-}
-
-// ReadKubeconfig reads the kubeconfig at path into o (--kubeconfig): the
-// run then works from this machine, named after the kubeconfig's cluster.
-// A file that cannot be read or used is an *InputError.
-func (o *KubeflowOptions) ReadKubeconfig(path string) error {
-	raw, cluster, err := kube.ReadKubeconfig(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-			return badInput(fmt.Errorf("--kubeconfig: %w", err)) // names the file
-		}
-		return badInput(fmt.Errorf("--kubeconfig %s: %w", path, err))
-	}
-	o.Kubeconfig, o.APIMachine = raw, kube.ClusterName(cluster)
-	return nil
 }
 
 // platform is the platform of inv's cluster (nil: o.Kubeconfig's, every

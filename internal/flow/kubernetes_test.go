@@ -1,7 +1,6 @@
 package flow
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -97,7 +96,7 @@ func TestResetFlowKubernetes(t *testing.T) {
 }
 
 func TestStatusFlowKubernetes(t *testing.T) {
-	f, err := NewStatus(kubeInv())
+	f, err := NewStatus(kubeInv(), StatusOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +107,30 @@ func TestStatusFlowKubernetes(t *testing.T) {
 	}
 	if got := phaseNames(f.Phases); !reflect.DeepEqual(got, []string{"status/nodes", "status/gpus", "status/gpu-metrics"}) {
 		t.Errorf("phases %v", got)
+	}
+}
+
+// status --hosts reads the named hosts' GPUs; the control planes, named or
+// not, still list the nodes. Unknown names are bad input, all at once.
+func TestStatusHosts(t *testing.T) {
+	f, err := NewStatus(kubeInv(), StatusOptions{Hosts: []string{"w2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := machineNames(f.Machines); !reflect.DeepEqual(got, []string{"cp1", "cp2", "w2"}) {
+		t.Errorf("status --hosts w2 connects to %v", got)
+	}
+	for _, p := range f.Phases {
+		s, scoped := p.(engine.Scoped)
+		if scoped != (p.Name() == "status/gpus") || scoped && !reflect.DeepEqual(s.Hosts, []string{"w2"}) {
+			t.Errorf("%s: scoped %v %v", p.Name(), scoped, s.Hosts)
+		}
+	}
+	if _, err := NewStatus(kubeInv(), StatusOptions{Hosts: []string{"w9", "w1", "cp9"}}); err == nil || err.Error() != "w9, cp9 are not in the inventory" {
+		t.Errorf("unknown hosts: %v", err)
+	}
+	if _, err := NewStatus(swarmInv(), StatusOptions{Kubeconfig: []byte("x")}); err == nil || !strings.Contains(err.Error(), "spec.orchestrator is swarm") {
+		t.Errorf("swarm with a kubeconfig: %v", err)
 	}
 }
 
@@ -166,33 +189,6 @@ func TestCheckKubeflowSources(t *testing.T) {
 	}
 	if err := CheckKubeflowSources(nil, KubeflowOptions{}); err != nil {
 		t.Error(err)
-	}
-}
-
-// --kubeconfig: the run is named after the current context's cluster; a
-// file that cannot be read or used is bad input, named.
-func TestReadKubeconfig(t *testing.T) {
-	dir := t.TempDir()
-	good, bad := filepath.Join(dir, "good"), filepath.Join(dir, "bad")
-	for p, doc := range map[string]string{good: adminKubeconfig, bad: "not: [a kubeconfig"} {
-		if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, tc := range []struct{ path, want string }{
-		{good, ""},
-		{filepath.Join(dir, "missing"), "--kubeconfig: open " + filepath.Join(dir, "missing")},
-		{bad, "--kubeconfig " + bad + ": "},
-	} {
-		var o KubeflowOptions
-		err := o.ReadKubeconfig(tc.path)
-		var ie *InputError
-		switch {
-		case tc.want == "" && (err != nil || o.APIMachine != "kind-lab" || string(o.Kubeconfig) != adminKubeconfig):
-			t.Errorf("%s: %+v, %v", tc.path, o, err)
-		case tc.want != "" && (!errors.As(err, &ie) || !strings.HasPrefix(err.Error(), tc.want)):
-			t.Errorf("%s: %v, want bad input %q", tc.path, err, tc.want)
-		}
 	}
 }
 

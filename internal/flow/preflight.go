@@ -14,8 +14,23 @@ type Preflight struct {
 	checks *preflight.Preflight
 }
 
-// NewPreflight builds the flow for every host of inv.
-func NewPreflight(inv *inventory.Inventory) *Preflight {
+// NewPreflight builds the flow for the named hosts of inv (none: every
+// host); the cluster-wide checks compare the hosts checked.
+func NewPreflight(inv *inventory.Inventory, names []string) (*Preflight, error) {
+	p := newPreflight(inv)
+	if len(names) > 0 {
+		m, err := named(inv, names, "")
+		if err != nil {
+			return nil, err
+		}
+		p.Machines = m
+	}
+	return p, nil
+}
+
+// newPreflight is preflight of every host of inv, which init and add-node
+// build on.
+func newPreflight(inv *inventory.Inventory) *Preflight {
 	checks := preflight.New(inv)
 	return &Preflight{
 		checks: checks,

@@ -46,6 +46,10 @@ type RunOptions struct {
 	// inventory's secrets are read from.
 	Connect connect.Options
 	Secrets connect.Secrets
+	// Note tells the operator, before the run starts, what it does other
+	// than the inventory says (ssh.agent set but no agent runs: the key
+	// file logs in alone); nil drops the notes.
+	Note func(string)
 	// Display opens what shows the run's events, once the phases and the
 	// secrets are known good (a run refused for them shows nothing);
 	// cancel stops the run (the live view's Ctrl-C). Run closes it when
@@ -69,9 +73,18 @@ func Run(ctx context.Context, inv *inventory.Inventory, f Flow, o RunOptions) (*
 		dial := func(_ context.Context, m inventory.Machine) (engine.Executor, error) { return apiOnly{m.Name}, nil }
 		return o.run(ctx, f, dial, nil)
 	}
-	cfgs, err := connect.Configs(inv, o.Connect, o.Secrets)
+	// Only the machines the run connects to: a host it leaves alone
+	// (--hosts) needs no secret, key or agent.
+	run := *inv
+	run.Machines = f.Machines
+	cfgs, err := connect.Configs(&run, o.Connect, o.Secrets)
 	if err != nil {
 		return nil, badInput(err)
+	}
+	if o.Note != nil {
+		for _, n := range cfgs.Notes {
+			o.Note(n)
+		}
 	}
 	d := cfgs.NewDialer()
 	defer d.Close()

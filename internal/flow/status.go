@@ -2,6 +2,7 @@ package flow
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
@@ -56,47 +57,68 @@ func (s *Status) Unanswered() []string {
 	return s.metrics.Unanswered()
 }
 
+// StatusOptions are `gpukit status`'s choices that are not in the
+// inventory.
+type StatusOptions struct {
+	// Hosts are the hosts whose GPUs are read (--hosts; none: every host).
+	// The nodes are still listed by the control planes (managers), which
+	// the run reaches whether named or not.
+	Hosts []string
+	// Kubeconfig reaches the API - the DCGM exporters' readings - from
+	// this machine instead of through the first control plane
+	// (--kubeconfig, --context; Kubernetes).
+	Kubeconfig []byte
+}
+
 // NewStatus builds the flow for inv: the first control plane (manager)
-// that answers lists the nodes, every host shows its GPUs.
-func NewStatus(inv *inventory.Inventory) (*Status, error) {
-	if inv.Cluster.Spec.Orchestrator == inventory.Kubernetes {
-		var cps []inventory.Machine
-		for _, m := range inv.Machines {
-			if m.HasRole(inventory.RoleControlPlane) {
-				cps = append(cps, m)
-			}
+// that answers lists the nodes, every host (o.Hosts) shows its GPUs.
+func NewStatus(inv *inventory.Inventory, o StatusOptions) (*Status, error) {
+	kubernetes := inv.Cluster.Spec.Orchestrator == inventory.Kubernetes
+	asker, what := inventory.RoleManager, "manager"
+	if kubernetes {
+		asker, what = inventory.RoleControlPlane, "control plane"
+	}
+	if !slices.ContainsFunc(inv.Machines, func(m inventory.Machine) bool { return m.HasRole(asker) }) {
+		return nil, fmt.Errorf("the inventory has no %s to ask", what)
+	}
+	if !kubernetes && o.Kubeconfig != nil {
+		return nil, fmt.Errorf("--kubeconfig: spec.orchestrator is swarm; the swarm is reached through its first manager")
+	}
+	machines, scoped := inv.Machines, func(p engine.Phase) engine.Phase { return p }
+	if len(o.Hosts) > 0 {
+		if _, err := named(inv, o.Hosts, ""); err != nil {
+			return nil, err
 		}
-		if len(cps) == 0 {
-			return nil, fmt.Errorf("the inventory has no control plane to ask")
+		machines = slices.DeleteFunc(slices.Clone(inv.Machines), func(m inventory.Machine) bool {
+			return !m.HasRole(asker) && !slices.Contains(o.Hosts, m.Name)
+		})
+		scoped = func(p engine.Phase) engine.Phase { return engine.Scoped{Phase: p, Hosts: o.Hosts} }
+	}
+	g := gpuhealth.NewStatus()
+	if kubernetes {
+		k := kubeadm.New(inv)
+		var api kube.API = k
+		if o.Kubeconfig != nil {
+			api = &kube.Local{Kubeconfig: o.Kubeconfig}
 		}
-		k, g := kubeadm.New(inv), gpuhealth.NewStatus()
-		d := dcgm.NewMetrics(k, kubeadm.AnsweringControlPlane, append([]dcgm.Source{{Namespace: kubeflow.MonitoringNamespace, DaemonSet: kubeflow.DCGMRelease}}, dcgm.OperatorSources...))
+		d := dcgm.NewMetrics(api, kubeadm.AnsweringControlPlane, append([]dcgm.Source{{Namespace: kubeflow.MonitoringNamespace, DaemonSet: kubeflow.DCGMRelease}}, dcgm.OperatorSources...))
 		return &Status{inv: inv, kube: k, gpus: g, metrics: d, Flow: Flow{
 			Name:     "gpukit status",
-			Machines: inv.Machines,
+			Machines: machines,
 			Phases: []engine.Phase{
 				k.Nodes(), // status/nodes        kubectl get nodes on the first control plane that answers
-				g,         // status/gpus         nvidia-smi -q -x and the kernel's XIDs on every host
+				scoped(g), // status/gpus         nvidia-smi -q -x and the kernel's XIDs on every host (--hosts: those)
 				d,         // status/gpu-metrics  every dcgm-exporter's metrics through the API's pod proxy, when the monitoring runs
 			},
 		}}, nil
 	}
-	var managers []inventory.Machine
-	for _, m := range inv.Machines {
-		if m.HasRole(inventory.RoleManager) {
-			managers = append(managers, m)
-		}
-	}
-	if len(managers) == 0 {
-		return nil, fmt.Errorf("the inventory has no manager to ask")
-	}
-	sw, g := swarm.New(inv), gpuhealth.NewStatus()
+	sw := swarm.New(inv)
 	return &Status{inv: inv, sw: sw, gpus: g, Flow: Flow{
 		Name:     "gpukit status",
-		Machines: inv.Machines,
+		Machines: machines,
 		Phases: []engine.Phase{
 			sw.Nodes(), // status/nodes  docker node inspect on the first manager that answers
-			g,          // status/gpus   nvidia-smi -q -x and the kernel's XIDs on every host
+			scoped(g),  // status/gpus   nvidia-smi -q -x and the kernel's XIDs on every host (--hosts: those)
 		},
 	}}, nil
 }

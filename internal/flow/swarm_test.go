@@ -106,7 +106,7 @@ func TestResetFlow(t *testing.T) {
 }
 
 func TestStatusFlow(t *testing.T) {
-	f, err := NewStatus(swarmInv())
+	f, err := NewStatus(swarmInv(), StatusOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,13 @@
 package kube
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,11 +15,12 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/gpukit/gpukit/pkg/atomicfile"
+	"github.com/gpukit/gpukit/pkg/safetext"
 )
 
 // The kubeconfig files of the operator's machine: the one a cluster is
-// reached with (--kubeconfig), and the user's own, which init can merge the
-// admin kubeconfig into (--merge-kubeconfig).
+// reached with (--kubeconfig, --context, $KUBECONFIG), and the user's own,
+// which init can merge the admin kubeconfig into (--merge-kubeconfig).
 
 // UserKubeconfig is the kubeconfig kubectl writes to: the first file of
 // $KUBECONFIG, else ~/.kube/config.
@@ -126,20 +131,53 @@ func lockKubeconfig(path string) (unlock func(), err error) {
 	}
 }
 
-// ReadKubeconfig reads a kubeconfig and names its current context's cluster;
-// an error says what is wrong with the file, the caller names it.
-func ReadKubeconfig(path string) ([]byte, string, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, "", err
+// ErrNoKubeconfig is a loader that found no kubeconfig with a context in
+// any file it looks at ($KUBECONFIG's, else ~/.kube/config).
+var ErrNoKubeconfig = errors.New("no kubeconfig")
+
+// ContextError is a context the kubeconfig does not have.
+type ContextError struct {
+	Context string
+	// Have are the kubeconfig's contexts, sorted.
+	Have []string
+}
+
+func (e *ContextError) Error() string {
+	if e.Context == "" {
+		return fmt.Sprintf("the kubeconfig has no current context (its contexts: %s)", strings.Join(e.Have, ", "))
 	}
-	cfg, err := clientcmd.Load(raw)
+	return fmt.Sprintf("context %s is not in the kubeconfig (its contexts: %s)", safetext.Quote(e.Context), strings.Join(e.Have, ", "))
+}
+
+// LoadKubeconfig reads the kubeconfig as kubectl does - cc's loading rules:
+// an explicit file, else $KUBECONFIG's colon-separated files merged (the
+// first to set a value wins), else ~/.kube/config - and returns its context
+// (the current one when context is "") as one self-contained kubeconfig
+// (kubectl config view --minify --flatten: certificate files inlined, as
+// the client is made from the bytes) and the name of the context's cluster.
+func LoadKubeconfig(cc clientcmd.ClientConfig, context string) (raw []byte, cluster string, err error) {
+	cfg, err := cc.RawConfig()
 	if err != nil {
-		return nil, "", err
+		return nil, "", err // names the file
 	}
-	c, ok := cfg.Contexts[cfg.CurrentContext]
+	if len(cfg.Contexts) == 0 {
+		return nil, "", fmt.Errorf("%w in %s", ErrNoKubeconfig, strings.Join(cc.ConfigAccess().GetLoadingPrecedence(), ", "))
+	}
+	name := cmp.Or(context, cfg.CurrentContext)
+	c, ok := cfg.Contexts[name]
 	if !ok {
-		return nil, "", fmt.Errorf("no current context")
+		return nil, "", &ContextError{Context: name, Have: slices.Sorted(maps.Keys(cfg.Contexts))}
+	}
+	cfg.CurrentContext = name
+	if err := clientcmdapi.MinifyConfig(&cfg); err != nil {
+		return nil, "", fmt.Errorf("context %s: %w", safetext.Quote(name), err)
+	}
+	if err := clientcmdapi.FlattenConfig(&cfg); err != nil {
+		return nil, "", fmt.Errorf("context %s: %w", safetext.Quote(name), err)
+	}
+	raw, err = clientcmd.Write(cfg)
+	if err != nil {
+		return nil, "", err
 	}
 	return raw, c.Cluster, nil
 }

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,5 +129,64 @@ func TestMergeKubeconfigLinkAndLock(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(target); string(after) != string(before) {
 		t.Error("the file changed under a held lock")
+	}
+}
+
+// The kubeconfig is found as kubectl finds it (an explicit file, else the
+// merged list, the first file's current context winning), cut down to the
+// context asked for and made self-contained: a certificate file named
+// relative to its kubeconfig travels inlined.
+func TestLoadKubeconfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, doc string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("ca.crt", "CA-FROM-A-FILE")
+	conf := func(ctx, cluster string) string {
+		return "apiVersion: v1\nkind: Config\nclusters:\n- {name: " + cluster + ", cluster: {server: \"https://" + cluster + ":6443\", certificate-authority: ca.crt}}\n" +
+			"users:\n- {name: u-" + ctx + ", user: {token: T}}\ncontexts:\n- {name: " + ctx + ", context: {cluster: " + cluster + ", user: u-" + ctx + "}}\ncurrent-context: " + ctx + "\n"
+	}
+	a, b := write("a", conf("ctx-a", "cluster-a")), write("b", conf("ctx-b", "cluster-b"))
+	for _, tc := range []struct {
+		name     string
+		rules    clientcmd.ClientConfigLoadingRules
+		context  string
+		cluster  string // want; "" an error
+		err      string
+		notFound bool
+	}{
+		{name: "an explicit file", rules: clientcmd.ClientConfigLoadingRules{ExplicitPath: b, Precedence: []string{a}}, cluster: "cluster-b"},
+		{name: "the merged list: the first file's current context", rules: clientcmd.ClientConfigLoadingRules{Precedence: []string{a, b}}, cluster: "cluster-a"},
+		{name: "the merged list: another file's context", rules: clientcmd.ClientConfigLoadingRules{Precedence: []string{a, b}}, context: "ctx-b", cluster: "cluster-b"},
+		{name: "a missing file in the list", rules: clientcmd.ClientConfigLoadingRules{Precedence: []string{filepath.Join(dir, "gone"), b}}, cluster: "cluster-b"},
+		{name: "a context that is not there", rules: clientcmd.ClientConfigLoadingRules{Precedence: []string{a, b}}, context: "prod", err: `context "prod" is not in the kubeconfig (its contexts: ctx-a, ctx-b)`},
+		{name: "no file", rules: clientcmd.ClientConfigLoadingRules{Precedence: []string{filepath.Join(dir, "gone")}}, err: "no kubeconfig in " + filepath.Join(dir, "gone"), notFound: true},
+		{name: "a missing explicit file", rules: clientcmd.ClientConfigLoadingRules{ExplicitPath: filepath.Join(dir, "gone")}, err: filepath.Join(dir, "gone")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(&tc.rules, &clientcmd.ConfigOverrides{})
+			raw, cluster, err := LoadKubeconfig(cc, tc.context)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || errors.Is(err, ErrNoKubeconfig) != tc.notFound {
+					t.Fatalf("got %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || cluster != tc.cluster {
+				t.Fatalf("cluster %q, %v; want %q", cluster, err, tc.cluster)
+			}
+			cfg, err := clientcmd.Load(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := cfg.Clusters[tc.cluster]
+			if len(cfg.Contexts) != 1 || len(cfg.Clusters) != 1 || c == nil || string(c.CertificateAuthorityData) != "CA-FROM-A-FILE" || c.CertificateAuthority != "" {
+				t.Errorf("not one self-contained context:\n%s", raw)
+			}
+		})
 	}
 }

@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/gpukit/gpukit/pkg/safetext"
 )
 
 // Dial connects and logs in to the host cfg describes, through cfg.Bastion
@@ -94,13 +98,60 @@ func dial(ctx context.Context, cfg Config, via *Client) (*Client, error) {
 // network said no route (no ARP answer on a LAN). It is off or filtered, and
 // retrying would multiply what a dead host costs the run (3 x 10 s) for
 // nothing. Refused, reset and dropped handshakes (sshd starting, or its
-// MaxStartups under a 1000-host fan-out) are retried.
+// MaxStartups under a 1000-host fan-out) are retried. A name that does not
+// resolve is not retried either (IsRetryable).
 func hostAbsent(err error) bool {
 	var te *timeoutError
 	if errors.As(err, &te) && strings.HasPrefix(te.stage, "TCP connect") {
 		return true
 	}
 	return errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
+}
+
+// bannerConn keeps the first bytes the server sent, so that a handshake
+// that fails can say what answered: nothing (the connection was closed
+// before an SSH banner), another protocol, or an SSH server.
+type bannerConn struct {
+	net.Conn
+	full atomic.Bool // head holds bannerBytes: later reads skip the lock
+	mu   sync.Mutex
+	head []byte
+}
+
+// bannerBytes is enough for the banner, or another protocol's first line.
+const bannerBytes = 256
+
+func (c *bannerConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && !c.full.Load() {
+		c.mu.Lock()
+		c.head = append(c.head, p[:min(n, bannerBytes-len(c.head))]...)
+		c.full.Store(len(c.head) >= bannerBytes)
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+// explain makes a failed handshake's error say what answered on the port:
+// x/crypto reports a port that closes at once, or that speaks another
+// protocol, as "ssh: handshake failed: EOF".
+func (c *bannerConn) explain(err error) error {
+	c.mu.Lock()
+	head := string(c.head)
+	c.mu.Unlock()
+	if head == "" {
+		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+			return &noBannerError{err: err}
+		}
+		return err
+	}
+	for line := range strings.SplitSeq(head, "\n") {
+		if strings.HasPrefix(line, "SSH-") {
+			return err // an SSH server: the library's error says what went wrong
+		}
+	}
+	first, _, _ := strings.Cut(head, "\n")
+	return &NotSSHError{Said: safetext.Quote(strings.TrimSuffix(first, "\r"))}
 }
 
 // isConnectFailure tells plain connection failures (wrapped in ConnectError)
@@ -161,12 +212,12 @@ func connectOnce(ctx context.Context, cfg Config, via *Client, hostport string, 
 	actx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
 
-	var conn net.Conn
+	var raw net.Conn
 	if via != nil {
-		conn, err = via.DialContext(actx, "tcp", hostport)
+		raw, err = via.DialContext(actx, "tcp", hostport)
 	} else {
 		var d net.Dialer
-		conn, err = d.DialContext(actx, "tcp", hostport)
+		raw, err = d.DialContext(actx, "tcp", hostport)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -180,6 +231,7 @@ func connectOnce(ctx context.Context, cfg Config, via *Client, hostport string, 
 		}
 		return nil, err
 	}
+	conn := &bannerConn{Conn: raw}
 	// The handshake takes no context: closing the connection stops it.
 	stop := context.AfterFunc(actx, func() { conn.Close() })
 	sc, chans, reqs, err := gossh.NewClientConn(conn, hostport, conf)
@@ -190,7 +242,7 @@ func connectOnce(ctx context.Context, cfg Config, via *Client, hostport string, 
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &timeoutError{stage: fmt.Sprintf("SSH handshake and login (%s)", cfg.ConnectTimeout)}
+		return nil, conn.explain(&timeoutError{stage: fmt.Sprintf("SSH handshake and login (%s)", cfg.ConnectTimeout)})
 	}
 	if err != nil {
 		verified, hkErr := state.get()
@@ -200,7 +252,7 @@ func connectOnce(ctx context.Context, cfg Config, via *Client, hostport string, 
 		if verified && isAuthFailure(err) {
 			return nil, &AuthError{Host: cfg.Name, Address: hostport, User: cfg.User, Methods: creds.names, Err: err}
 		}
-		return nil, err
+		return nil, conn.explain(err)
 	}
 	return gossh.NewClient(sc, chans, reqs), nil
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -443,6 +444,11 @@ func TestConnectRetries(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Attempts != 3 || !IsRetryable(err) {
 			t.Fatalf("want retryable *ConnectError after 3 attempts, got %T %v", err, err)
 		}
+		// Not the library's "ssh: handshake failed: EOF": what answered,
+		// and where.
+		if want := "connect to flaky (" + ln.Addr().String() + ") after 3 attempts: the port answered but closed the connection before sending an SSH banner"; !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want %q", err, want)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		if accepted != 3 {
@@ -464,6 +470,52 @@ func TestConnectRetries(t *testing.T) {
 		}
 		if d := time.Since(start); d > 30*time.Second { // a hang, not a speed bound
 			t.Fatalf("took %s", d)
+		}
+	})
+	t.Run("a port that speaks another protocol is named and not retried", func(t *testing.T) {
+		t.Parallel()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		var accepted atomic.Int32
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				accepted.Add(1)
+				// A web server answering the client's SSH version line.
+				_, _ = c.Read(make([]byte, 64))
+				_, _ = io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n\r\n\x1b[31m")
+				c.Close()
+			}
+		}()
+		key, _ := writeKey(t, "")
+		_, err = Dial(context.Background(), Config{Name: "web", Address: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port, KeyFile: key,
+			KnownHostsFile: filepath.Join(t.TempDir(), "kh"), ConnectRetries: 2, RetryBackoff: 10 * time.Millisecond})
+		var ns *NotSSHError
+		want := "connect to web (" + ln.Addr().String() + "): the port answered but is not an SSH server: it said \"HTTP/1.1 400 Bad Request\""
+		if !errors.As(err, &ns) || IsRetryable(err) || !strings.Contains(err.Error(), want) || accepted.Load() != 1 {
+			t.Fatalf("got %v after %d connections, want %q once", err, accepted.Load(), want)
+		}
+	})
+	t.Run("a name that does not resolve is not retried", func(t *testing.T) {
+		t.Parallel()
+		key, _ := writeKey(t, "")
+		// Not a domain name: the resolver says "no such host" without
+		// asking a DNS server, the same answer as an NXDOMAIN.
+		_, err := Dial(context.Background(), Config{Name: "typo", Address: "gpu..lab", KeyFile: key,
+			KnownHostsFile: filepath.Join(t.TempDir(), "kh"), ConnectRetries: 2, RetryBackoff: time.Second})
+		var dns *net.DNSError
+		if !errors.As(err, &dns) || !dns.IsNotFound {
+			t.Skipf("this resolver does not answer no such host for gpu..lab: %v", err)
+		}
+		var ce *ConnectError
+		if !errors.As(err, &ce) || ce.Attempts != 1 || IsRetryable(err) || !strings.Contains(err.Error(), "no such host") {
+			t.Fatalf("want one attempt, got %v", err)
 		}
 	})
 	t.Run("auth failure is not retried", func(t *testing.T) {
@@ -571,6 +623,11 @@ func TestIsRetryable(t *testing.T) {
 		{fmt.Errorf("run: %w", context.Canceled), false},
 		{ErrClosed, false},
 		{errors.New("something else"), false},
+		{&ConnectError{Err: &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "gpu-1.lab", IsNotFound: true}}}, false},
+		{&ConnectError{Err: &net.OpError{Op: "dial", Err: &net.DNSError{Err: "i/o timeout", Name: "gpu-1.lab", IsTimeout: true}}}, true},
+		{&ConnectError{Err: &net.OpError{Op: "dial", Err: &net.DNSError{Err: "server misbehaving", Name: "gpu-1.lab", IsTemporary: true}}}, true},
+		{&ConnectError{Err: &NotSSHError{Said: `"HTTP/1.1 400 Bad Request"`}}, false},
+		{&ConnectError{Err: &noBannerError{err: fmt.Errorf("ssh: handshake failed: %w", io.EOF)}}, true},
 	} {
 		if got := IsRetryable(tc.err); got != tc.want {
 			t.Errorf("IsRetryable(%v) = %v, want %v", tc.err, got, tc.want)

@@ -116,6 +116,30 @@ func (e *ConnectError) Error() string {
 
 func (e *ConnectError) Unwrap() error { return e.Err }
 
+// NotSSHError is a port that answered with another protocol (a web
+// server's error page, another service's greeting): the wrong port or the
+// wrong host. Asking again gets the same answer, so it is not retried.
+type NotSSHError struct {
+	// Said is the first line the port sent, quoted for printing.
+	Said string
+}
+
+func (e *NotSSHError) Error() string {
+	return "the port answered but is not an SSH server: it said " + e.Said
+}
+
+// noBannerError is a port that accepted the connection and closed it before
+// sending the SSH banner: a service that is not SSH, or an sshd refusing
+// connections for now (MaxStartups under a large fan-out, a TCP wrapper).
+// The second may pass, so it is retried.
+type noBannerError struct{ err error }
+
+func (e *noBannerError) Error() string {
+	return "the port answered but closed the connection before sending an SSH banner: " +
+		"it is not an SSH server, or sshd refused the connection (MaxStartups, TCP wrappers)"
+}
+func (e *noBannerError) Unwrap() error { return e.err }
+
 // timeoutError is a connection attempt that ran past Config.ConnectTimeout.
 type timeoutError struct{ stage string }
 
@@ -125,8 +149,9 @@ func (e *timeoutError) Temporary() bool { return true }
 
 // IsRetryable reports whether err is a transient connection failure (refused,
 // reset, timed out, dropped) that a bounded retry of an idempotent step may
-// overcome. Host key, authentication, cancellation, configuration errors and
-// commands that ran and failed (*ExitError) are not retryable.
+// overcome. Host key, authentication, cancellation, configuration errors,
+// a name that does not resolve, a port that is not SSH and commands that ran
+// and failed (*ExitError) are not retryable.
 func IsRetryable(err error) bool {
 	if err == nil {
 		return false
@@ -137,12 +162,19 @@ func IsRetryable(err error) bool {
 		unknown *UnknownHostError
 		auth    *AuthError
 		exit    *ExitError
+		notSSH  *NotSSHError
+		dns     *net.DNSError
 	)
 	switch {
 	case errors.As(err, &changed), errors.As(err, &revoked), errors.As(err, &unknown),
-		errors.As(err, &auth), errors.As(err, &exit):
+		errors.As(err, &auth), errors.As(err, &exit), errors.As(err, &notSSH):
 		return false
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrClosed):
+		return false
+	case errors.As(err, &dns) && dns.IsNotFound:
+		// The resolver answered that the name does not exist: asking
+		// again gets the same answer. A resolver that timed out or failed
+		// is retried.
 		return false
 	}
 	var ne net.Error
