@@ -25,5 +25,6 @@ import "github.com/gpukit/gpukit/test/gpusim/capture"
 // package capture.
 type Capture = capture.Capture
 
-// Captures lists the captures in dir that have a --query-gpu recording.
+// Captures lists the captures in dir that stand a GPU model up: a
+// --query-gpu recording, or a -q -x (or -q) report alone (capture.All).
 func Captures(dir string) ([]Capture, error) { return capture.All(dir) }

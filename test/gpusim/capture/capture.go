@@ -1,8 +1,11 @@
 // Package capture reads the real nvidia-smi recordings the GPU SIMULATOR
 // replays (test/testdata/nvidia-smi, or any files named the same way)
 // and replays them as a host with another driver, or another persistence
-// mode, would print them. Test tooling only, never shipped; it imports only
-// the standard library, so the nvidia-smi stand-in built from it stays small.
+// mode, would print them. A capture may be a single report (-q -x or -q):
+// the other answers are derived from it (report.go). Which GPUs a driver
+// drives is pkg/compat's table (driven.go). Test tooling only, never
+// shipped; besides the standard library it imports only pkg/compat, so the
+// nvidia-smi stand-in built from it stays small.
 package capture
 
 import (
@@ -12,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -70,18 +74,22 @@ func (c Capture) Raw(kind string) ([]byte, error) {
 func (c Capture) Query() ([]byte, error) { return c.Raw(KindQuery) }
 
 // QueryGPU is `nvidia-smi --query-gpu=FIELDS --format=FORMAT`: the requested
-// columns selected by name from the full recorded CSV. format is nvidia-smi's
-// (csv[,noheader][,nounits]).
+// columns selected by name from the full recorded CSV, or from the one a
+// capture recorded only as a report answers (report.go). format is
+// nvidia-smi's (csv[,noheader][,nounits]).
 func (c Capture) QueryGPU(fields []string, format string) (string, error) {
-	raw, err := c.Raw(KindQueryGPU)
+	raw, _, err := c.output(KindQueryGPU)
 	if err != nil {
 		return "", err
 	}
-	return queryGPU(c.Prefix, raw, fields, format, nil)
+	return queryGPU(c.Prefix, raw, fields, format, nil, nil)
 }
 
-// queryGPU selects fields from a recorded CSV; set overrides whole columns.
-func queryGPU(name string, raw []byte, fields []string, format string, set map[string]string) (string, error) {
+// queryGPU selects fields from a recorded CSV; set overrides whole columns;
+// hide, where not nil, leaves out the rows of the GPUs at the bus ids it
+// names, the others numbered again from 0 (what the driver does not drive,
+// nvidia-smi does not list).
+func queryGPU(name string, raw []byte, fields []string, format string, set map[string]string, hide func(bus string) bool) (string, error) {
 	header, rows, err := readCSV(raw)
 	if err != nil {
 		return "", fmt.Errorf("gpusim: %s: %w", name, err)
@@ -112,12 +120,19 @@ func queryGPU(name string, raw []byte, fields []string, format string, set map[s
 		}
 		b.WriteString(strings.Join(hs, ", ") + "\n")
 	}
+	n := 0
 	for _, rec := range rows {
+		if i, ok := col["pci.bus_id"]; ok && hide != nil && hide(rec[i]) {
+			continue
+		}
 		vals := make([]string, len(fields))
 		for i, f := range fields {
 			v := rec[col[f]]
 			if s, ok := set[f]; ok {
 				v = s
+			}
+			if f == "index" && hide != nil {
+				v = strconv.Itoa(n)
 			}
 			if nounits && units[f] != "" {
 				v = strings.TrimSuffix(v, " "+units[f])
@@ -125,6 +140,7 @@ func queryGPU(name string, raw []byte, fields []string, format string, set map[s
 			vals[i] = v
 		}
 		b.WriteString(strings.Join(vals, ", ") + "\n")
+		n++
 	}
 	return b.String(), nil
 }
@@ -152,19 +168,26 @@ func readCSV(raw []byte) (header []string, rows [][]string, err error) {
 	}
 }
 
-// All lists the captures in dir that have a --query-gpu recording.
+// recording names the files that stand a GPU model up: a --query-gpu
+// recording, or a report (-q, -q -x) alone; the capture's prefix is the
+// first group.
+var recording = regexp.MustCompile(`^(.+__drv[0-9.]+)__(query-gpu(-idle|-load)?\.csv|q(-idle|-load)?\.txt|q-x(-idle|-load)?\.xml)$`)
+
+// All lists the captures in dir that stand a GPU model up: those with a
+// --query-gpu recording, and those recorded only as a -q -x or -q report
+// (most public reports are only that).
 func All(dir string) ([]Capture, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*__query-gpu*.csv"))
+	files, err := filepath.Glob(filepath.Join(dir, "*__*"))
 	if err != nil {
 		return nil, err
 	}
 	seen := map[string]bool{}
 	var out []Capture
 	for _, f := range files {
-		p := f[:strings.Index(f, "__query-gpu")]
-		if !seen[p] {
-			seen[p] = true
-			out = append(out, Capture{Prefix: p})
+		m := recording.FindStringSubmatch(f)
+		if m != nil && !seen[m[1]] {
+			seen[m[1]] = true
+			out = append(out, Capture{Prefix: m[1]})
 		}
 	}
 	return out, nil

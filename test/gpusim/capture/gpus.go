@@ -30,28 +30,25 @@ func (g GPU) PCIAddress() string {
 	return a
 }
 
-// Device is the PCI device id (0x2330).
+// Device is the PCI device id (0x2330); 0 when the report hid it.
 func (g GPU) Device() uint16 { return uint16(g.DeviceID >> 16) }
 
-// GPUs are the capture's GPUs: from the --query-gpu recording, else -q,
-// else -q -x.
+// GPUs are the capture's GPUs: from the --query-gpu recording, else the
+// -q report, else the -q -x one.
 func (c Capture) GPUs() ([]GPU, error) {
 	if raw, err := c.Raw(KindQueryGPU); err == nil {
 		if g, err := gpusFromCSV(raw); err == nil && len(g) > 0 {
 			return g, nil
 		}
 	}
-	if raw, err := c.Raw(KindQuery); err == nil {
-		if g := gpusFromQuery(string(raw)); len(g) > 0 {
-			return g, nil
+	for _, kind := range []string{KindQuery, KindQueryXML} {
+		if raw, err := c.Raw(kind); err == nil {
+			if g := gpusFromReport(string(raw), kind == KindQueryXML); len(g) > 0 {
+				return g, nil
+			}
 		}
 	}
-	if raw, err := c.Raw(KindQueryXML); err == nil {
-		if g := gpusFromXML(string(raw)); len(g) > 0 {
-			return g, nil
-		}
-	}
-	return nil, fmt.Errorf("gpusim: capture %s: no GPU with a PCI bus id and device id in its recordings", c.Prefix)
+	return nil, fmt.Errorf("gpusim: capture %s: no GPU with a PCI bus id in its recordings", c.Prefix)
 }
 
 func hex32(s string) (uint32, bool) {
@@ -111,64 +108,27 @@ var (
 	qField = func(name string) *regexp.Regexp {
 		return regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(name) + `\s*:\s*(.*?)\s*$`)
 	}
-)
-
-// gpusFromQuery reads `nvidia-smi -q`: one "GPU <bus id>" section per GPU.
-func gpusFromQuery(q string) []GPU {
-	locs := qGPU.FindAllStringSubmatchIndex(q, -1)
-	var out []GPU
-	for i, l := range locs {
-		end := len(q)
-		if i+1 < len(locs) {
-			end = locs[i+1][0]
-		}
-		sec := q[l[0]:end]
-		field := func(name string) string {
-			if m := qField(name).FindStringSubmatch(sec); m != nil {
-				return m[1]
-			}
-			return ""
-		}
-		dev, ok := hex32(field("Device Id"))
-		if !ok {
-			continue
-		}
-		g := GPU{Index: i, Name: field("Product Name"), UUID: field("GPU UUID"), BusID: q[l[2]:l[3]], DeviceID: dev}
-		g.SubsystemID, _ = hex32(field("Sub System Id"))
-		g.Class = classOf(g.Name, field("Product Brand"), 0, 0)
-		out = append(out, g)
-	}
-	return out
-}
-
-var (
 	xGPU = regexp.MustCompile(`<gpu id="([^"]+)">`)
 	xTag = func(tag string) *regexp.Regexp { return regexp.MustCompile(`<` + tag + `>([^<]*)</` + tag + `>`) }
 )
 
-// gpusFromXML reads `nvidia-smi -q -x`: one <gpu id="bus id"> per GPU.
-func gpusFromXML(x string) []GPU {
-	locs := xGPU.FindAllStringSubmatchIndex(x, -1)
+// gpusFromReport reads `nvidia-smi -q` (one "GPU <bus id>" section a GPU)
+// or `-q -x` (one <gpu id="bus id">). A GPU whose report hides its PCI
+// device id (some shared reports print [REDACTED]) keeps DeviceID 0: the
+// simulators then know it by its name alone.
+func gpusFromReport(report string, xml bool) []GPU {
 	var out []GPU
-	for i, l := range locs {
-		end := len(x)
-		if i+1 < len(locs) {
-			end = locs[i+1][0]
-		}
-		sec := x[l[0]:end]
-		tag := func(t string) string {
-			if m := xTag(t).FindStringSubmatch(sec); m != nil {
-				return strings.TrimSpace(m[1])
+	for i, s := range sections(report, xml) {
+		field := func(x, text string) string {
+			if xml {
+				return s.get(x)
 			}
-			return ""
+			return s.get(text)
 		}
-		dev, ok := hex32(tag("pci_device_id"))
-		if !ok {
-			continue
-		}
-		g := GPU{Index: i, Name: tag("product_name"), UUID: tag("uuid"), BusID: x[l[2]:l[3]], DeviceID: dev}
-		g.SubsystemID, _ = hex32(tag("pci_sub_system_id"))
-		g.Class = classOf(g.Name, tag("product_brand"), 0, 0)
+		g := GPU{Index: i, Name: field("product_name", "Product Name"), UUID: field("uuid", "GPU UUID"), BusID: s.bus}
+		g.DeviceID, _ = hex32(field("pci_device_id", "Device Id"))
+		g.SubsystemID, _ = hex32(field("pci_sub_system_id", "Sub System Id"))
+		g.Class = classOf(g.Name, field("product_brand", "Product Brand"), 0, 0)
 		out = append(out, g)
 	}
 	return out

@@ -3,6 +3,7 @@ package capture
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -16,12 +17,27 @@ type Live struct {
 	CUDA string
 	// Persistence is "Enabled" or "Disabled".
 	Persistence string
+	// Hidden are the bus ids of GPUs the loaded driver does not drive
+	// (Driven): nvidia-smi does not list them, and numbers the others from
+	// 0. The table (nvidia-smi without arguments) still shows them.
+	Hidden []string
+}
+
+// hides says whether live hides the GPU at bus id bus.
+func (l Live) hides(bus string) bool {
+	for _, h := range l.Hidden {
+		if (GPU{BusID: h}).PCIAddress() == (GPU{BusID: bus}).PCIAddress() {
+			return true
+		}
+	}
+	return false
 }
 
 // Replay is a recording of kind (KindList, KindTable, KindQuery,
-// KindQueryXML) as a host in state live prints it.
+// KindQueryXML) as a host in state live prints it; for a capture recorded
+// only as a report, what the report answers (Capture.output).
 func (c Capture) Replay(kind string, live Live) ([]byte, error) {
-	raw, err := c.Raw(kind)
+	raw, kind, err := c.output(kind)
 	if err != nil {
 		return nil, err
 	}
@@ -36,12 +52,80 @@ func (c Capture) Replay(kind string, live Live) ([]byte, error) {
 	if live.Persistence != "" {
 		s = replacePersistence(s, kind, live.Persistence == "Enabled")
 	}
+	if len(live.Hidden) > 0 {
+		switch kind {
+		case KindList:
+			s = c.hideListed(s, live)
+		case KindQuery, KindQueryXML:
+			s = hideSections(s, kind == KindQueryXML, live)
+		}
+	}
 	return []byte(s), nil
+}
+
+var (
+	listGPU      = regexp.MustCompile(`^GPU ([0-9]+): `)
+	attachedText = regexp.MustCompile(`(?m)^(Attached GPUs\s*:\s*)([0-9]+)`)
+	attachedXML  = regexp.MustCompile(`(<attached_gpus>)([0-9]+)(</attached_gpus>)`)
+)
+
+// hideListed drops from -L the GPUs live hides (with their MIG devices'
+// lines) and numbers the others again; -L lists the GPUs in the order of
+// the capture's GPUs.
+func (c Capture) hideListed(s string, live Live) string {
+	gpus, err := c.GPUs()
+	if err != nil {
+		return s
+	}
+	var b strings.Builder
+	n, skip := 0, false
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if m := listGPU.FindStringSubmatch(l); m != nil {
+			i, _ := strconv.Atoi(m[1])
+			skip = i < len(gpus) && live.hides(gpus[i].BusID)
+			if !skip {
+				l = fmt.Sprintf("GPU %d: ", n) + l[len(m[0]):]
+				n++
+			}
+		}
+		if !skip {
+			b.WriteString(l)
+		}
+	}
+	return b.String()
+}
+
+// hideSections drops from a -q or -q -x report the GPUs live hides, and
+// counts them out of the attached GPUs.
+func hideSections(s string, xml bool, live Live) string {
+	var b strings.Builder
+	at, hidden := 0, 0
+	for _, sec := range bounds(s, xml) {
+		if live.hides(s[sec[2]:sec[3]]) {
+			b.WriteString(s[at:sec[0]])
+			at = sec[1]
+			hidden++
+		}
+	}
+	b.WriteString(s[at:])
+	out := b.String()
+	if hidden == 0 {
+		return out
+	}
+	fewer := func(m string, re *regexp.Regexp) string {
+		sub := re.FindStringSubmatch(m)
+		n, _ := strconv.Atoi(sub[2])
+		return sub[1] + strconv.Itoa(max(n-hidden, 0)) + strings.Join(sub[3:], "")
+	}
+	if xml {
+		return attachedXML.ReplaceAllStringFunc(out, func(m string) string { return fewer(m, attachedXML) })
+	}
+	return attachedText.ReplaceAllStringFunc(out, func(m string) string { return fewer(m, attachedText) })
 }
 
 // ReplayQueryGPU is QueryGPU as a host in state live answers it.
 func (c Capture) ReplayQueryGPU(fields []string, format string, live Live) (string, error) {
-	raw, err := c.Raw(KindQueryGPU)
+	raw, _, err := c.output(KindQueryGPU)
 	if err != nil {
 		return "", err
 	}
@@ -55,7 +139,11 @@ func (c Capture) ReplayQueryGPU(fields []string, format string, live Live) (stri
 	if live.Persistence != "" {
 		set["persistence_mode"] = live.Persistence
 	}
-	return queryGPU(c.Prefix, raw, fields, format, set)
+	var hide func(string) bool
+	if len(live.Hidden) > 0 {
+		hide = live.hides
+	}
+	return queryGPU(c.Prefix, raw, fields, format, set, hide)
 }
 
 // replaceVersion replaces the driver version old by new as a whole token; in

@@ -21,13 +21,15 @@ type Host struct {
 	// GPUs is how many NVIDIA GPUs the PCI bus has (0: a CPU-only host).
 	GPUs int
 	// Capture is the real recording the GPUs replay: a name in
-	// test/testdata/nvidia-smi, or a path prefix (with a /) of any capture
-	// with --query-gpu and -q recordings; "" is DefaultCapture.
+	// test/testdata/nvidia-smi, or a path prefix (with a /) of any capture:
+	// --query-gpu and -q recordings, or a -q -x or -q report alone (the
+	// rows are derived from it); "" is DefaultCapture.
 	Capture string
 	// UUIDs replace the GPUs' UUIDs, in order (a test's own names).
 	UUIDs []string
 	// Device replaces every GPU's PCI device id, for a GPU no capture
-	// has ("0x1db4": a Tesla V100).
+	// has ("0x1db4": a Tesla V100); the driver decides by it (and the
+	// name) whether it drives the GPU.
 	Device     string
 	SecureBoot bool
 
@@ -117,12 +119,8 @@ func (h *Host) probe(name, script string) (string, int, string) {
 	if err != nil {
 		return "", 1, err.Error()
 	}
-	for _, g := range set.gpus {
-		dev := fmt.Sprintf("0x%04x", g.Device())
-		if h.Device != "" {
-			dev = h.Device
-		}
-		kv("pci.gpu", g.PCIAddress()+" "+dev)
+	for _, g := range set.gpus { // the PCI bus shows every GPU, driven or not
+		kv("pci.gpu", fmt.Sprintf("%s 0x%04x", g.PCIAddress(), g.Device()))
 	}
 	if h.smiInstalled() {
 		kv("nvidia_smi.present", "true")
@@ -195,7 +193,7 @@ func (h *Host) nvidiaState(script string) (string, int, string) {
 // for), or what it said instead.
 func (h *Host) smiRows(script, rowKey, errKey string, kv func(k, v string)) {
 	var rows []string
-	fail := h.smi()
+	fail, _ := h.smi()
 	if fail == "" {
 		fields := scriptQueryGPU.FindStringSubmatch(script)
 		if fields == nil {
@@ -217,16 +215,59 @@ func (h *Host) smiRows(script, rowKey, errKey string, kv func(k, v string)) {
 
 func (h *Host) smiInstalled() bool { return h.Driver != "" }
 
-// smi says what nvidia-smi says instead of answering, "" when it answers.
-func (h *Host) smi() string {
+// smi says what nvidia-smi says instead of answering, and its exit code;
+// "" when it answers.
+func (h *Host) smi() (string, int) {
 	switch {
 	case h.SMIBroken || h.Loaded == "":
-		return "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running."
+		return "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.", 9
 	case h.Loaded != h.Driver:
 		v := strings.Split(h.Driver, ".")
-		return "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: " + strings.Join(v[:min(2, len(v))], ".")
+		return "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: " + strings.Join(v[:min(2, len(v))], "."), 18
 	}
-	return ""
+	if set, err := h.gpuSet(); err == nil && len(set.gpus) > 0 && len(set.ignored) == len(set.gpus) {
+		// A module in memory that drives none of the GPUs: a real one
+		// does not load then (see settle), unless a test changed the
+		// GPUs under a loaded one.
+		return "No devices were found", 6
+	}
+	return "", 0
+}
+
+// drives says whether the kernel module of release finds a GPU of the
+// host to drive; without one it does not load (capture.Driven).
+func (h *Host) drives(release string) bool {
+	set, err := h.gpuSet()
+	if err != nil || len(set.gpus) == 0 {
+		return true
+	}
+	driven, _, _ := capture.Driven(set.gpus, release)
+	return len(driven) > 0
+}
+
+// settle makes a host as its last boot left it: a module that drives none
+// of its GPUs (Installed with a GPU the driver's branch dropped) did not
+// load, nor did the persistence daemon start.
+func (h *Host) settle() {
+	if h.Loaded != "" && !h.drives(h.Loaded) {
+		h.Loaded, h.PersistencedActive = "", false
+	}
+}
+
+// KernelLog is what the driver's kernel module logs (dmesg) as it loads on
+// the host: each GPU it ignores (a generation its branch dropped, as NVIDIA's
+// legacy message says, or one newer than it) and, when it drives none, that
+// it found none; "" without a driver or with nothing to say.
+func (h Host) KernelLog() (string, error) {
+	if h.Driver == "" {
+		return "", nil
+	}
+	set, err := h.gpuSet()
+	if err != nil {
+		return "", err
+	}
+	_, _, nvrm := capture.Driven(set.gpus, h.Driver)
+	return nvrm, nil
 }
 
 // live is the replays' view of the host.
@@ -249,11 +290,13 @@ func (h *Host) queryGPU(fields []string) ([]string, error) {
 		return nil, err
 	}
 	recorded := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	rows := make([]string, len(set.gpus))
-	for i, g := range set.gpus {
-		vals := strings.Split(recorded[i%len(recorded)], ", ")
+	listed, at := set.listed()
+	rows := make([]string, len(listed))
+	for i, g := range listed {
+		rec := recorded[at[i]%len(recorded)]
+		vals := strings.Split(rec, ", ")
 		if len(vals) != len(fields) {
-			return nil, fmt.Errorf("scriptsim: capture %s: a row with a comma in a value: %q", set.c.Prefix, recorded[i%len(recorded)])
+			return nil, fmt.Errorf("scriptsim: capture %s: a row with a comma in a value: %q", set.c.Prefix, rec)
 		}
 		for j, f := range fields {
 			switch f {
@@ -271,52 +314,59 @@ func (h *Host) queryGPU(fields []string) ([]string, error) {
 }
 
 var (
-	qGPUHeader = regexp.MustCompile(`(?m)^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\s*$`)
-	qAttached  = regexp.MustCompile(`(?m)^(Attached GPUs\s*:\s*)[0-9]+`)
-	qDRAM      = regexp.MustCompile(`(?m)^(\s*DRAM Uncorrectable\s*:\s*)[0-9]+`)
+	qAttached = regexp.MustCompile(`(?m)^(Attached GPUs\s*:\s*)[0-9]+`)
+	qDRAM     = regexp.MustCompile(`(?m)^(\s*DRAM Uncorrectable\s*:\s*)[0-9]+`)
+	xAttached = regexp.MustCompile(`(<attached_gpus>)[0-9]+`)
+	xDRAM     = regexp.MustCompile(`(<dram_uncorrectable>)[0-9]+`)
 )
 
-// health is nvidia-health.sh: nvidia-smi -q -x, which the captures the
-// simulator replays have not recorded, so -q: the capture's report, one GPU
-// section a GPU, the first with ECCErrors.
+// health is nvidia-health.sh: nvidia-smi -q -x where the capture has that
+// report, else -q (the script falls back to it): the capture's report, one
+// GPU section a GPU nvidia-smi lists, the first with ECCErrors.
 func (h *Host) health() (string, int, string) {
 	if !h.smiInstalled() {
 		return "", 127, "nvidia-smi: command not found"
 	}
-	if fail := h.smi(); fail != "" {
-		return fail + "\n", 9, ""
+	if fail, code := h.smi(); fail != "" {
+		return fail + "\n", code, ""
 	}
 	set, err := h.gpuSet()
 	if err != nil {
 		return "", 1, err.Error()
 	}
-	raw, err := set.c.Replay(capture.KindQuery, h.live())
+	kind := capture.KindQueryXML
+	raw, err := set.c.Replay(kind, h.live())
 	if err != nil {
-		return "", 1, err.Error()
-	}
-	q, recorded, c := string(raw), set.recorded, set.c
-	at := qGPUHeader.FindAllStringIndex(q, -1)
-	if len(at) == 0 || len(at) != len(recorded) {
-		return "", 1, fmt.Sprintf("scriptsim: capture %s: %d GPU sections in -q, %d GPUs", c.Prefix, len(at), len(recorded))
-	}
-	var b strings.Builder
-	b.WriteString(qAttached.ReplaceAllString(q[:at[0][0]], "${1}"+strconv.Itoa(len(set.gpus))))
-	for i, g := range set.gpus {
-		r := i % len(recorded)
-		end := len(q)
-		if r+1 < len(at) {
-			end = at[r+1][0]
+		kind = capture.KindQuery
+		if raw, err = set.c.Replay(kind, h.live()); err != nil {
+			return "", 1, err.Error()
 		}
-		sec := strings.NewReplacer(recorded[r].BusID, g.BusID, recorded[r].UUID, g.UUID).Replace(q[at[r][0]:end])
+	}
+	attached, dram := qAttached, qDRAM
+	if kind == capture.KindQueryXML {
+		attached, dram = xAttached, xDRAM
+	}
+	recorded, c := set.recorded, set.c
+	head, secs, tail := capture.Split(string(raw), kind == capture.KindQueryXML)
+	if len(secs) == 0 || len(secs) != len(recorded) {
+		return "", 1, fmt.Sprintf("scriptsim: capture %s: %d GPU sections in its report, %d GPUs", c.Prefix, len(secs), len(recorded))
+	}
+	listed, at := set.listed()
+	var b strings.Builder
+	b.WriteString(attached.ReplaceAllString(head, "${1}"+strconv.Itoa(len(listed))))
+	for i, g := range listed {
+		r := at[i] % len(recorded)
+		sec := strings.NewReplacer(recorded[r].BusID, g.BusID, recorded[r].UUID, g.UUID).Replace(secs[r])
 		if i == 0 && h.ECCErrors > 0 {
 			// volatile and aggregate: the lifetime count has them too
-			if len(qDRAM.FindAllString(sec, 2)) < 2 {
+			if len(dram.FindAllString(sec, 2)) < 2 {
 				return "", 1, fmt.Sprintf("scriptsim: capture %s reports no DRAM ECC errors", c.Prefix)
 			}
-			sec = qDRAM.ReplaceAllString(sec, "${1}"+strconv.Itoa(h.ECCErrors))
+			sec = dram.ReplaceAllString(sec, "${1}"+strconv.Itoa(h.ECCErrors))
 		}
 		b.WriteString(sec)
 	}
+	b.WriteString(tail)
 	return b.String(), 0, ""
 }
 
@@ -342,6 +392,21 @@ func (h *Host) capture() (capture.Capture, error) {
 type gpuSet struct {
 	c              capture.Capture
 	recorded, gpus []capture.GPU
+	// ignored are the bus ids of the GPUs the loaded driver does not
+	// drive (capture.Driven): nvidia-smi does not list them.
+	ignored map[string]bool
+}
+
+// listed are the GPUs nvidia-smi lists, numbered from 0 as it numbers
+// them, with the place of each among the host's GPUs.
+func (s gpuSet) listed() (gpus []capture.GPU, at []int) {
+	for i, g := range s.gpus {
+		if !s.ignored[g.BusID] {
+			g.Index = len(gpus)
+			gpus, at = append(gpus, g), append(at, i)
+		}
+	}
+	return gpus, at
 }
 
 // gpuSet is the host's GPUs: the capture's, then copies of them, each
@@ -357,6 +422,12 @@ func (h *Host) gpuSet() (gpuSet, error) {
 	recorded, err := c.GPUs()
 	if err != nil {
 		return gpuSet{}, err
+	}
+	var device uint64
+	if h.Device != "" {
+		if device, err = strconv.ParseUint(strings.TrimPrefix(strings.ToLower(h.Device), "0x"), 16, 16); err != nil {
+			return gpuSet{}, fmt.Errorf("scriptsim: device %q: %w", h.Device, err)
+		}
 	}
 	out := make([]capture.GPU, h.GPUs)
 	for i := range out {
@@ -376,7 +447,17 @@ func (h *Host) gpuSet() (gpuSet, error) {
 		if i < len(h.UUIDs) {
 			g.UUID = h.UUIDs[i]
 		}
+		if device != 0 {
+			g.DeviceID = uint32(device)<<16 | 0x10de
+		}
 		out[i] = g
 	}
-	return gpuSet{c: c, recorded: recorded, gpus: out}, nil
+	set := gpuSet{c: c, recorded: recorded, gpus: out, ignored: map[string]bool{}}
+	if h.Loaded != "" {
+		_, ignored, _ := capture.Driven(out, h.Loaded)
+		for _, g := range ignored {
+			set.ignored[g.BusID] = true
+		}
+	}
+	return set, nil
 }

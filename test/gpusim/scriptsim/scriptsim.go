@@ -15,10 +15,14 @@
 // assumed.
 //
 // The GPUs are real captures (test/testdata/nvidia-smi, read with
-// test/gpusim/capture): nvidia-smi's rows, its -q report and the PCI bus
-// replay a capture with the driver the host has loaded and its persistence
-// mode, and a host with more GPUs than the capture has copies of the
-// recorded one (each with its own index, bus id and UUID).
+// test/gpusim/capture): nvidia-smi's rows, its -q -x or -q report and the
+// PCI bus replay a capture with the driver the host has loaded and its
+// persistence mode, and a host with more GPUs than the capture has copies
+// of the recorded one (each with its own index, bus id and UUID). A capture
+// may be one -q -x (or -q) report alone: the rows are derived from it. The
+// driver drives only the GPUs its branch supports (pkg/compat, through
+// capture.Driven): nvidia-smi does not list the others, the PCI bus still
+// shows them, and a module that drives none does not load.
 //
 // Failures to inject are Host fields: a driver install that fails, reboots
 // that take many dials, uncorrectable ECC errors, nvidia-smi that stops
@@ -52,10 +56,13 @@ type Sim struct {
 	mem map[string][]byte
 }
 
-// New is a fleet of hosts, kept in dir ("": in memory).
+// New is a fleet of hosts, kept in dir ("": in memory), each as its last
+// boot left it: a driver module that drives none of the host's GPUs (a
+// generation its branch dropped) is not loaded.
 func New(dir string, hosts map[string]Host) (*Sim, error) {
 	s := &Sim{dir: dir, mem: map[string][]byte{}}
 	for name, h := range hosts {
+		h.settle()
 		if err := s.save(name, &h); err != nil {
 			return nil, err
 		}
@@ -211,7 +218,7 @@ func (h *Host) answer(name string, cmd ssh.Command) (out string, code int, stder
 		h.install(v[1]+"-1", ContainerToolkit...)
 		return "", 0, ""
 	case "stop the GPU consumers":
-		if h.ComputeApps != "" && h.smi() == "" && strings.Contains(cmd.Script, "query-compute-apps") {
+		if fail, _ := h.smi(); h.ComputeApps != "" && fail == "" && strings.Contains(cmd.Script, "query-compute-apps") {
 			return "", 3, "gpukit: processes are computing on the GPUs (pid, name, memory):\n" + h.ComputeApps + "\ngpukit: stop them, or let the upgrade end them (--force)"
 		}
 		if h.PersistencedActive {
@@ -269,7 +276,7 @@ func (h *Host) installDriver(script string) (string, int, string) {
 	names = slices.Compact(names)
 	h.install(release+"-1", names...)
 	h.Driver, h.UnattendedBlacklist = release, true
-	if h.Loaded == "" && !h.NouveauLoaded && !h.SecureBoot {
+	if h.Loaded == "" && !h.NouveauLoaded && !h.SecureBoot && h.drives(release) {
 		h.Loaded = release // modprobe nvidia
 	}
 	out := fmt.Sprintf("gpukit: held %d packages of driver %s\n", len(names), release)
@@ -289,14 +296,14 @@ func (h *Host) install(version string, names ...string) {
 }
 
 // boot is what a reboot leaves: the marker gone, nouveau loaded unless
-// blacklisted, else the module on disk (unsigned: not under Secure Boot),
-// the persistence daemon started if enabled.
+// blacklisted, else the module on disk (unsigned: not under Secure Boot;
+// not without a GPU it drives), the persistence daemon started if enabled.
 func (h *Host) boot() {
 	h.Boot++
 	h.RebootRequired = false
 	h.NouveauLoaded = h.GPUs > 0 && !h.NouveauBlacklisted
 	h.Loaded = ""
-	if h.Driver != "" && !h.NouveauLoaded && !h.SecureBoot {
+	if h.Driver != "" && !h.NouveauLoaded && !h.SecureBoot && h.drives(h.Driver) {
 		h.Loaded = h.Driver
 	}
 	h.PersistencedActive = h.PersistencedEnabled && h.Loaded != ""

@@ -2,10 +2,14 @@ package scriptsim_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gpukit/gpukit/pkg/compat"
 	"github.com/gpukit/gpukit/pkg/engine/enginetest"
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/nvidia"
@@ -136,7 +140,8 @@ func TestHealthReport(t *testing.T) {
 	}
 }
 
-// Every capture with --query-gpu and -q recordings can be a host's GPUs.
+// Every capture - --query-gpu and -q recordings, or a report alone - can
+// be a host's GPUs.
 func TestEveryCapture(t *testing.T) {
 	all, err := capture.All(fixtures.Dir(t, "nvidia-smi"))
 	if err != nil || len(all) == 0 {
@@ -184,5 +189,179 @@ func TestComputeAppsBlockTheConsumersStop(t *testing.T) {
 	}
 	if s := state(t, sim, "gpu"); s.SMI[0].Persistence != "Disabled" {
 		t.Errorf("persistence mode with its daemon stopped: %+v", s.SMI)
+	}
+}
+
+// A -q -x report alone stands up a host: the probe, the NVIDIA state and
+// the health report give the GPUs the report names, with the report's
+// driver on a host that runs it.
+func TestXMLReportAloneStandsUpAHost(t *testing.T) {
+	dir := fixtures.Dir(t, "nvidia-smi")
+	for _, name := range []string{"tesla-t4__drv515.105.01", "rtx-3090__drv525.147.05", "a100-sxm4-80gb-mig__drv535.54.03"} {
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join(dir, name+"__q-x.xml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			report, err := facts.ParseSMIQueryXML(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// the GPUs the report has sections for (the A100's was cut down
+			// to one of its four attached GPUs)
+			h := scriptsim.Installed(report.DriverVersion, len(report.GPUs))
+			h.Capture = filepath.Join(dir, name)
+			sim, err := scriptsim.New("", map[string]scriptsim.Host{"gpu": h})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := probe(t, sim, "gpu")
+			s := state(t, sim, "gpu")
+			if len(f.GPUs) != len(report.GPUs) || len(s.SMI) != len(report.GPUs) || len(f.PCIGPUs) != len(report.GPUs) || f.NvidiaSMIError != "" {
+				t.Fatalf("probe %+v, state %+v", f, s)
+			}
+			for i, want := range report.GPUs {
+				for _, g := range []facts.GPU{f.GPUs[i], s.SMI[i]} {
+					if g.Index != i || g.Name != want.ProductName || g.UUID != want.UUID || g.MemMiB != *want.MemoryTotalMiB ||
+						g.BusID != want.BusID || g.Driver != report.DriverVersion || g.MIGMode != want.MIGMode.Current && want.MIGMode.Current != "N/A" {
+						t.Errorf("GPU %d: %+v, the report says %+v", i, g, want)
+					}
+				}
+				id, ok := compat.ParseDeviceID(want.DeviceID)
+				if !ok {
+					id = 0 // the report hides it
+				}
+				if p := f.PCIGPUs[i]; !facts.SamePCIAddress(want.BusID, p.Address) || p.DeviceID != fmt.Sprintf("0x%04x", id) {
+					t.Errorf("PCI %+v, the report says %s %s", p, want.BusID, want.DeviceID)
+				}
+			}
+			health := read(t, sim, "gpu", must(t)(scripts.NVIDIAHealth()), facts.ParseSMIQuery)
+			if health.DriverVersion != report.DriverVersion || len(health.GPUs) != len(report.GPUs) || health.GPUs[0].UUID != report.GPUs[0].UUID {
+				t.Errorf("health report %+v", health)
+			}
+		})
+	}
+}
+
+// variant writes a hand-made variant of a real report - the T4's, with
+// another product name and PCI device id, nothing else changed - for a
+// generation no capture was recorded on; its capture prefix.
+func variant(t *testing.T, product, deviceID string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(fixtures.Dir(t, "nvidia-smi"), "tesla-t4__drv515.105.01__q-x.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := strings.NewReplacer("<product_name>Tesla T4</product_name>", "<product_name>"+product+"</product_name>",
+		"<pci_device_id>1EB810DE</pci_device_id>", "<pci_device_id>"+deviceID+"</pci_device_id>").Replace(string(b))
+	prefix := filepath.Join(t.TempDir(), "variant__drv515.105.01")
+	if err := os.WriteFile(prefix+"__q-x.xml", []byte(x), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return prefix
+}
+
+// A GPU whose generation the driver's branch dropped: the module ignores it
+// and, with no other GPU, does not load (as the real one: "No NVIDIA GPU
+// found.", -ENODEV), so nvidia-smi cannot talk to a driver; the PCI bus
+// still shows the GPU, which the facts name as unlisted. The branch before
+// still drives it.
+func TestDroppedGeneration(t *testing.T) {
+	kepler := variant(t, "Tesla K80", "102D10DE")
+	volta := variant(t, "Tesla V100-SXM2-16GB", "1DB110DE")
+	for _, tc := range []struct {
+		name, capture, driver, device string
+		listed                        bool
+		legacy                        string // the branch the kernel log names
+	}{
+		{"Kepler on 590", kepler, "590.48.01", "0x102d", false, "470"},
+		{"Kepler on 580", kepler, "580.95.05", "0x102d", false, "470"},
+		{"Volta on 590", volta, "590.48.01", "0x1db1", false, "580"},
+		{"Volta on 580", volta, "580.95.05", "0x1db1", true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := scriptsim.Installed(tc.driver, 1)
+			h.Capture = tc.capture
+			sim, err := scriptsim.New("", map[string]scriptsim.Host{"gpu": h})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := probe(t, sim, "gpu")
+			if len(f.PCIGPUs) != 1 || f.PCIGPUs[0].DeviceID != tc.device {
+				t.Fatalf("PCI bus %+v", f.PCIGPUs)
+			}
+			log, err := sim.Host("gpu").KernelLog()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.listed {
+				if len(f.GPUs) != 1 || f.GPUs[0].Name != "Tesla V100-SXM2-16GB" || f.LoadedDriver != tc.driver || len(f.Unlisted()) != 0 || log != "" {
+					t.Errorf("facts %+v, kernel log %q", f, log)
+				}
+				return
+			}
+			if len(f.GPUs) != 0 || f.LoadedDriver != "" || !strings.Contains(f.NvidiaSMIError, "couldn't communicate with the NVIDIA driver") ||
+				!slices.Equal(f.Unlisted(), f.PCIGPUs) {
+				t.Errorf("facts %+v", f)
+			}
+			if !strings.Contains(log, "supported through the NVIDIA "+tc.legacy+".xx Legacy drivers") || !strings.HasSuffix(log, "NVRM: No NVIDIA GPU found.\n") {
+				t.Errorf("kernel log:\n%s", log)
+			}
+			res, err := run(t, sim, "gpu", must(t)(scripts.NVIDIAHealth()))
+			if err == nil || res.ExitCode != 9 {
+				t.Errorf("nvidia-smi -q -x: exit %d, %q", res.ExitCode, res.Stdout)
+			}
+			if s := state(t, sim, "gpu"); s.ModuleLoaded != "" || len(s.SMI) != 0 || s.SMIError == "" {
+				t.Errorf("state %+v", s)
+			}
+		})
+	}
+}
+
+// Installing a driver whose branch dropped the host's only GPU: modprobe
+// fails, so the install asks for a reboot, after which the module still
+// does not load.
+func TestDriverInstallOnADroppedGeneration(t *testing.T) {
+	sim, err := scriptsim.New("", map[string]scriptsim.Host{"gpu": {GPUs: 1, Boot: 1, Capture: variant(t, "Tesla K80", "102D10DE"),
+		Headers: true, NouveauBlacklisted: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deb, err := osfamily.Detect("debian", "12")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := run(t, sim, "gpu", must(t)(scripts.NVIDIADriver(scripts.NVIDIADriverParams{Family: deb, Version: "590.48.01", Packages: []string{"nvidia-open"}})))
+	if err != nil || !strings.Contains(string(res.Stdout), "driver none loaded, 590.48.01 installed: the host reboots") {
+		t.Fatalf("install: %v\n%s", err, res.Stdout)
+	}
+	if _, err := run(t, sim, "gpu", must(t)(scripts.Reboot())); err != nil {
+		t.Fatal(err)
+	}
+	for sim.Dial(context.Background(), "gpu") != nil {
+	}
+	if h := sim.Host("gpu"); h.Boot != 2 || h.Loaded != "" {
+		t.Errorf("after the reboot: %+v", h)
+	}
+}
+
+// A module already in memory when its GPU is swapped for one its branch
+// dropped (a host's state changed by a test) has no device to list: "No
+// devices were found", exit 6, as a real module that loads without a GPU
+// (one that found NVSwitches) answers.
+func TestModuleInMemoryWithoutAGPUItDrives(t *testing.T) {
+	sim, err := scriptsim.New("", map[string]scriptsim.Host{"gpu": scriptsim.Installed("590.48.01", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Update("gpu", func(h *scriptsim.Host) { h.Device = "0x102d" }); err != nil {
+		t.Fatal(err)
+	}
+	res, err := run(t, sim, "gpu", must(t)(scripts.NVIDIAHealth()))
+	if err == nil || res.ExitCode != 6 || string(res.Stdout) != "No devices were found\n" {
+		t.Errorf("exit %d, %q", res.ExitCode, res.Stdout)
+	}
+	if f := probe(t, sim, "gpu"); len(f.GPUs) != 0 || f.NvidiaSMIError != "No devices were found" || len(f.Unlisted()) != 1 {
+		t.Errorf("facts %+v", f)
 	}
 }

@@ -12,10 +12,19 @@
 //     with the driver (exit 9);
 //   - loaded module != installed library: "Failed to initialize NVML:
 //     Driver/library version mismatch" (exit 18), until the host boots;
+//   - a loaded driver whose branch drives none of the GPUs (a generation it
+//     dropped, pkg/compat's table): it cannot communicate with the driver
+//     (exit 9), as the real module does not load then; "No devices were
+//     found" (exit 6) where the host has NVSwitches, which the real module
+//     loads for;
 //   - open modules on a pre-Turing GPU: no devices (exit 6);
 //   - otherwise the capture, with the loaded driver's version (and its CUDA
-//     version) in place of the recorded one, and persistence mode Enabled only
+//     version) in place of the recorded one, without the GPUs the driver's
+//     branch dropped (but in the table), and persistence mode Enabled only
 //     while the stand-in nvidia-persistenced runs in persistence mode.
+//
+// A capture may be a -q -x (or -q) report alone: --query-gpu and -L are
+// derived from it, and -q replays it (test/gpusim/capture).
 //
 // Without hardware.conf (gpusim.Install, the replay-only simulation) it
 // replays the capture as recorded, and reports the version mismatch while
@@ -85,6 +94,19 @@ func run(h hoststate.Host, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		c := capture.Capture{Prefix: prefix}
+		gpus, _ := c.GPUs()
+		driven, ignored, _ := capture.Driven(gpus, loaded)
+		if len(gpus) > 0 && len(driven) == 0 {
+			if n := hw["nvswitches"]; n != "" && n != "0" {
+				// a module that found NVSwitches loads without a GPU
+				fmt.Fprintln(stdout, "No devices were found")
+				return exitNotFound
+			}
+			// A real module that drives none of the GPUs does not load
+			// (capture.Driven); the boot script loads the stand-in's
+			// regardless, so nvidia-smi answers as with nothing loaded.
+			return noDriver(stdout)
+		}
 		if h.Exists(hoststate.GPULostFile) {
 			fmt.Fprintln(stdout, "Unable to determine the device handle for GPU"+firstBusID(c)+": Unknown Error")
 			return exitUnknown
@@ -93,12 +115,15 @@ func run(h hoststate.Host, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, h.ReadFile(hoststate.ComputeAppsFile))
 			return 0
 		}
-		if flavor == "open" && preTuring(c) {
+		if flavor == "open" && preTuring(driven) {
 			// The open modules do not drive GPUs older than Turing.
 			fmt.Fprintln(stdout, "No devices were found")
 			return exitNotFound
 		}
 		live = capture.Live{Driver: loaded, CUDA: cudaFor(loaded, c), Persistence: "Disabled"}
+		for _, g := range ignored {
+			live.Hidden = append(live.Hidden, g.BusID) // the driver's branch dropped them
+		}
 		if h.PersistenceMode() {
 			live.Persistence = "Enabled"
 		}
@@ -147,13 +172,12 @@ func cudaFor(driver string, c capture.Capture) string {
 	return cuda
 }
 
-func preTuring(c capture.Capture) bool {
-	gpus, err := c.GPUs()
-	if err != nil {
-		return false
-	}
+// preTuring says whether a GPU is of a generation the open modules do not
+// drive (pkg/compat's table, by device id, else name: a report may hide
+// the id).
+func preTuring(gpus []capture.GPU) bool {
 	for _, g := range gpus {
-		if g.Device() < 0x1e00 {
+		if a, ok := compat.Recognize(fmt.Sprintf("0x%04x", g.Device()), g.Name); ok && !a.OpenModules {
 			return true
 		}
 	}

@@ -256,3 +256,95 @@ func TestHang(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 }
+
+// A -q -x report alone answers the probe's and the state's queries, -L and
+// -q, with the loaded driver.
+func TestXMLReportAlone(t *testing.T) {
+	h := newHost(t, "tesla-t4__drv515.105.01")
+	h.library("580.95.05")
+	h.loaded("580.95.05", "open")
+	if code, out := h.smi(probeFields+",persistence_mode,pci.bus_id", "--format=csv,noheader,nounits"); code != 0 ||
+		out != "0, GPU-d37e67a5-91dd-3774-a5cb-99096249601a, Tesla T4, 15360, 580.95.05, [N/A], Disabled, 00000000:00:1E.0\n" {
+		t.Errorf("probe rows: exit %d %q", code, out)
+	}
+	if _, out := h.smi("-L"); out != "GPU 0: Tesla T4 (UUID: GPU-d37e67a5-91dd-3774-a5cb-99096249601a)\n" {
+		t.Errorf("-L %q", out)
+	}
+	for _, args := range [][]string{{"-q"}, {"-q", "-x"}} {
+		if code, out := h.smi(args...); code != 0 || !strings.Contains(out, "<driver_version>580.95.05</driver_version>") {
+			t.Errorf("%v: exit %d", args, code)
+		}
+	}
+}
+
+// variant replaces the host's T4 report with a hand-made variant of it:
+// the replacer's changes (product names, PCI device ids, another GPU),
+// nothing else, for generations no capture was recorded on.
+func (h fakeHost) variant(r *strings.Replacer) {
+	h.t.Helper()
+	p := "usr/share/gpusim/captures/tesla-t4__drv515.105.01__q-x.xml"
+	b, err := os.ReadFile(filepath.Join(h.root, p))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.write(p, r.Replace(string(b)))
+}
+
+// A GPU whose generation the loaded driver's branch dropped is not driven:
+// alone, the real module does not load (nvidia-smi cannot communicate with
+// it), unless NVSwitches keep it loaded (no devices); beside a GPU the
+// driver drives, it is out of the listings.
+func TestDroppedGeneration(t *testing.T) {
+	k80 := strings.NewReplacer("<product_name>Tesla T4<", "<product_name>Tesla K80<", "<pci_device_id>1EB810DE<", "<pci_device_id>102D10DE<")
+	v100 := strings.NewReplacer("<product_name>Tesla T4<", "<product_name>Tesla V100-SXM2-16GB<", "<pci_device_id>1EB810DE<", "<pci_device_id>1DB110DE<")
+	for _, tc := range []struct {
+		name    string
+		gpu     *strings.Replacer
+		driver  string
+		hw      string
+		code    int
+		outHead string
+	}{
+		{"Kepler on 590", k80, "590.48.01", "nvswitches=0\n", 9, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."},
+		{"Volta on 590", v100, "590.48.01", "nvswitches=0\n", 9, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."},
+		{"Volta on 590 with NVSwitches", v100, "590.48.01", "nvswitches=6\n", 6, "No devices were found\n"},
+		{"Volta on 580", v100, "580.95.05", "nvswitches=0\n", 0, "0, Tesla V100-SXM2-16GB, 00000000:00:1E.0\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHost(t, "tesla-t4__drv515.105.01")
+			h.variant(tc.gpu)
+			h.write(hoststate.HardwareFile, tc.hw)
+			h.library(tc.driver)
+			h.loaded(tc.driver, "proprietary")
+			code, out := h.smi("--query-gpu=index,name,pci.bus_id", "--format=csv,noheader")
+			if code != tc.code || !strings.HasPrefix(out, tc.outHead) {
+				t.Errorf("exit %d %q", code, out)
+			}
+		})
+	}
+	t.Run("beside a GPU it drives", func(t *testing.T) {
+		h := newHost(t, "tesla-t4__drv515.105.01")
+		p := filepath.Join(h.root, "usr/share/gpusim/captures/tesla-t4__drv515.105.01__q-x.xml")
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// a K80 in front of the T4: a copy of its section, with another
+		// bus id, UUID, name and device id; two GPUs attached
+		x := strings.Replace(string(b), "<attached_gpus>1<", "<attached_gpus>2<", 1)
+		start, end := strings.Index(x, "<gpu id="), strings.Index(x, "</gpu>")+len("</gpu>")
+		sec := strings.NewReplacer("00000000:00:1E.0", "00000000:00:1D.0", "GPU-d37e67a5", "GPU-0000000a").Replace(k80.Replace(x[start:end]))
+		h.write("usr/share/gpusim/captures/tesla-t4__drv515.105.01__q-x.xml", x[:start]+sec+"\n    "+x[start:])
+		h.library("590.48.01")
+		h.loaded("590.48.01", "proprietary")
+		if code, out := h.smi("--query-gpu=index,name,pci.bus_id", "--format=csv,noheader"); code != 0 || out != "0, Tesla T4, 00000000:00:1E.0\n" {
+			t.Errorf("rows: exit %d %q", code, out)
+		}
+		if _, out := h.smi("-L"); out != "GPU 0: Tesla T4 (UUID: GPU-d37e67a5-91dd-3774-a5cb-99096249601a)\n" {
+			t.Errorf("-L %q", out)
+		}
+		if _, out := h.smi("-q", "-x"); strings.Count(out, "<gpu id=") != 1 || strings.Contains(out, "Tesla K80") || !strings.Contains(out, "<attached_gpus>1<") {
+			t.Errorf("-q -x lists the K80")
+		}
+	})
+}
