@@ -36,7 +36,7 @@ type BOM struct {
 	// GPUArchitectures: which drivers and CUDA toolkits each GPU
 	// generation runs, and how a host's GPU is recognised, oldest first.
 	GPUArchitectures []GPUArchitecture `json:"gpuArchitectures" yaml:"gpuArchitectures"`
-	SigningKeys []SigningKey   `json:"signingKeys" yaml:"signingKeys"`
+	SigningKeys      []SigningKey      `json:"signingKeys" yaml:"signingKeys"`
 }
 
 // Defaults are the versions a host gets when the inventory names none.

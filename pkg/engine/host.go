@@ -33,7 +33,7 @@ type Host struct {
 
 	connMu  sync.Mutex // guards conn
 	conn    Executor
-	dialMu  sync.Mutex // one redial at a time (the host's goroutine, or a Dialer's caller)
+	dialMu  sync.Mutex                                  // one redial at a time (the host's goroutine, or a Dialer's caller)
 	redial  func(ctx context.Context) (Executor, error) // a new connection, registered with the run
 	forget  func()                                      // unregisters conn from the run once closed
 	run     *runState
