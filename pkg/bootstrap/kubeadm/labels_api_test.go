@@ -143,7 +143,7 @@ func TestLabelsOnARealAPIServer(t *testing.T) {
 	}
 	for node, want := range map[string]string{
 		"gpu-1": "gpukit.dev/gpu.count=8 gpukit.dev/gpu.memory-mib=81559 gpukit.dev/gpu.product=NVIDIA-H100-80GB-HBM3 gpukit.dev/nvidia.cuda=13.1 gpukit.dev/nvidia.driver=590.48.01 team=vision |dedicated=ml:NoSchedule ",
-		"gpu-2": "gpukit.dev/gpu.count=4 gpukit.dev/gpu.memory-mib=46068 gpukit.dev/gpu.product=NVIDIA-L40S gpukit.dev/nvidia.cuda=13.1 gpukit.dev/nvidia.driver=595.58.03 |",
+		"gpu-2": "gpukit.dev/gpu.count=4 gpukit.dev/gpu.memory-mib=46068 gpukit.dev/gpu.product=NVIDIA-L40S gpukit.dev/nvidia.cuda=13.2 gpukit.dev/nvidia.driver=595.58.03 |",
 	} {
 		if got := labels(node); got != want {
 			t.Errorf("%s: %q\nwant %q", node, got, want)
