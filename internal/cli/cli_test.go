@@ -185,7 +185,8 @@ func TestVersionJSON(t *testing.T) {
 		t.Errorf("version -o json's bill differs from manifests/bom.yaml:\n%+v", v.Bill)
 	}
 	code, out, _ = run(t, "version")
-	for _, want := range []string{"kube-prometheus-stack", "88.5.3", manifests.Bill().Image("statsd-exporter").Ref, "26.03 (default)", "590.44.01", "EB693B3035CD5710E231E123A4B469963BF863CC", "repodata/repomd.xml.key"} {
+	for _, want := range []string{"kube-prometheus-stack", "88.5.3", manifests.Bill().Image("statsd-exporter").Ref, "26.03 (default)", "590.44.01", "EB693B3035CD5710E231E123A4B469963BF863CC", "repodata/repomd.xml.key",
+		"Kepler          470 or older     11.8 or older  no", "Blackwell       570 or newer     12.8 or newer  yes"} {
 		if code != ExitOK || !strings.Contains(out, want) {
 			t.Errorf("gpukit version (exit %d) lacks %q:\n%s", code, want, out)
 		}

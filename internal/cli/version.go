@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -94,5 +95,31 @@ func writeBill(w io.Writer, b *manifests.BOM) error {
 	for _, r := range b.CUDADrivers {
 		fmt.Fprintf(tw, "  %s\t%s\n", r.CUDA, r.MinDriver)
 	}
+	fmt.Fprintf(tw, "\n  GPU GENERATION\tDRIVER BRANCHES\tCUDA\tOPEN MODULES\tPCI DEVICE IDS\n")
+	for _, a := range b.GPUArchitectures {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", a.Name, span(itoa(a.FirstBranch), itoa(a.LastBranch)), span(a.FirstCUDA, a.LastCUDA),
+			map[bool]string{true: "yes", false: "no"}[a.OpenModules], strings.Join(a.PCIDevices, " "))
+	}
 	return tw.Flush()
+}
+
+// span prints a range whose ends may be open ("" : any): "470 or older",
+// "570 or newer", "450 to 580", "any".
+func span(first, last string) string {
+	switch {
+	case first == "" && last == "":
+		return "any"
+	case first == "":
+		return last + " or older"
+	case last == "":
+		return first + " or newer"
+	}
+	return first + " to " + last
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
 }
