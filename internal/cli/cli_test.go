@@ -70,6 +70,8 @@ func TestExitCodes(t *testing.T) {
 	rcKnownHosts := writeFile(t, "rc.yaml", "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: lab}\nspec:\n  ssh: {keyFile: "+key+", knownHostsFile: "+rc+"}\n  hosts:\n  - name: cp-1\n    address: 127.0.0.2\n    roles: [control-plane]\n")
 	offlineKubeflow := writeFile(t, "kf.yaml", "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: lab}\nspec:\n  orchestrator: kubernetes\n  ssh: {knownHostsFile: /dev/null}\n"+
 		"  kubeflow: {enabled: true, manifests: /nonexistent/manifests-26.03.tar.gz}\n  hosts:\n  - name: cp-1\n    address: 127.0.0.2\n    roles: [control-plane]\n")
+	// .invalid never resolves (RFC 6761).
+	unresolvable := writeFile(t, "dns.yaml", "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: lab}\nspec:\n  ssh: {knownHostsFile: /dev/null}\n  hosts:\n  - name: cp-1\n    address: cp-1.gpukit.invalid\n    roles: [control-plane]\n")
 	tests := []struct {
 		name       string
 		args       []string
@@ -77,6 +79,7 @@ func TestExitCodes(t *testing.T) {
 		wantOut    string
 		wantStderr string
 	}{
+		{"plan: a host name that resolves nowhere is bad input, before any dial", []string{"plan", "-i", unresolvable}, ExitUsage, "", `dns.yaml:7:5: host cp-1: address "cp-1.gpukit.invalid" does not resolve on this machine`},
 		{"init: a malformed --driver names the flag", []string{"init", "-i", loopback, "--driver", "58o"}, ExitUsage, "", `--driver: spec.versions.nvidiaDriver: malformed driver version "58o"`},
 		{"init: --cuda the driver cannot run", []string{"plan", "-i", loopback, "--driver", "535", "--cuda", "13.0"}, ExitUsage, "", "--cuda: spec.versions.cuda: CUDA 13.0 needs NVIDIA driver branch 580 or newer, but nvidiaDriver is 535"},
 		{"init: reboots at once", []string{"init", "-i", loopback, "--max-parallel-reboots", "0"}, ExitUsage, "", "--max-parallel-reboots 0: want 1 or more"},

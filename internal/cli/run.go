@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -136,9 +138,21 @@ func (o *runOptions) load(s Streams) (*loaded, error) {
 	if err != nil {
 		return nil, usage(err)
 	}
+	// Hosts written by DNS name: resolved once, here, as the cluster
+	// advertises its nodes by IP; a name that resolves nowhere is bad input.
+	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
+	defer cancel()
+	if err := inventory.ResolveNames(ctx, inv, func(ctx context.Context, host string) ([]netip.Addr, error) {
+		return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	}); err != nil {
+		return nil, usage(err)
+	}
 	printWarnings(s.Err, inv)
 	return &loaded{inv: inv, out: out}, nil
 }
+
+// resolveTimeout bounds the resolution of every host name of a run.
+const resolveTimeout = 15 * time.Second
 
 // execute runs f with the display decided in l (flow.Run): bad phase names
 // and missing secrets are usage errors and nothing runs; a run that started

@@ -26,12 +26,24 @@ type Machine struct {
 	// CUDAToolkit is set when the CUDA toolkit is installed on the host
 	// (spec.nvidia.cudaToolkitRoles, or the host's cudaToolkit).
 	CUDAToolkit bool
+	// NodeAddress is the IP the cluster knows the host by, for a host
+	// written by DNS name (ResolveNames); "" when Address is the IP.
+	NodeAddress string
 	// NvidiaDriver and CUDA are the host's own versions (its entry's
 	// nvidiaDriver and cuda); "" means the cluster's (spec.versions).
 	NvidiaDriver, CUDA string
 	// Pos is where the host is written; every machine of a range shares
 	// the position of the range's entry.
 	Pos Position
+}
+
+// NodeIP is the address the cluster advertises the host by: its resolved
+// NodeAddress, else its Address.
+func (m Machine) NodeIP() string {
+	if m.NodeAddress != "" {
+		return m.NodeAddress
+	}
+	return m.Address
 }
 
 // DriverVersion is the NVIDIA driver the host gets: its own, else the

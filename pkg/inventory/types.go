@@ -195,7 +195,8 @@ type Host struct {
 	// Name is the host name, a lowercase RFC 1123 label, or a range such as gpu-[001:200].
 	Name string `yaml:"name" json:"name"`
 	// Address is an IPv4/IPv6 address or DNS name, or a range such as 10.0.1.[1:200]
-	// expanded in step with Name.
+	// expanded in step with Name. A DNS name is resolved once at the start of a run (the
+	// cluster advertises its nodes by IP); behind a bastion, write the IP.
 	Address string `yaml:"address" json:"address"`
 	// Roles: control-plane, worker, ingress (kubernetes); manager, worker (swarm).
 	Roles []Role `yaml:"roles" json:"roles" jsonschema:"minItems=1"`

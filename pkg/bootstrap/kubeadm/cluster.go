@@ -62,7 +62,7 @@ func endpoint(e string) string {
 // NodeOf is machine m's part: its address, role and taints (the inventory's,
 // and the control-plane taint on control planes unless no host is a worker).
 func NodeOf(inv *inventory.Inventory, m inventory.Machine) Node {
-	n := Node{Name: kube.NodeName(m), Address: m.Address, ControlPlane: m.HasRole(inventory.RoleControlPlane), Taints: []Taint{}}
+	n := Node{Name: kube.NodeName(m), Address: m.NodeIP(), ControlPlane: m.HasRole(inventory.RoleControlPlane), Taints: []Taint{}}
 	for _, t := range kube.Taints(inv, m) {
 		n.Taints = append(n.Taints, Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
 	}

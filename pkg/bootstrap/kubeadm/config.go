@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"net/netip"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -183,6 +184,16 @@ type Node struct {
 	Taints       []Taint
 }
 
+// checkIP: kubeadm's advertise address and the kubelet's --node-ip are IP
+// addresses; a name gpukit could not resolve (a host behind a bastion) is
+// refused here, before kubeadm refuses it on the host.
+func (n Node) checkIP() error {
+	if _, err := netip.ParseAddr(n.Address); err != nil {
+		return fmt.Errorf("%s: kubeadm advertises the API server and the kubelet's node IP by IP address, and %q is not one and was not resolved (the host is reached through a bastion): write its IP in the inventory", n.Name, n.Address)
+	}
+	return nil
+}
+
 // Join is what a node needs to join. Token and CertificateKey are secrets:
 // the rendered document goes to the host on stdin into a 0600 file.
 type Join struct {
@@ -197,6 +208,9 @@ type Join struct {
 func InitConfig(c Cluster, n Node) ([]byte, error) {
 	if !n.ControlPlane {
 		return nil, fmt.Errorf("kubeadm init runs on a control plane, not on %s", n.Name)
+	}
+	if err := n.checkIP(); err != nil {
+		return nil, err
 	}
 	return documents(
 		initConfiguration{
@@ -231,6 +245,9 @@ func InitConfig(c Cluster, n Node) ([]byte, error) {
 // JoinConfig is kubeadm join's configuration for node n (a control plane
 // joins with its own API endpoint and the certificate key).
 func JoinConfig(c Cluster, n Node, j Join) ([]byte, error) {
+	if err := n.checkIP(); err != nil {
+		return nil, err
+	}
 	jc := joinConfiguration{
 		typeMeta:         typeMeta{kubeadmAPI, "JoinConfiguration"},
 		NodeRegistration: c.registration(n),

@@ -86,9 +86,17 @@ func TestConfigRefuses(t *testing.T) {
 			return err
 		}, "kubeadm init runs on a control plane, not on w-1"},
 		{"control plane without the certificate key", func() error {
-			_, err := JoinConfig(Cluster{}, Node{Name: "cp-2", ControlPlane: true}, Join{Token: "t"})
+			_, err := JoinConfig(Cluster{}, Node{Name: "cp-2", Address: "10.0.0.2", ControlPlane: true}, Join{Token: "t"})
 			return err
 		}, "control plane cp-2 joins with the uploaded certificates' key, and there is none"},
+		{"a name no one resolved (behind a bastion)", func() error {
+			_, err := InitConfig(Cluster{}, Node{Name: "cp-1", Address: "cp-1.dc.example", ControlPlane: true})
+			return err
+		}, `cp-1: kubeadm advertises the API server and the kubelet's node IP by IP address, and "cp-1.dc.example" is not one and was not resolved (the host is reached through a bastion): write its IP in the inventory`},
+		{"a worker joining by name", func() error {
+			_, err := JoinConfig(Cluster{}, Node{Name: "w-1", Address: "w-1.dc.example"}, Join{Token: "t"})
+			return err
+		}, `w-1: kubeadm advertises the API server and the kubelet's node IP by IP address, and "w-1.dc.example" is not one and was not resolved (the host is reached through a bastion): write its IP in the inventory`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if err := c.err(); err == nil || err.Error() != c.want {

@@ -140,9 +140,9 @@ func (l *Layer) apply(ctx context.Context, h *engine.Host, step string, cmd ssh.
 // addrs are a host's swarm addresses: the inventory address, which must be
 // an IP (Swarm advertises an address, not a name), and it with the port.
 func addrs(m inventory.Machine) (ip, withPort string, err error) {
-	a, err := netip.ParseAddr(m.Address)
+	a, err := netip.ParseAddr(m.NodeIP())
 	if err != nil {
-		return "", "", fmt.Errorf("swarm nodes advertise an IP address; %s's address %q is not one: write its IP in the inventory", m.Name, m.Address)
+		return "", "", fmt.Errorf("swarm nodes advertise an IP address; %s's address %q is not one and was not resolved (it is reached through a bastion): write its IP in the inventory", m.Name, m.Address)
 	}
 	return a.String(), net.JoinHostPort(a.String(), strconv.Itoa(Port)), nil
 }
