@@ -97,18 +97,21 @@ func (f *Facts) SecureBootEnabled() bool {
 	return strings.Contains(s, "secureboot enabled") || s == "efivar 1"
 }
 
-// SamePCIAddress compares nvidia-smi's bus id (00000000:81:00.0) with
-// sysfs's (0000:81:00.0), case and domain width aside.
-func SamePCIAddress(smi, sysfs string) bool {
-	norm := func(s string) string {
-		s = strings.ToLower(s)
-		dom, rest, ok := strings.Cut(s, ":")
-		if !ok {
-			return s
-		}
-		return strings.TrimLeft(dom, "0") + ":" + rest
+// PCIAddress is a PCI address in one form, whoever wrote it: lower case,
+// the domain without its leading zeros (nvidia-smi's 00000000:81:00.0 and
+// sysfs's 0000:81:00.0 are both 0:81:00.0).
+func PCIAddress(s string) string {
+	s = strings.ToLower(s)
+	if parts := strings.Split(s, ":"); len(parts) == 3 { // domain:bus:device[.function]
+		parts[0] = strings.TrimLeft(parts[0], "0")
+		return strings.Join(parts, ":")
 	}
-	return smi != "" && sysfs != "" && norm(smi) == norm(sysfs)
+	return s
+}
+
+// SamePCIAddress compares nvidia-smi's bus id with sysfs's.
+func SamePCIAddress(smi, sysfs string) bool {
+	return smi != "" && sysfs != "" && PCIAddress(smi) == PCIAddress(sysfs)
 }
 
 // Unlisted are the GPUs on the PCI bus that nvidia-smi does not list (a GPU

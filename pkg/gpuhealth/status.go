@@ -110,21 +110,16 @@ func ParseXIDs(out []byte) []XID {
 	return xs
 }
 
-// sameBus: an XID's "0000:17:00" names nvidia-smi's "00000000:17:00.0".
+// sameBus: an XID's "0000:17:00" names nvidia-smi's "00000000:17:00.0"
+// (the XID has no function number).
 func sameBus(xidBus, smiBus string) bool {
-	norm := func(s string) string {
-		s = strings.ToLower(s)
+	noFunction := func(s string) string {
 		if i := strings.LastIndexByte(s, '.'); i > strings.LastIndexByte(s, ':') {
-			s = s[:i]
+			return s[:i]
 		}
-		parts := strings.Split(s, ":")
-		if len(parts) == 3 { // domain:bus:device
-			d := strings.TrimLeft(parts[0], "0")
-			parts[0] = d
-		}
-		return strings.Join(parts, ":")
+		return s
 	}
-	return xidBus != "" && norm(xidBus) == norm(smiBus)
+	return xidBus != "" && facts.PCIAddress(noFunction(xidBus)) == facts.PCIAddress(noFunction(smiBus))
 }
 
 // criticalXIDs are the XID codes that mean the GPU (or its memory, its
