@@ -2,8 +2,10 @@ package compat
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gpukit/gpukit/manifests"
 )
@@ -19,8 +21,13 @@ type Architecture struct {
 	names                   [][]string // product-name prefixes, in words
 }
 
-// Architectures returns the table, oldest first.
-func Architectures() []Architecture {
+// Architectures returns the table, oldest first. The slice is fresh on
+// every call so callers may keep or modify it.
+func Architectures() []Architecture { return slices.Clone(architectures()) }
+
+// architectures is the table read from the bill once: Recognize runs for
+// every GPU of every host of a run.
+var architectures = sync.OnceValue(func() []Architecture {
 	rows := manifests.Bill().GPUArchitectures
 	out := make([]Architecture, len(rows))
 	for i, r := range rows {
@@ -42,7 +49,7 @@ func Architectures() []Architecture {
 		out[i] = a
 	}
 	return out
-}
+})
 
 func mustCUDA(s string) CUDAVersion {
 	if s == "" {
@@ -76,7 +83,7 @@ func ParseDeviceID(s string) (uint64, bool) {
 // its product name (nvidia-smi's, e.g. "NVIDIA A100-SXM4-80GB" or "Tesla
 // K80"); false for a GPU newer than the table or one it cannot tell.
 func Recognize(deviceID, product string) (Architecture, bool) {
-	archs := Architectures()
+	archs := architectures()
 	if id, ok := ParseDeviceID(deviceID); ok {
 		for _, a := range archs {
 			for _, r := range a.ranges {
