@@ -1,9 +1,6 @@
 package cli
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/pem"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,7 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	cryptossh "golang.org/x/crypto/ssh"
+
+	"github.com/gpukit/gpukit/test/sshkey"
 )
 
 // A command line cobra refuses, or one a command refuses before it does
@@ -175,15 +173,8 @@ func TestHostsFlag(t *testing.T) {
 // that is not there is skipped, with a note, when a key file logs in.
 func TestLocalLoginProblems(t *testing.T) {
 	isolate(t)
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, err := cryptossh.MarshalPrivateKey(priv, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := writeFile(t, "id_ed25519", string(pem.EncodeToMemory(block)))
+	pemKey, _ := sshkey.New(t, "")
+	key := writeFile(t, "id_ed25519", string(pemKey))
 	inventoryWith := func(ssh string) string {
 		return writeFile(t, "c.yaml", "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: lab}\nspec:\n  ssh:\n    knownHostsFile: "+
 			filepath.Join(t.TempDir(), "known_hosts")+"\n    "+ssh+"\n  hosts:\n  - {name: \"gpu-[1:3]\", address: \"127.0.0.[2:4]\", roles: [control-plane]}\n")

@@ -1,9 +1,6 @@
 package connect
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/pem"
 	"errors"
 	"net"
 	"os"
@@ -12,30 +9,17 @@ import (
 	"testing"
 	"time"
 
-	cryptossh "golang.org/x/crypto/ssh"
-
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/ssh"
+	"github.com/gpukit/gpukit/test/sshkey"
 )
 
 // privateKey is an ed25519 private key in OpenSSH's format, encrypted
 // with passphrase when one is given.
 func privateKey(t *testing.T, passphrase string) []byte {
 	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var block *pem.Block
-	if passphrase == "" {
-		block, err = cryptossh.MarshalPrivateKey(priv, "test")
-	} else {
-		block, err = cryptossh.MarshalPrivateKeyWithPassphrase(priv, "test", []byte(passphrase))
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(block)
+	key, _ := sshkey.New(t, passphrase)
+	return key
 }
 
 // writeKeyFile writes a private key and returns its path.

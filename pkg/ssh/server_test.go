@@ -10,9 +10,9 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/gpukit/gpukit/test/sshkey"
 	"io"
 	"net"
 	"os"
@@ -396,25 +396,9 @@ func newSigner(t testing.TB) gossh.Signer {
 // set) and returns its path and public key.
 func writeKey(t testing.TB, passphrase string) (string, gossh.PublicKey) {
 	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var block *pem.Block
-	if passphrase == "" {
-		block, err = gossh.MarshalPrivateKey(priv, "test")
-	} else {
-		block, err = gossh.MarshalPrivateKeyWithPassphrase(priv, "test", []byte(passphrase))
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, pub := sshkey.New(t, passphrase)
 	path := filepath.Join(t.TempDir(), "id_ed25519")
-	if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	pub, err := gossh.NewPublicKey(priv.Public())
-	if err != nil {
+	if err := os.WriteFile(path, key, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path, pub
