@@ -151,7 +151,7 @@ func Decide(inv *inventory.Inventory, m inventory.Machine, f *facts.Facts) (Want
 	if m.CUDAToolkit {
 		w.CUDA = m.CUDAVersion(&spec)
 	}
-	if err := w.supports(gpusOf(f), n.KernelModules); err != nil {
+	if err := w.supports(gpusOf(f)); err != nil {
 		return w, err
 	}
 	toolkitBase := DefaultContainerToolkitRepo
@@ -264,7 +264,7 @@ func (e *UnsupportedGPUError) Error() string {
 
 // supports checks the decision against every GPU the table recognises; a
 // GPU it does not (newer than the table) is not refused.
-func (w Want) supports(gpus []GPU, modules string) error {
+func (w Want) supports(gpus []GPU) error {
 	branch, err := compat.ParseDriver(w.Driver)
 	if err != nil {
 		return nil // an inventory loaded without defaults (unit tests); validation refuses a malformed one
@@ -305,7 +305,9 @@ func (w Want) supports(gpus []GPU, modules string) error {
 				return &UnsupportedGPUError{Arch: name, GPUs: gs, Msg: fmt.Sprintf("%v; set this host's cuda (spec.hosts[].cuda) to %s, or install no CUDA toolkit on it (cudaToolkit: false)", err, fit)}
 			}
 		}
-		if w.Flavor == Open && !a.OpenModules && modules == inventory.ModulesOpen {
+		// Only spec.nvidia.kernelModules: open gets here: auto picks the
+		// proprietary modules for a GPU older than Turing.
+		if w.Flavor == Open && !a.OpenModules {
 			return &UnsupportedGPUError{Arch: name, GPUs: gs, Msg: "NVIDIA's open kernel modules drive Turing and newer GPUs only; set spec.nvidia.kernelModules to auto or proprietary"}
 		}
 	}

@@ -159,15 +159,15 @@ func (c *checker) gpus() {
 			c.add("gpu", Warn, "nvidia-smi fails: %s", f.NvidiaSMIError)
 		}
 	case len(f.GPUs) > 0:
-		g := f.GPUs[0]
+		g, unlisted := f.GPUs[0], f.Unlisted()
 		desc := fmt.Sprintf("%d× %s (%d MiB), driver %s", len(f.GPUs), g.Name, g.MemMiB, g.Driver)
 		if g.MIGMode != "" {
 			desc += ", MIG " + g.MIGMode
 		}
 		switch {
-		case len(f.Unlisted()) > 0:
+		case len(unlisted) > 0:
 			var missing []string
-			for _, d := range f.Unlisted() {
+			for _, d := range unlisted {
 				missing = append(missing, strings.TrimSpace(d.Address+" "+d.DeviceID))
 			}
 			c.add("gpu", Warn, "%s, but %d NVIDIA GPUs on the PCI bus: nvidia-smi does not list %s (not visible to the driver: fallen off the bus, or a generation its branch does not drive)",
