@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpukit/gpukit/manifests"
 	"github.com/gpukit/gpukit/pkg/inventory"
@@ -72,6 +73,7 @@ func runScript(t *testing.T, l *lab.Lab, host, name, script string, env map[stri
 		assign.WriteString(k + "=" + v + " ")
 	}
 	f := "/root/" + name
-	return l.SSH(t, host, "echo "+base64.StdEncoding.EncodeToString([]byte(script))+" | base64 -d >"+f+" && "+
-		assign.String()+"bash "+f+" </dev/null 2>&1")
+	// longer than the script's own bounds on its steps, so a hung step reports itself
+	return l.SSHWithin(t, host, "echo "+base64.StdEncoding.EncodeToString([]byte(script))+" | base64 -d >"+f+" && "+
+		assign.String()+"bash "+f+" </dev/null 2>&1", 12*time.Minute)
 }

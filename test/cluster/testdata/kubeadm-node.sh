@@ -16,8 +16,12 @@
 set -euo pipefail
 : "${K8S_REPO:?}" "${KUBE_DEB:?}" "${RUNTIME:?}" "${REGISTRY:?}" "${SANDBOX:?}" "${NODE_IP:?}" "${POD_SUBNET:?}"
 
+# every step is named and bounded: on a loaded machine a hung step must say
+# which it was before the test's SSH deadline kills the script silently
+step() { echo "step: $* ($SECONDS s)"; }
 fetch() { python3 -c 'import sys, urllib.request; sys.stdout.buffer.write(urllib.request.urlopen(sys.argv[1], timeout=30).read())' "$1"; }
 
+step keys and sources
 install -d -m 755 /etc/apt/keyrings
 fetch "${K8S_REPO}Release.key" >/etc/apt/keyrings/kubernetes-apt-keyring.asc
 echo "deb [signed-by=/etc/apt/keyrings/kubernetes-apt-keyring.asc] $K8S_REPO /" >/etc/apt/sources.list.d/kubernetes.list
@@ -33,7 +37,13 @@ debian) pkgs+=(containerd) ;;
 *) echo "RUNTIME must be docker or debian" >&2; exit 2 ;;
 esac
 log=/var/log/kubeadm-node-apt.log
-if ! { apt-get -q update && DEBIAN_FRONTEND=noninteractive apt-get -q install -y --no-install-recommends "${pkgs[@]}"; } >$log 2>&1; then
+step apt-get install "${pkgs[@]}"
+apt=(apt-get -q -o Acquire::http::Timeout=30 -o DPkg::Lock::Timeout=60)
+# lab: the Debian proxy (apt-cacher-ng) can stall a client whose index refresh
+# collided with another host's in the same second ("Failure to move file ...
+# out of the way"); a second update is served from its cache
+update() { for _ in 1 2 3; do timeout 100 "${apt[@]}" update && return 0; echo "step: apt-get update again ($SECONDS s)"; done; return 1; }
+if ! { update && DEBIAN_FRONTEND=noninteractive timeout 300 "${apt[@]}" install -y --no-install-recommends "${pkgs[@]}"; } >$log 2>&1; then
 	tail -n 25 $log >&2
 	exit 1
 fi
@@ -43,6 +53,7 @@ apt-mark hold kubelet kubeadm kubectl >/dev/null
 # from the mirror (hosts.toml: plain HTTP), the sandbox image kubeadm names.
 # lab: cgroupfs (systemd in nspawn delegates no cgroup v1 controllers),
 # restrict_oom_score_adj (no CAP_SYS_RESOURCE), Debian's CNI plugin directory.
+step containerd
 install -d "/etc/containerd/certs.d/$REGISTRY"
 printf 'server = "http://%s"\n\n[host."http://%s"]\n  capabilities = ["pull", "resolve"]\n' "$REGISTRY" "$REGISTRY" \
 	>"/etc/containerd/certs.d/$REGISTRY/hosts.toml"
@@ -56,11 +67,15 @@ sed -i -E \
 	-e "s#^( *)config_path = (''|\"\")\$#\\1config_path = '/etc/containerd/certs.d'#" \
 	/etc/containerd/config.toml.new
 mv /etc/containerd/config.toml.new /etc/containerd/config.toml
-systemctl restart containerd
+if ! timeout 120 systemctl restart containerd; then
+	systemctl status containerd --no-pager -l | tail -n 15 >&2
+	exit 1
+fi
 printf 'runtime-endpoint: unix:///run/containerd/containerd.sock\nimage-endpoint: unix:///run/containerd/containerd.sock\n' >/etc/crictl.yaml
 
 # pod network without a CNI image: a bridge per node, host-local addresses,
 # routes to the other nodes' pod subnets
+step pod network
 sysctl -qw net.ipv4.ip_forward=1
 install -d /etc/cni/net.d
 cat >/etc/cni/net.d/10-lab.conflist <<EOF
