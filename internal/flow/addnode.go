@@ -7,6 +7,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/hostproxy"
 	"github.com/gpukit/gpukit/pkg/inventory"
 )
 
@@ -56,14 +57,15 @@ func NewAddNode(inv *inventory.Inventory, names []string, o InitOptions) (*AddNo
 		return out
 	}
 	p.Phases = append(only(p.Phases...), only(
-		gpu.Prepare(),          // nvidia/prepare ... nvidia/verify: as in init, on the new hosts
-		gpu.Driver(),           //
-		gpu.FabricManager(),    //
-		gpu.Persistenced(),     //
-		gpu.CUDA(),             //
-		gpu.ContainerToolkit(), //
-		gpu.Reboot(),           //
-		gpu.Verify(),           //
+		hostproxy.New(inv).Apply(), // host/proxy, nvidia/prepare ... nvidia/verify: as in init, on the new hosts
+		gpu.Prepare(),              //
+		gpu.Driver(),               //
+		gpu.FabricManager(),        //
+		gpu.Persistenced(),         //
+		gpu.CUDA(),                 //
+		gpu.ContainerToolkit(),     //
+		gpu.Reboot(),               //
+		gpu.Verify(),               //
 	)...)
 	if kube {
 		k := kubeadm.New(inv)

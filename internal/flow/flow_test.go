@@ -75,7 +75,7 @@ func TestInitFlow(t *testing.T) {
 	inv := &inventory.Inventory{Machines: []inventory.Machine{{Name: "a"}}}
 	f := NewInit(inv, InitOptions{})
 	want := []string{
-		"preflight/facts", "preflight/checks", "preflight/cluster",
+		"preflight/facts", "preflight/checks", "preflight/cluster", "host/proxy",
 		"nvidia/prepare", "nvidia/driver", "nvidia/fabricmanager", "nvidia/persistenced", "nvidia/cuda",
 		"nvidia/container-toolkit", "nvidia/reboot", "nvidia/verify",
 	}

@@ -4,6 +4,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/hostproxy"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/kube"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
@@ -61,14 +62,15 @@ func NewInit(inv *inventory.Inventory, o InitOptions) *Init {
 	p.Name = "gpukit init"
 	gpu := nvidiaLayer(inv, o.NVIDIA)
 	p.Phases = append(p.Phases,
-		gpu.Prepare(),          // nvidia/prepare           headers and DKMS for the running kernel, nouveau off
-		gpu.Driver(),           // nvidia/driver            package source, the driver at the wanted version, held
-		gpu.FabricManager(),    // nvidia/fabricmanager     NVSwitch systems: the fabric manager at the driver's release
-		gpu.Persistenced(),     // nvidia/persistenced      persistence mode
-		gpu.CUDA(),             // nvidia/cuda              cuda-toolkit-X-Y where asked, checked against the driver
-		gpu.ContainerToolkit(), // nvidia/container-toolkit pinned toolkit, the runtime pointed at it
-		gpu.Reboot(),           // nvidia/reboot            only where the new driver needs it, a few hosts at a time
-		gpu.Verify(),           // nvidia/verify            nvidia-smi, GPU count, driver version, persistence mode
+		hostproxy.New(inv).Apply(), // host/proxy         apt/dnf, containerd or dockerd, the kubelet through spec.proxy
+		gpu.Prepare(),              // nvidia/prepare           headers and DKMS for the running kernel, nouveau off
+		gpu.Driver(),               // nvidia/driver            package source, the driver at the wanted version, held
+		gpu.FabricManager(),        // nvidia/fabricmanager     NVSwitch systems: the fabric manager at the driver's release
+		gpu.Persistenced(),         // nvidia/persistenced      persistence mode
+		gpu.CUDA(),                 // nvidia/cuda              cuda-toolkit-X-Y where asked, checked against the driver
+		gpu.ContainerToolkit(),     // nvidia/container-toolkit pinned toolkit, the runtime pointed at it
+		gpu.Reboot(),               // nvidia/reboot            only where the new driver needs it, a few hosts at a time
+		gpu.Verify(),               // nvidia/verify            nvidia-smi, GPU count, driver version, persistence mode
 	)
 	if inv.Cluster.Spec.Orchestrator == inventory.Swarm {
 		sw := swarm.New(inv)

@@ -89,7 +89,7 @@ func TestResetFlowKubernetes(t *testing.T) {
 		if !reflect.DeepEqual(f.Hosts, tt.hosts) || !reflect.DeepEqual(machineNames(f.Machines), tt.machines) {
 			t.Errorf("%v: hosts %v, machines %v", tt.names, f.Hosts, machineNames(f.Machines))
 		}
-		if got := phaseNames(f.Phases); !reflect.DeepEqual(got, []string{"reset/remove-nodes", "reset/node"}) {
+		if got := phaseNames(f.Phases); !reflect.DeepEqual(got, []string{"reset/remove-nodes", "reset/node", "reset/proxy"}) {
 			t.Errorf("phases %v", got)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/hostproxy"
 	"github.com/gpukit/gpukit/pkg/inventory"
 )
 
@@ -48,8 +49,9 @@ func NewReset(inv *inventory.Inventory, names []string) (*Reset, error) {
 			Name:     "gpukit reset",
 			Machines: machines,
 			Phases: []engine.Phase{
-				k.RemoveNodes(names),                              // reset/remove-nodes  a staying control plane drains the leaving nodes and deletes them
-				engine.Scoped{Phase: k.ResetNode(), Hosts: names}, // reset/node          kubeadm reset, CNI leftovers, containerd's config restored
+				k.RemoveNodes(names),                                            // reset/remove-nodes  a staying control plane drains the leaving nodes and deletes them
+				engine.Scoped{Phase: k.ResetNode(), Hosts: names},               // reset/node          kubeadm reset, CNI leftovers, containerd's config restored
+				engine.Scoped{Phase: hostproxy.New(inv).Remove(), Hosts: names}, // reset/proxy  gpukit's proxy settings removed
 			},
 		}}, nil
 	}
@@ -62,8 +64,9 @@ func NewReset(inv *inventory.Inventory, names []string) (*Reset, error) {
 		Machines: machines,
 		Phases: []engine.Phase{
 			sw.Demote(names), // reset/demote        a staying manager demotes the leaving managers
-			engine.Scoped{Phase: sw.Leave(), Hosts: names}, // reset/leave         leave the swarm, restore daemon.json and the runtime's config
-			sw.RemoveNodes(names),                          // reset/remove-nodes  the staying manager forgets the nodes that left
+			engine.Scoped{Phase: sw.Leave(), Hosts: names},                  // reset/leave         leave the swarm, restore daemon.json and the runtime's config
+			sw.RemoveNodes(names),                                           // reset/remove-nodes  the staying manager forgets the nodes that left
+			engine.Scoped{Phase: hostproxy.New(inv).Remove(), Hosts: names}, // reset/proxy  gpukit's proxy settings removed
 		},
 	}}, nil
 }

@@ -92,7 +92,7 @@ func TestResetFlow(t *testing.T) {
 		if !reflect.DeepEqual(f.Hosts, tt.hosts) || !reflect.DeepEqual(machineNames(f.Machines), tt.machines) {
 			t.Errorf("%v: hosts %v, machines %v", tt.names, f.Hosts, machineNames(f.Machines))
 		}
-		if got := phaseNames(f.Phases); !reflect.DeepEqual(got, []string{"reset/demote", "reset/leave", "reset/remove-nodes"}) {
+		if got := phaseNames(f.Phases); !reflect.DeepEqual(got, []string{"reset/demote", "reset/leave", "reset/remove-nodes", "reset/proxy"}) {
 			t.Errorf("phases %v", got)
 		}
 		// The result names the hosts reset, not the manager that stays.

@@ -37,10 +37,13 @@ type Facts struct {
 	NvidiaSMIError string `json:"nvidiaSMIError,omitempty"`
 	GPUs           []GPU  `json:"gpus,omitempty"`
 	// LoadedDriver is the version of the nvidia kernel module in memory.
-	LoadedDriver  string   `json:"loadedDriver,omitempty"`
-	NouveauLoaded bool     `json:"nouveauLoaded"`
-	SecureBoot    string   `json:"secureBoot"`
-	Runtimes      []string `json:"runtimes,omitempty"`
+	LoadedDriver  string `json:"loadedDriver,omitempty"`
+	NouveauLoaded bool   `json:"nouveauLoaded"`
+	// GPUKitProxy: gpukit's proxy settings are on the host (its
+	// /etc/gpukit/proxy.env, written first and removed last).
+	GPUKitProxy bool     `json:"gpukitProxy,omitempty"`
+	SecureBoot  string   `json:"secureBoot"`
+	Runtimes    []string `json:"runtimes,omitempty"`
 	// Swarm is the node's Docker Swarm state (inactive, active, ...); empty
 	// without docker.
 	Swarm string `json:"swarm,omitempty"`
@@ -235,6 +238,8 @@ func (f *Facts) set(key, value string, ports map[int]bool) error {
 		f.LoadedDriver = value
 	case "nouveau.loaded":
 		f.NouveauLoaded = value == "true"
+	case "gpukit.proxy":
+		f.GPUKitProxy = value == "true"
 	case "secureboot":
 		f.SecureBoot = value
 	case "runtime":

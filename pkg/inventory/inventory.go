@@ -26,12 +26,17 @@ type Machine struct {
 	// CUDAToolkit is set when the CUDA toolkit is installed on the host
 	// (spec.nvidia.cudaToolkitRoles, or the host's cudaToolkit).
 	CUDAToolkit bool
-	// NodeAddress is the IP the cluster knows the host by, for a host
-	// written by DNS name (ResolveNames); "" when Address is the IP.
+	// NodeAddress is the IP the cluster knows the host by: its entry's
+	// nodeAddress, else, for a host written by DNS name, the name resolved
+	// (ResolveNames); "" when Address is the IP.
 	NodeAddress string
 	// NvidiaDriver and CUDA are the host's own versions (its entry's
 	// nvidiaDriver and cuda); "" means the cluster's (spec.versions).
 	NvidiaDriver, CUDA string
+	// Proxy is the host's proxy: its entry's, else spec.proxy (HTTPS
+	// defaulted to HTTP). Its NoProxy is the written list only; the cluster's
+	// own networks are added where it is used (Inventory.NoProxy).
+	Proxy Proxy
 	// Pos is where the host is written; every machine of a range shares
 	// the position of the range's entry.
 	Pos Position

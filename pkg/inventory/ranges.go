@@ -116,6 +116,18 @@ func (c *checker) expandHosts(hosts []Host) []Machine {
 		if nameErr != nil {
 			c.errorf(path+".name", "%v", nameErr)
 		}
+		var nodeAddrs []string
+		if h.NodeAddress != "" {
+			var err error
+			if nodeAddrs, err = expandField(h.NodeAddress); err != nil {
+				c.errorf(path+".nodeAddress", "%v", err)
+				continue
+			}
+			if nameErr == nil && len(nodeAddrs) != len(names) {
+				c.errorf(path+".nodeAddress", "node address %s holds %d addresses but name %s holds %d hosts; the counts must match", q(h.NodeAddress), len(nodeAddrs), q(h.Name), len(names))
+				continue
+			}
+		}
 		addrs, addrErr := expandField(h.Address)
 		if addrErr != nil {
 			c.errorf(path+".address", "%v", addrErr)
@@ -144,13 +156,18 @@ func (c *checker) expandHosts(hosts []Host) []Machine {
 		}
 		pos := c.at(path)
 		for j := range names {
+			var node string
+			if nodeAddrs != nil {
+				node = nodeAddrs[j]
+			}
 			machines = append(machines, Machine{
-				Name:    names[j],
-				Address: addrs[j],
-				Roles:   cloneSlice(h.Roles),
-				Labels:  cloneMap(h.Labels),
-				Taints:  cloneSlice(h.Taints),
-				Pos:     pos,
+				Name:        names[j],
+				Address:     addrs[j],
+				NodeAddress: node,
+				Roles:       cloneSlice(h.Roles),
+				Labels:      cloneMap(h.Labels),
+				Taints:      cloneSlice(h.Taints),
+				Pos:         pos,
 			})
 			c.sources = append(c.sources, source{entry: i, pattern: pattern})
 		}

@@ -72,7 +72,28 @@ type Spec struct {
 	Mirrors Mirrors `yaml:"mirrors,omitempty" json:"mirrors,omitempty"`
 	// Kubernetes tunes kubeadm, the kubelet, kube-proxy and containerd (kubernetes only).
 	Kubernetes KubernetesSpec `yaml:"kubernetes,omitempty" json:"kubernetes,omitempty"`
+	// Proxy is the HTTP proxy the hosts reach the outside through: apt or dnf, containerd,
+	// dockerd and the kubelet use it; hosts may override it. gpukit itself (charts, manifests)
+	// uses this machine's HTTPS_PROXY/NO_PROXY.
+	Proxy Proxy `yaml:"proxy,omitempty" json:"proxy,omitempty"`
 }
+
+// Proxy is an HTTP proxy for the hosts' outgoing traffic.
+type Proxy struct {
+	// HTTP is the proxy for http:// URLs, http://host:port.
+	HTTP string `yaml:"http,omitempty" json:"http,omitempty"`
+	// HTTPS is the proxy for https:// URLs (CONNECT), http://host:port or https://host:port.
+	// Default: HTTP.
+	HTTPS string `yaml:"https,omitempty" json:"https,omitempty"`
+	// NoProxy are the destinations reached directly: host names, .domain suffixes, IP
+	// addresses and CIDRs. gpukit adds localhost, every host's addresses and names, the pod
+	// and service networks, the control-plane endpoint and the cluster's service domains.
+	// apt honours only its host names and addresses, dnf none of them.
+	NoProxy []string `yaml:"noProxy,omitempty" json:"noProxy,omitempty"`
+}
+
+// Enabled says whether p sends anything through a proxy.
+func (p Proxy) Enabled() bool { return p.HTTP != "" || p.HTTPS != "" }
 
 // KubernetesSpec is what kubeadm, the kubelet, kube-proxy and containerd are
 // told beyond the defaults: each field exists because real hosts need it.
@@ -198,6 +219,12 @@ type Host struct {
 	// expanded in step with Name. A DNS name is resolved once at the start of a run (the
 	// cluster advertises its nodes by IP); behind a bastion, write the IP.
 	Address string `yaml:"address" json:"address"`
+	// NodeAddress is the IP the cluster knows the host by, when it is not the SSH address:
+	// multi-NIC servers with SSH on a management network and cluster traffic on a faster
+	// one. kubeadm's advertise address, the kubelet's --node-ip, the pod network's interface
+	// (flannel, calico) and swarm's advertise address. An IP address, or a range expanded in
+	// step with Name. Default: Address (resolved, for a DNS name).
+	NodeAddress string `yaml:"nodeAddress,omitempty" json:"nodeAddress,omitempty"`
 	// Roles: control-plane, worker, ingress (kubernetes); manager, worker (swarm).
 	Roles []Role `yaml:"roles" json:"roles" jsonschema:"minItems=1"`
 	// Labels are node labels (Kubernetes, or Swarm: docker node update --label-add).
@@ -216,6 +243,9 @@ type Host struct {
 	// CUDA replaces spec.versions.cuda on this host (or range): the toolkit its GPUs need (CUDA
 	// 13 targets Turing and newer; 12.9 is the last for Maxwell, Pascal and Volta).
 	CUDA string `yaml:"cuda,omitempty" json:"cuda,omitempty"`
+	// Proxy replaces spec.proxy on this host (or range), as a whole: another proxy, or {} for
+	// none (a host with a route of its own).
+	Proxy *Proxy `yaml:"proxy,omitempty" json:"proxy,omitempty"`
 }
 
 // Versions pins what is installed. The NVIDIA driver may be an exact version

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 )
 
@@ -37,6 +38,7 @@ func (c *checker) validate(cl *Cluster, machines []Machine) {
 	c.checkNetwork(cl, machines)
 	c.checkAddons(cl, machines)
 	c.checkMirrors(&cl.Spec.Mirrors)
+	c.checkProxy("spec.proxy", &cl.Spec.Proxy)
 	c.checkKubernetes(cl, machines)
 }
 
@@ -120,6 +122,9 @@ func (c *checker) checkHostEntry(i int, h *Host, spec *Spec) {
 		c.checkSSH(path+".ssh", h.SSH, spec.SSH.User, spec.AllowInlineSecrets)
 	}
 	c.checkHostVersions(path, h, spec)
+	if h.Proxy != nil {
+		c.checkProxy(path+".proxy", h.Proxy)
+	}
 }
 
 func hasRole(rs []Role, r Role) bool {
@@ -152,6 +157,8 @@ type dupGroup struct {
 func (c *checker) checkMachines(cl *Cluster, ms []Machine) {
 	badName := map[int]bool{}
 	badAddr := map[int]bool{}
+	badNode := map[int]bool{}
+	byNode := map[string]int{}
 	byName := map[string]int{}
 	byAddr := map[string]int{}
 	groups := map[dupKey]*dupGroup{}
@@ -181,6 +188,19 @@ func (c *checker) checkMachines(cl *Cluster, ms []Machine) {
 			if err := checkAddress(m.Address); err != nil {
 				badAddr[src.entry] = true
 				c.errorf(path()+".address", "invalid address%s: %v", c.forMachine(i, ms), err)
+			}
+		}
+		if m.NodeAddress != "" && !badNode[src.entry] {
+			// kubeadm, the kubelet and swarm take an IP; a DNS name here
+			// would be resolved on each host, maybe differently.
+			if a, err := netip.ParseAddr(m.NodeAddress); err != nil || a.Zone() != "" {
+				badNode[src.entry] = true
+				c.errorf(path()+".nodeAddress", "invalid node address %s%s: expected an IP address (the cluster advertises its nodes by IP)", q(m.NodeAddress), c.forMachine(i, ms))
+			} else if j, dup := byNode[a.Unmap().String()]; dup {
+				addDup(dupKey{"node addresses", src.entry, c.sources[j].entry}, path()+".nodeAddress", "node addresses",
+					fmt.Sprintf("duplicate node address %s%s (also %s's)", q(m.NodeAddress), c.forMachine(i, ms), q(ms[j].Name)))
+			} else {
+				byNode[a.Unmap().String()] = i
 			}
 		}
 		if j, dup := byName[m.Name]; dup {

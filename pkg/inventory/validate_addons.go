@@ -191,7 +191,7 @@ func chartsDir(s string) (string, bool) {
 // fragment: credentials would land in logs and files on every host.
 func checkMirrorURL(s string) error {
 	if strings.ContainsRune(s, '@') {
-		return fmt.Errorf("%s contains credentials (user@); configure them on the mirror side or in the package manager", q(s))
+		return fmt.Errorf("%s contains credentials (user@); configure them on the mirror side or in the package manager", q(withoutUserinfo(s)))
 	}
 	if err := badChar(s, charsURL); err != nil {
 		return err

@@ -69,20 +69,22 @@ func (c *checker) checkNetwork(cl *Cluster, ms []Machine) {
 	// One message per host entry: a range inside the pod CIDR is one mistake.
 	reported := map[int]bool{}
 	for i, m := range ms {
-		ip, err := netip.ParseAddr(m.Address)
-		if err != nil || reported[c.sources[i].entry] {
-			continue
-		}
-		for _, r := range []struct {
-			name   string
-			ok     bool
-			blocks []netip.Prefix
-		}{{"podCIDR", podsOK, pods}, {"serviceCIDR", servicesOK, services}} {
-			for _, b := range r.blocks {
-				if r.ok && b.Contains(ip.Unmap()) && !reported[c.sources[i].entry] {
-					reported[c.sources[i].entry] = true
-					c.errorf(fmt.Sprintf("spec.hosts[%d].address", c.sources[i].entry), "address %s%s is inside %s %s%s; pick a %s that does not contain host addresses",
-						q(m.Address), c.forMachine(i, ms), r.name, b, c.orDefault(p+"."+r.name), r.name)
+		for _, a := range []struct{ field, label, value string }{{"address", "address", m.Address}, {"nodeAddress", "node address", m.NodeAddress}} {
+			ip, err := netip.ParseAddr(a.value)
+			if err != nil || reported[c.sources[i].entry] {
+				continue
+			}
+			for _, r := range []struct {
+				name   string
+				ok     bool
+				blocks []netip.Prefix
+			}{{"podCIDR", podsOK, pods}, {"serviceCIDR", servicesOK, services}} {
+				for _, b := range r.blocks {
+					if r.ok && b.Contains(ip.Unmap()) && !reported[c.sources[i].entry] {
+						reported[c.sources[i].entry] = true
+						c.errorf(fmt.Sprintf("spec.hosts[%d].%s", c.sources[i].entry, a.field), "%s %s%s is inside %s %s%s; pick a %s that does not contain host addresses",
+							a.label, q(a.value), c.forMachine(i, ms), r.name, b, c.orDefault(p+"."+r.name), r.name)
+					}
 				}
 			}
 		}

@@ -203,6 +203,25 @@ func familyCases(f osfamily.Info) []goldenCase {
 	out = append(out, goldenCase{containerdTemplate.name, fam, "", func() (ssh.Command, error) {
 		return Containerd(ctrd)
 	}})
+	// The proxy's four modes; swarm's dockerd on one family, Kubernetes'
+	// services on the others.
+	units := []string{"containerd", "kubelet"}
+	if f.Family == osfamily.Ubuntu2204 {
+		units = []string{"docker"}
+	}
+	for _, mode := range []string{ProxyApply, ProxyCheck, ProxyRemove, ProxyCheckRemove} {
+		p := HostProxyParams{Family: f, Mode: mode, Units: units}
+		if mode == ProxyApply || mode == ProxyCheck {
+			p.HTTP, p.HTTPS = "http://proxy.example.com:3128", "http://proxy.example.com:3129"
+			p.NoProxy = []string{".corp.example.com", "registry.example.com", "10.1.0.0/16", "localhost", "127.0.0.1", "::1", "gpu-01", "10.0.0.11", "10.244.0.0/16", "10.96.0.0/12", ".svc", ".cluster.local"}
+			p.APTDirect = []string{".corp.example.com", "registry.example.com", "10.1.0.0/16"}
+		}
+		variant := mode
+		if mode == ProxyApply {
+			variant = ""
+		}
+		out = append(out, goldenCase{hostProxyTemplate.name, fam, variant, func() (ssh.Command, error) { return HostProxy(p) }})
+	}
 	// Variants: the distribution's own driver, and the proprietary modules.
 	switch f.Family {
 	case osfamily.Debian12:

@@ -124,8 +124,12 @@ func btoi(b bool) int {
 func (s *Swarm) addresses() map[netip.Addr]string {
 	out := map[netip.Addr]string{}
 	for _, m := range s.Inventory.Machines {
-		if a, err := netip.ParseAddr(m.Address); err == nil {
-			out[a.Unmap()] = m.Name
+		// the address it advertised (a multi-NIC host's node address), and
+		// the SSH address too
+		for _, addr := range []string{m.NodeIP(), m.Address} {
+			if a, err := netip.ParseAddr(addr); err == nil {
+				out[a.Unmap()] = m.Name
+			}
 		}
 	}
 	return out

@@ -757,7 +757,9 @@ func phaseTime(r initResult, phase string) time.Duration {
 // endpoint is lab-1's address: this shows the control planes joining one at
 // a time with the certificates uploaded under the run's key, not failover),
 // and the oldest Kubernetes there are modules for with Debian's own
-// containerd 1.6 (config version 2).
+// containerd 1.6 (config version 2), at a site whose hosts reach their
+// mirrors only through its HTTP proxy (spec.proxy; the lab's squid, the
+// hosts' direct way to the mirrors cut).
 func TestLabKubernetesVariants(t *testing.T) {
 	cluster.Require(t)
 	lab.Require(t)
@@ -770,10 +772,11 @@ func TestLabKubernetesVariants(t *testing.T) {
 		name, version, kube string
 		hosts               int
 		roles               map[string]string
+		proxy               bool
 	}{
 		{"ha-3-control-planes", "", "controlPlaneEndpoint: 10.251.2.1\n", 3,
-			map[string]string{"lab-2": "control-plane", "lab-3": "control-plane"}},
-		{"oldest-with-distribution-containerd", oldest, "containerd: {source: distribution}\n", 2, nil},
+			map[string]string{"lab-2": "control-plane", "lab-3": "control-plane"}, false},
+		{"oldest-with-distribution-containerd-through-a-proxy", oldest, "containerd: {source: distribution}\n", 2, nil, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			l := lab.Start(t, lab.Options{Hosts: c.hosts, Kube: true})
@@ -805,6 +808,10 @@ func TestLabKubernetesVariants(t *testing.T) {
 				wg.Go(func() { l.UseDebianMirror(t, h.Name) })
 			}
 			wg.Wait()
+			var proxied *proxyProof
+			if c.proxy {
+				proxied = throughProxy(t, l, inv)
+			}
 			// The canary (HA: join tokens and a certificate key): a site's
 			// registry password in a containerd hosts.toml gpukit reads, and
 			// every process's command line sampled during the run.
@@ -902,6 +909,9 @@ func TestLabKubernetesVariants(t *testing.T) {
 			}
 			if r := runInit(t, "init", "-i", inv, "--kubeconfig-out", kubeconfig); r.code != cli.ExitOK || r.counts.Changed != 0 {
 				t.Errorf("second init: exit %d %+v writes %v", r.code, r.counts, r.writeSteps())
+			}
+			if proxied != nil { // last: it resets a host's proxy
+				proxied.check(t, l, inv)
 			}
 		})
 	}

@@ -586,6 +586,58 @@ func (l *Lab) Registry(t testing.TB) string {
 	return lastLine(out)
 }
 
+// SiteProxy is the lab's stand-in for a site's HTTP proxy: squid on the bridge, logging every
+// request with its client's address.
+type SiteProxy struct {
+	// URL is http://10.251.0.1:3128.
+	URL string
+	// AccessLog is squid's access log (native format: time, elapsed, client, code/status,
+	// bytes, method, URL, ...), shared by every lab.
+	AccessLog string
+}
+
+// Proxy starts the lab's HTTP proxy (lab.sh proxy) if it is not running and returns it.
+func (l *Lab) Proxy(t testing.TB) SiteProxy {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := run(ctx, l.script, l.id, "proxy")
+	if err != nil {
+		t.Fatalf("lab %s: proxy: %v\n%s", l.id, err, Tail(out))
+	}
+	var p SiteProxy
+	for line := range strings.Lines(string(out)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "url "); ok {
+			p.URL = v
+		}
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "access-log "); ok {
+			p.AccessLog = v
+		}
+	}
+	if p.URL == "" || p.AccessLog == "" {
+		t.Fatalf("lab %s: proxy printed no URL and log:\n%s", l.id, Tail(out))
+	}
+	return p
+}
+
+// CutOff takes this lab's hosts' direct way to the bridge's ports away (lab.sh direct off), as
+// at a site whose hosts reach the outside only through its proxy; the test's end gives it back.
+func (l *Lab) CutOff(t testing.TB, ports ...int) {
+	t.Helper()
+	args := []string{"off"}
+	for _, p := range ports {
+		args = append(args, strconv.Itoa(p))
+	}
+	l.hostCommand(t, "direct", args[0], args[1:]...)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if out, err := run(ctx, l.script, l.id, append([]string{"direct", "on"}, args[1:]...)...); err != nil {
+			t.Errorf("lab %s: direct on: %v\n%s", l.id, err, Tail(out))
+		}
+	})
+}
+
 // PushImage pushes the directory dir as a one-layer image ref (name:tag) to the lab registry,
 // with entrypoint, and returns its manifest digest.
 func (l *Lab) PushImage(t testing.TB, ref, dir string, entrypoint ...string) string {

@@ -28,6 +28,8 @@
 #   repo [DEB...]           local apt repository at http://10.251.0.1:8080/ (adds DEBs, reindexes)
 #   debian-mirror [sources] Debian proxy for hosts (bookworm, -updates, -security, all components):
 #                           prints its URLs, or a deb822 sources file; fails if the mirror is unreachable
+#   proxy                   a site's HTTP proxy (squid) on the bridge: prints its URL and access log
+#   direct off|on PORT..    this lab's hosts may not reach the bridge's PORTs directly (off) or may (on)
 #   keep                    the lab outlives the test that started it (until release/down)
 #   release                 tear down this lab only (and the bridge/repository if it was the last)
 #   down                    tear down everything (every lab, bridge, repository, leftovers); keeps the base
@@ -171,7 +173,7 @@ cmd_deps() {
 		dpkg-scanpackages:dpkg-dev dpkg-deb:dpkg ip:iproute2 flock:util-linux unshare:util-linux \
 		nsenter:util-linux pivot_root:util-linux mountpoint:util-linux ps:procps pgrep:procps \
 		sysctl:procps gzip:gzip apt-cacher-ng:apt-cacher-ng setpriv:util-linux \
-		docker-registry:docker-registry skopeo:skopeo sha256sum:coreutils; do
+		docker-registry:docker-registry skopeo:skopeo sha256sum:coreutils squid:squid iptables:iptables; do
 		command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
 	done
 	[ -x /usr/bin/python3 ] || missing+=(python3)
@@ -189,6 +191,10 @@ cmd_deps() {
 		if [[ " ${missing[*]} " == *" docker-registry "* ]]; then
 			if [ -d /run/systemd/system ]; then systemctl disable --now docker-registry.service >/dev/null 2>&1 || true
 			else update-rc.d docker-registry disable >/dev/null 2>&1 || true; /etc/init.d/docker-registry stop >/dev/null 2>&1 || true; fi
+		fi
+		if [[ " ${missing[*]} " == *" squid "* ]]; then
+			if [ -d /run/systemd/system ]; then systemctl disable --now squid.service >/dev/null 2>&1 || true
+			else update-rc.d squid disable >/dev/null 2>&1 || true; /etc/init.d/squid stop >/dev/null 2>&1 || true; fi
 		fi
 		if [[ " ${missing[*]} " == *" apt-cacher-ng "* ]]; then
 			if [ -d /run/systemd/system ]; then systemctl disable --now apt-cacher-ng.service >/dev/null 2>&1 || true
@@ -528,6 +534,94 @@ cmd_debian_mirror() { # debian-mirror [urls|sources]
 	debian_check
 	if [ "$what" = sources ]; then debian_sources; return; fi
 	printf 'debian %s/debian\nsecurity %s/debian-security\nproxy %s/\n' "$DEBIAN_URL" "$DEBIAN_URL" "$DEBIAN_URL"
+}
+
+# ---------------------------------------------------------------- a site's HTTP proxy (squid)
+# Many GPU sites reach their mirrors and the internet only through an HTTP proxy. Squid on the
+# bridge (port 3128) forwards lab hosts' requests, plain and CONNECT, to any port, caches
+# nothing, and logs each request with its client address in $PROXY_DIR/access.log. With
+# `direct off PORT..`, a lab's hosts can no longer reach those ports of the bridge themselves:
+# the proxy (on this machine, past the rule) is their only way there. `proxy` starts it on
+# demand; the last `release`, and `down`, stop it.
+PROXY_PORT=3128
+PROXY_DIR=$LAB/proxy
+proxy_conf() {
+	cat <<EOF
+# squid of the gpukit lab (test/lab/lab.sh): a site's HTTP proxy, on the lab bridge only
+http_port $BRIDGE_ADDR:$PROXY_PORT
+pid_filename $PROXY_DIR/squid.pid
+access_log stdio:$PROXY_DIR/access.log squid
+cache_log $PROXY_DIR/cache.log
+cache_store_log none
+cache deny all
+cache_mem 8 MB
+coredump_dir $PROXY_DIR
+acl lab src $NET.0.0/16
+http_access allow lab
+http_access deny all
+forwarded_for delete
+via off
+shutdown_lifetime 1 seconds
+EOF
+}
+proxy_serve() { # under the lock, after bridge_up
+	local bin=/usr/sbin/squid
+	[ -x "$bin" ] || die "squid is not installed (sudo $SELF deps)"
+	mkdir -p "$PROXY_DIR"
+	proxy_conf >"$PROXY_DIR/squid.conf.new"
+	if cmp -s "$PROXY_DIR/squid.conf.new" "$PROXY_DIR/squid.conf"; then
+		rm -f "$PROXY_DIR/squid.conf.new"
+	else
+		proxy_stop
+		mv "$PROXY_DIR/squid.conf.new" "$PROXY_DIR/squid.conf"
+	fi
+	if ! live_pid "$PROXY_DIR/pid"; then
+		kill_matching "$bin -N -f $PROXY_DIR/squid.conf"
+		# squid drops to its own user (proxy): it must write its logs
+		if id -u proxy >/dev/null 2>&1; then chown proxy: "$PROXY_DIR"; fi
+		setsid "$bin" -N -f "$PROXY_DIR/squid.conf" </dev/null >"$PROXY_DIR/stdout.log" 2>&1 9>&- &
+		write_pid $! "$PROXY_DIR/pid"
+	fi
+	wait_tcp 20 "$BRIDGE_ADDR" "$PROXY_PORT" ||
+		{ tail -n 5 "$PROXY_DIR/cache.log" "$PROXY_DIR/stdout.log" 2>/dev/null | scrub >&2; die "the proxy (squid) did not start (logs: $PROXY_DIR)"; }
+}
+proxy_stop() { stop_service "$PROXY_DIR/pid" "squid -N -f $PROXY_DIR/squid.conf"; }
+proxy_locked() { bridge_up; proxy_serve; }
+cmd_proxy() {
+	cmd_deps
+	with_lock proxy_locked
+	printf 'url http://%s:%s\naccess-log %s\n' "$BRIDGE_ADDR" "$PROXY_PORT" "$PROXY_DIR/access.log"
+}
+# direct off|on PORT..: this lab's hosts (full and light subnets) may not / may again reach the
+# bridge's PORTs themselves. The rule is on this machine's INPUT from the bridge: what the proxy
+# forwards comes from this machine itself and passes.
+direct_rule() { # direct_rule -I|-D|-C PORT
+	iptables -w "$1" INPUT -i "$BRIDGE" -s "$NET.$((2 * ID)).0/23" -d "$BRIDGE_ADDR" -p tcp --dport "$2" \
+		-m comment --comment "gpukit-lab-$ID-direct" -j REJECT --reject-with tcp-reset
+}
+direct_flush() { # direct_flush [ID-PATTERN]: every rule of this lab (release), or of every lab (down: '[0-9]*')
+	local rule
+	command -v iptables >/dev/null || return 0
+	while rule=$(iptables -w -S INPUT 2>/dev/null | grep -m1 -E -- "gpukit-lab-${1:-$ID}-direct"); do
+		# shellcheck disable=SC2086 # the rule's own words
+		eval "iptables -w -D ${rule#-A }" 2>/dev/null || break
+	done
+}
+cmd_direct() {
+	check_id
+	local how=${1:-} port
+	shift || true
+	case $how in off | on) ;; *) die "usage: lab.sh direct off|on PORT.." ;; esac
+	(($#)) || die "usage: lab.sh direct off|on PORT.."
+	command -v iptables >/dev/null || die "iptables is not installed (sudo $SELF deps)"
+	for port in "$@"; do
+		[[ $port =~ ^[0-9]+$ ]] || die "not a port: $port"
+		if [ "$how" = off ]; then
+			direct_rule -C "$port" 2>/dev/null || direct_rule -I "$port"
+		else
+			while direct_rule -C "$port" 2>/dev/null; do direct_rule -D "$port"; done
+		fi
+	done
 }
 
 # ---------------------------------------------------------------- container registry
@@ -1127,6 +1221,8 @@ cmd_up() {
 	local started=$SECONDS id
 	id=$(with_lock up_shared)
 	use_lab "$id"
+	# a new lab: no rule of a crashed lab of the same id may still cut its hosts off
+	if [ -z "$(ls -A "$RUN/hosts" 2>/dev/null)" ]; then direct_flush; fi
 	log "lab $ID: starting ${#names[@]} hosts ($RUN)"
 	for n in "${names[@]}"; do [ -d "$RUN/hosts/$n" ] || UP_NEW+=("$n"); done
 	trap up_abort EXIT
@@ -1187,6 +1283,7 @@ lab_release_tail() { # under the lock: forget this lab; the last lab out takes t
 shared_down() {
 	repo_stop
 	debian_stop
+	proxy_stop
 	registry_stop
 	ip link del "$BRIDGE" 2>/dev/null || true
 	rmdir /run/systemd/nspawn/propagate /run/systemd/nspawn/locks /run/systemd/nspawn 2>/dev/null || true # nspawn's, if empty
@@ -1197,6 +1294,7 @@ shared_down() {
 cmd_release() {
 	check_id
 	lab_release_hosts
+	direct_flush
 	with_lock lab_release_tail
 	log "lab $ID released"
 }
@@ -1215,6 +1313,7 @@ down_locked() {
 	cgroup_sweep "*"
 	umount_under "$LAB/run"
 	[ -d "$LAB/base/rootfs.new" ] && umount_under "$LAB/base/rootfs.new"
+	direct_flush '[0-9]+'
 	shared_down
 	if ! rm -rf --one-file-system "$LAB/run" 2>/dev/null; then # a mount still dying
 		nap 1
@@ -1349,6 +1448,8 @@ main() {
 	reboot-delay) cmd_reboot_delay "$@" ;;
 	debian-mirror) cmd_debian_mirror "$@" ;;
 	registry) cmd_registry "$@" ;;
+	proxy) cmd_proxy "$@" ;;
+	direct) cmd_direct "$@" ;;
 	*) sed -n '2,/^# shellcheck/p' "$SELF" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 }

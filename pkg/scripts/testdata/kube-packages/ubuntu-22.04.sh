@@ -77,8 +77,11 @@ candidates() {
     { v = $2; gsub(/ /, "", v); u = v; sub(/^[0-9]+:/, "", u) }
     index(u, want "-") == 1 || index(u, want ".") == 1 || index(u, want "+") == 1 { print v; exit }'
 }
-# fetch URL FILE: downloads with whatever the host has (curl, wget, python3).
-fetch() {
+# fetch URL FILE: downloads with whatever the host has (curl, wget, python3),
+# through the site's proxy where gpukit set one (spec.proxy).
+fetch() (
+  # shellcheck disable=SC1091
+  if [ -r /etc/gpukit/proxy.env ]; then . /etc/gpukit/proxy.env; fi
   if command -v curl >/dev/null 2>&1; then
     curl -fsSL --retry 3 -o "$2" "$1"
   elif command -v wget >/dev/null 2>&1; then
@@ -89,7 +92,7 @@ fetch() {
     echo "gpukit: cannot download $1: no curl, wget or python3 on this host" >&2
     return 1
   fi
-}
+)
 # A repository's signing key comes from its base URL - often the site's
 # mirror, the very server it is to check - so it is trusted only when every
 # primary key in it has a fingerprint gpukit pins (its bill of materials, or

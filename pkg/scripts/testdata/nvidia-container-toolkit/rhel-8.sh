@@ -52,8 +52,11 @@ apt-get() {
   pm_run apt-get -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "$@"
 }
 dnf() { pm_run dnf "$@"; }
-# fetch URL FILE: downloads with whatever the host has (curl, wget, python3).
-fetch() {
+# fetch URL FILE: downloads with whatever the host has (curl, wget, python3),
+# through the site's proxy where gpukit set one (spec.proxy).
+fetch() (
+  # shellcheck disable=SC1091
+  if [ -r /etc/gpukit/proxy.env ]; then . /etc/gpukit/proxy.env; fi
   if command -v curl >/dev/null 2>&1; then
     curl -fsSL --retry 3 -o "$2" "$1"
   elif command -v wget >/dev/null 2>&1; then
@@ -64,7 +67,7 @@ fetch() {
     echo "gpukit: cannot download $1: no curl, wget or python3 on this host" >&2
     return 1
   fi
-}
+)
 # put FILE CONTENT: writes CONTENT (and a newline) to FILE, creating its
 # directory, unless FILE holds it already; true when it wrote.
 put() {

@@ -63,6 +63,7 @@ if command -v nvidia-smi >/dev/null 2>&1; then
 fi
 if [ -r /sys/module/nvidia/version ]; then kv nvidia.loaded "$(cat /sys/module/nvidia/version)"; fi
 if [ -d /sys/module/nouveau ]; then kv nouveau.loaded true; fi
+if [ -e /etc/gpukit/proxy.env ]; then kv gpukit.proxy true; fi
 
 # Secure Boot: mokutil when present, else the EFI variable (last byte 1 = on).
 if command -v mokutil >/dev/null 2>&1; then

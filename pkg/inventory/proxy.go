@@ -1,0 +1,150 @@
+package inventory
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+)
+
+// checkProxy checks spec.proxy or a host's proxy. The URLs land in files on
+// every host and in the environment of its services: no credentials (they
+// would be readable in /proc/PID/environ and in systemd's unit dumps), only
+// a scheme, a host and a port.
+func (c *checker) checkProxy(path string, p *Proxy) {
+	for _, f := range []struct{ name, v string }{{"http", p.HTTP}, {"https", p.HTTPS}} {
+		if f.v == "" {
+			continue
+		}
+		if err := checkProxyURL(f.v); err != nil {
+			c.errorf(path+"."+f.name, "invalid proxy: %v", err)
+		}
+	}
+	if len(p.NoProxy) > 0 && !p.Enabled() {
+		c.warnf(path+".noProxy", "noProxy without http or https proxy has no effect")
+	}
+	for i, e := range p.NoProxy {
+		if err := checkNoProxy(e); err != nil {
+			c.errorf(fmt.Sprintf("%s.noProxy[%d]", path, i), "invalid noProxy entry: %v", err)
+		}
+	}
+}
+
+// checkProxyURL accepts http(s)://host:port with nothing else.
+func checkProxyURL(s string) error {
+	if strings.ContainsRune(s, '@') {
+		return fmt.Errorf("%s contains credentials (user@): gpukit writes the proxy into files and service environments on every host; let the proxy admit the hosts by address", q(withoutUserinfo(s)))
+	}
+	if err := badChar(s, charsURL); err != nil {
+		return err
+	}
+	if strings.ContainsRune(s, '%') {
+		// systemd reads % in Environment= as a specifier
+		return fmt.Errorf("%s: a proxy URL is scheme://host:port, without %%-escapes", q(s))
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+		return fmt.Errorf("%s is not a proxy URL such as http://proxy.example.com:3128", q(s))
+	}
+	if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("%s: a proxy URL is scheme://host:port, without a path or query", q(s))
+	}
+	if host := u.Hostname(); checkAddress(host) != nil {
+		return fmt.Errorf("%s: host %s is neither an IP address nor a DNS name", q(s), q(host))
+	}
+	if port := u.Port(); port != "" && !validPortText(port) {
+		return fmt.Errorf("%s: port %s is out of range 1-65535", q(s), q(port))
+	}
+	return nil
+}
+
+// withoutUserinfo is URL s with whatever precedes its host's "@" hidden: an
+// error message must not repeat a password.
+func withoutUserinfo(s string) string {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		scheme, rest = "", s
+	} else {
+		scheme += "://"
+	}
+	authority, path, slash := strings.Cut(rest, "/")
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		authority = "***" + authority[i:]
+	}
+	if slash {
+		authority += "/" + path
+	}
+	return scheme + authority
+}
+
+// checkNoProxy accepts what curl, Go and apt agree on: a host name, a
+// .domain suffix, an IP address or a CIDR, with an optional :port on names.
+func checkNoProxy(e string) error {
+	switch {
+	case e == "":
+		return fmt.Errorf("empty entry")
+	case e == "*":
+		return fmt.Errorf(`"*" sends nothing through the proxy; leave the proxy out instead`)
+	}
+	if _, err := netip.ParsePrefix(e); err == nil {
+		return nil
+	}
+	if _, err := netip.ParseAddr(e); err == nil {
+		return nil
+	}
+	host := strings.TrimPrefix(e, ".")
+	if h, port, err := net.SplitHostPort(host); err == nil {
+		if !validPortText(port) {
+			return fmt.Errorf("%s: port %s is out of range 1-65535", q(e), q(port))
+		}
+		host = h
+	}
+	if !isDNSName(strings.ToLower(host)) {
+		return fmt.Errorf("%s: expected a host name, .domain, IP address or CIDR", q(e))
+	}
+	return nil
+}
+
+// NoProxy is what m reaches directly, past its proxy: the written list,
+// then localhost, the cluster's own hosts (names and addresses), the
+// control-plane endpoint, the pod and service networks and the service
+// domains: the kubelet must reach the API, and containerd and dockerd their
+// own nodes, directly. Each entry once, in that order (nil without a proxy).
+func (inv *Inventory) NoProxy(m Machine) []string {
+	if !m.Proxy.Enabled() {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(es ...string) {
+		for _, e := range es {
+			if e != "" && !seen[e] {
+				seen[e] = true
+				out = append(out, e)
+			}
+		}
+	}
+	add(m.Proxy.NoProxy...)
+	add("localhost", "127.0.0.1", "::1")
+	for _, o := range inv.Machines {
+		add(o.Name, o.Address, o.NodeIP())
+	}
+	spec := &inv.Cluster.Spec
+	if spec.Orchestrator == Kubernetes {
+		if ep := spec.Kubernetes.ControlPlaneEndpoint; ep != "" {
+			host := ep
+			if h, _, err := net.SplitHostPort(ep); err == nil {
+				host = h
+			}
+			add(host)
+		}
+		for _, cidrs := range []string{spec.Network.PodCIDR, spec.Network.ServiceCIDR} {
+			for _, c := range strings.Split(cidrs, ",") {
+				add(strings.TrimSpace(c))
+			}
+		}
+		add(".svc", ".cluster.local")
+	}
+	return out
+}

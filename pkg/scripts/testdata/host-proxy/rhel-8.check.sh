@@ -1,0 +1,40 @@
+set -euo pipefail
+export LC_ALL=C DEBIAN_FRONTEND=noninteractive
+# Says which of the host's proxy settings differ from spec.proxy, one
+# "pending: ..." line each, and changes nothing. gpukit's files:
+# /etc/gpukit/proxy.env (sourced by gpukit's scripts for their downloads),
+# two marked lines in /etc/dnf/dnf.conf, and a drop-in
+# 90-gpukit-proxy.conf for each of containerd, kubelet. A running
+# service takes its new environment by a restart, except dockerd while
+# containers run on it (swarm has no live-restore: they would stop).
+# put FILE CONTENT: writes CONTENT (and a newline) to FILE, creating its
+# directory, unless FILE holds it already; true when it wrote.
+put() {
+  if [ "$(cat "$1" 2>/dev/null)" = "$2" ]; then return 1; fi
+  mkdir -p "${1%/*}"
+  printf '%s\n' "$2" >"$1"
+}
+env_file=/etc/gpukit/proxy.env
+dnf_conf=/etc/dnf/dnf.conf
+dnf_mark='# gpukit: spec.proxy (gpukit reset removes the next line)'
+units=(containerd kubelet)
+dropin() { echo "/etc/systemd/system/$1.service.d/90-gpukit-proxy.conf"; }
+# restart_if_running UNIT: a running service takes its new environment.
+restart_if_running() {
+  systemctl is-active -q "$1" 2>/dev/null || return 0
+  if [ "$1" = docker ] && [ -n "$(docker ps -q 2>/dev/null | head -n 1)" ]; then
+    echo "gpukit: dockerd keeps its old proxy environment until its next restart: containers run on it"
+    return 0
+  fi
+  systemctl restart "$1"
+  echo "gpukit: $1 restarted"
+}
+env_text=$'# gpukit: spec.proxy, for gpukit\'s own downloads (gpukit reset removes this file)\nexport HTTP_PROXY=http://proxy.example.com:3128\nexport http_proxy=http://proxy.example.com:3128\nexport HTTPS_PROXY=http://proxy.example.com:3129\nexport https_proxy=http://proxy.example.com:3129\nexport NO_PROXY=.corp.example.com,registry.example.com,10.1.0.0/16,localhost,127.0.0.1,::1,gpu-01,10.0.0.11,10.244.0.0/16,10.96.0.0/12,.svc,.cluster.local\nexport no_proxy=.corp.example.com,registry.example.com,10.1.0.0/16,localhost,127.0.0.1,::1,gpu-01,10.0.0.11,10.244.0.0/16,10.96.0.0/12,.svc,.cluster.local'
+dnf_line='proxy=http://proxy.example.com:3129'
+unit_text=$'# gpukit: spec.proxy (gpukit reset removes this file)\n[Service]\nEnvironment="HTTP_PROXY=http://proxy.example.com:3128"\nEnvironment="http_proxy=http://proxy.example.com:3128"\nEnvironment="HTTPS_PROXY=http://proxy.example.com:3129"\nEnvironment="https_proxy=http://proxy.example.com:3129"\nEnvironment="NO_PROXY=.corp.example.com,registry.example.com,10.1.0.0/16,localhost,127.0.0.1,::1,gpu-01,10.0.0.11,10.244.0.0/16,10.96.0.0/12,.svc,.cluster.local"\nEnvironment="no_proxy=.corp.example.com,registry.example.com,10.1.0.0/16,localhost,127.0.0.1,::1,gpu-01,10.0.0.11,10.244.0.0/16,10.96.0.0/12,.svc,.cluster.local"'
+if [ "$(cat "$env_file" 2>/dev/null)" != "$env_text" ]; then echo "pending: $env_file"; fi
+if ! grep -qxF "$dnf_mark" "$dnf_conf" 2>/dev/null || ! grep -qxF "$dnf_line" "$dnf_conf"; then echo "pending: proxy in $dnf_conf"; fi
+for u in "${units[@]}"; do
+  f=$(dropin "$u")
+  if [ "$(cat "$f" 2>/dev/null)" != "$unit_text" ]; then echo "pending: $f"; fi
+done
