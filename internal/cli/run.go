@@ -147,6 +147,11 @@ func (o *runOptions) load(s Streams) (*loaded, error) {
 	}); err != nil {
 		return nil, usage(err)
 	}
+	// The registry mirror's CA and password: read here, so that a missing
+	// file or variable stops the run before any host is touched.
+	if err := inv.ReadSite(os.LookupEnv, os.ReadFile); err != nil {
+		return nil, usage(err)
+	}
 	printWarnings(s.Err, inv)
 	return &loaded{inv: inv, out: out}, nil
 }

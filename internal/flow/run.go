@@ -88,7 +88,7 @@ func Run(ctx context.Context, inv *inventory.Inventory, f Flow, o RunOptions) (*
 	}
 	d := cfgs.NewDialer()
 	defer d.Close()
-	return o.run(ctx, f, d.Dial, cfgs.Secrets)
+	return o.run(ctx, f, d.Dial, append(cfgs.Secrets, inv.SiteSecrets()...))
 }
 
 // run runs f's phases on its machines, reached through dial.

@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,6 +40,8 @@ type Facts struct {
 	// LoadedDriver is the version of the nvidia kernel module in memory.
 	LoadedDriver  string `json:"loadedDriver,omitempty"`
 	NouveauLoaded bool   `json:"nouveauLoaded"`
+	// Addresses are the host's global IP addresses, by interface.
+	Addresses []IfAddr `json:"addresses,omitempty"`
 	// GPUKitProxy: gpukit's proxy settings are on the host (its
 	// /etc/gpukit/proxy.env, written first and removed last).
 	GPUKitProxy bool     `json:"gpukitProxy,omitempty"`
@@ -98,6 +101,26 @@ type GPU struct {
 func (f *Facts) SecureBootEnabled() bool {
 	s := strings.ToLower(f.SecureBoot)
 	return strings.Contains(s, "secureboot enabled") || s == "efivar 1"
+}
+
+// IfAddr is one of a host's IP addresses and its interface.
+type IfAddr struct {
+	Interface string `json:"interface"`
+	Address   string `json:"address"`
+}
+
+// Interface is the interface that holds address ip ("" when none does).
+func (f *Facts) Interface(ip string) string {
+	want, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ""
+	}
+	for _, a := range f.Addresses {
+		if have, err := netip.ParseAddr(a.Address); err == nil && have.Unmap() == want.Unmap() {
+			return a.Interface
+		}
+	}
+	return ""
 }
 
 // PCIAddress is a PCI address in one form, whoever wrote it: lower case,
@@ -240,6 +263,9 @@ func (f *Facts) set(key, value string, ports map[int]bool) error {
 		f.NouveauLoaded = value == "true"
 	case "gpukit.proxy":
 		f.GPUKitProxy = value == "true"
+	case "ip.addr":
+		dev, addr, _ := strings.Cut(value, " ")
+		f.Addresses = append(f.Addresses, IfAddr{Interface: dev, Address: addr})
 	case "secureboot":
 		f.SecureBoot = value
 	case "runtime":

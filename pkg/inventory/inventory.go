@@ -11,6 +11,10 @@ type Inventory struct {
 	Machines []Machine
 	// Warnings are questionable but valid choices; they never fail a load.
 	Warnings []Issue
+	// Site is what the inventory names on this machine, read by ReadSite.
+	Site Site
+
+	pos positions // where each field is written, for ReadSite's errors
 }
 
 // Machine is one host after range expansion, with how to reach it.

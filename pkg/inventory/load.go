@@ -138,7 +138,7 @@ func ParseWith(file string, data []byte, o Overrides) (*Inventory, error) {
 	if len(errs) > 0 {
 		return nil, &ValidationError{File: file, Issues: errs, Warnings: warns}
 	}
-	return &Inventory{File: file, Cluster: cluster, Machines: machines, Warnings: warns}, nil
+	return &Inventory{File: file, Cluster: cluster, Machines: machines, Warnings: warns, pos: d.pos}, nil
 }
 
 // parseDocument parses data into the root mapping node of its single YAML

@@ -148,3 +148,54 @@ func (inv *Inventory) NoProxy(m Machine) []string {
 	}
 	return out
 }
+
+// checkRegistryAccess checks the registry mirror's CA file and login: both
+// need an HTTPS mirror (a plain-HTTP one would send the password in clear
+// and has no certificate), and only containerd pulls through the mirror.
+func (c *checker) checkRegistryAccess(m *Mirrors, o Orchestrator, allowInline bool) {
+	const p = "spec.mirrors"
+	plain := strings.HasPrefix(m.Registry, "http://")
+	if f := m.RegistryCAFile; f != "" {
+		switch {
+		case m.Registry == "":
+			c.errorf(p+".registryCAFile", "registryCAFile without spec.mirrors.registry")
+		case plain:
+			c.errorf(p+".registryCAFile", "registryCAFile for the plain-HTTP mirror %s: a CA signs an HTTPS mirror's certificate", q(m.Registry))
+		}
+		if err := checkPath(f); err != nil {
+			c.errorf(p+".registryCAFile", "invalid CA file: %v", err)
+		}
+	}
+	if l := m.RegistryLogin; l != nil {
+		switch {
+		case m.Registry == "":
+			c.errorf(p+".registryLogin", "registryLogin without spec.mirrors.registry")
+		case plain:
+			c.errorf(p+".registryLogin", "a login for the plain-HTTP mirror %s would send its password in clear: serve the mirror over HTTPS", q(m.Registry))
+		}
+		if !validUsername(l.Username) {
+			// Harbor's robot accounts hold $ and +: any printable ASCII
+			// but the colon basic authentication separates it by
+			c.errorf(p+".registryLogin.username", "invalid registry username %s: printable ASCII without spaces or a colon", q(l.Username))
+		}
+		if l.Password == nil {
+			c.errorf(p+".registryLogin.password", "a registry login needs a password: {env: NAME} or {file: PATH}")
+		}
+		c.checkSecret(p+".registryLogin.password", l.Password, allowInline)
+	}
+	if (m.RegistryCAFile != "" || m.RegistryLogin != nil) && o == Swarm {
+		c.warnf(p+".registry", "registryCAFile and registryLogin are containerd's (kubernetes): swarm's dockerd does not pull through spec.mirrors.registry")
+	}
+}
+
+func validUsername(u string) bool {
+	if u == "" || len(u) > 256 {
+		return false
+	}
+	for _, r := range u {
+		if r <= ' ' || r > '~' || r == ':' {
+			return false
+		}
+	}
+	return true
+}

@@ -401,11 +401,26 @@ type Mirrors struct {
 	// containerd on every node pulls those registries' images from it. host[:port][/path];
 	// http://host[:port][/path] for one that speaks plain HTTP.
 	Registry string `yaml:"registry,omitempty" json:"registry,omitempty"`
+	// RegistryCAFile is a PEM file on this machine with the CA certificate(s) that signed the
+	// HTTPS registry mirror's certificate, where the hosts do not trust it already: containerd
+	// trusts it for the mirror only (certs.d/<mirror>/ca.crt).
+	RegistryCAFile string `yaml:"registryCAFile,omitempty" json:"registryCAFile,omitempty"`
+	// RegistryLogin logs containerd in to the registry mirror (HTTP basic authentication, sent
+	// only to the mirror; hosts.toml files readable by root only).
+	RegistryLogin *RegistryLogin `yaml:"registryLogin,omitempty" json:"registryLogin,omitempty"`
 	// SigningKeys name the keys of package mirrors re-signed with the site's own key, by full
 	// fingerprint (40 hex digits; gpg's spaced form is read too). A host trusts a mirror's key
 	// only when its fingerprint is listed: here for a re-signed mirror, else in gpukit's bill of
 	// materials (the upstream repository's own key, for a mirror that copies it as it is).
 	SigningKeys MirrorKeys `yaml:"signingKeys,omitempty" json:"signingKeys,omitempty"`
+}
+
+// RegistryLogin is an account on the registry mirror.
+type RegistryLogin struct {
+	// Username of the account.
+	Username string `yaml:"username" json:"username"`
+	// Password (or token) of the account, from an environment variable or a file.
+	Password *SecretRef `yaml:"password" json:"password"`
 }
 
 // MirrorKeys are the fingerprints of the keys that sign re-signed mirrors,

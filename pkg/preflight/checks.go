@@ -57,6 +57,7 @@ func CheckHost(inv *inventory.Inventory, m inventory.Machine, f *facts.Facts) []
 	c.timeSync()
 	c.ports()
 	c.hostname()
+	c.nodeAddress()
 	return c.out
 }
 
@@ -333,6 +334,29 @@ func (c *checker) hostname() {
 		return
 	}
 	c.add("hostname", Pass, "%s", c.f.Hostname)
+}
+
+// nodeAddress: the address the cluster will know the host by is one of
+// its own (a typo would surface only in kubeadm or swarm, after the
+// install). Only when it is not the SSH address, which reached the host.
+func (c *checker) nodeAddress() {
+	ip := c.m.NodeAddress
+	if ip == "" {
+		return
+	}
+	if len(c.f.Addresses) == 0 {
+		c.add("node-address", Warn, "node address %s not checked: the host did not list its addresses (no ip command)", ip)
+		return
+	}
+	if dev := c.f.Interface(ip); dev != "" {
+		c.add("node-address", Pass, "%s on %s", ip, dev)
+		return
+	}
+	var have []string
+	for _, a := range c.f.Addresses {
+		have = append(have, a.Address+" ("+a.Interface+")")
+	}
+	c.add("node-address", Fail, "node address %s is not on this host; its addresses: %s", ip, strings.Join(have, ", "))
 }
 
 // CheckCluster compares hosts with each other: Kubernetes and Swarm need

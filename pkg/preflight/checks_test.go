@@ -46,6 +46,7 @@ func TestCheckHost(t *testing.T) {
 	worker := inventory.Machine{Name: "gpu-001", Roles: []inventory.Role{inventory.RoleWorker}}
 	cp := inventory.Machine{Name: "gpu-001", Roles: []inventory.Role{inventory.RoleControlPlane}}
 	manager := inventory.Machine{Name: "gpu-001", Roles: []inventory.Role{inventory.RoleManager}}
+	fabric := inventory.Machine{Name: "gpu-001", Address: "10.0.0.1", NodeAddress: "10.10.0.1", Roles: []inventory.Role{inventory.RoleWorker}}
 	h100 := facts.GPU{Index: 0, UUID: "GPU-1", Name: "NVIDIA H100 80GB HBM3", MemMiB: 81559, Driver: "590.48.01", MIGMode: "Disabled"}
 	tests := []struct {
 		name       string
@@ -60,6 +61,13 @@ func TestCheckHost(t *testing.T) {
 		reason     string
 	}{
 		{name: "healthy ubuntu", m: worker, check: "os", want: Pass, reason: "Ubuntu 24.04.1 LTS"},
+		{name: "node address on the fabric NIC", m: fabric, mutate: func(f *facts.Facts) {
+			f.Addresses = []facts.IfAddr{{Interface: "eno1", Address: "10.0.0.1"}, {Interface: "ib0", Address: "10.10.0.1"}}
+		}, check: "node-address", want: Pass, reason: "10.10.0.1 on ib0"},
+		{name: "node address not on the host", m: fabric, mutate: func(f *facts.Facts) {
+			f.Addresses = []facts.IfAddr{{Interface: "eno1", Address: "10.0.0.1"}}
+		}, check: "node-address", want: Fail, reason: "node address 10.10.0.1 is not on this host; its addresses: 10.0.0.1 (eno1)"},
+		{name: "node address unchecked without ip", m: fabric, check: "node-address", want: Warn, reason: "not checked"},
 		{name: "debian 12 point release", m: worker, mutate: func(f *facts.Facts) { f.OS = facts.OS{ID: "debian", Version: "12"} }, check: "os", want: Pass},
 		{name: "rocky 9.4", m: worker, mutate: func(f *facts.Facts) { f.OS = facts.OS{ID: "rocky", Version: "9.4"} }, check: "os", want: Pass},
 		{name: "ubuntu 20.04 unsupported", m: worker, mutate: func(f *facts.Facts) { f.OS = facts.OS{ID: "ubuntu", Version: "20.04"} }, check: "os", want: Fail, reason: "versions supported: 22.04, 24.04"},

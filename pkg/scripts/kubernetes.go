@@ -186,8 +186,8 @@ func ContainerdConfig(p BackupParams, config string, hosts map[string]string) (s
 	c.Args = []string{strings.TrimRight(config, "\n")}
 	paths := make([]string, 0, len(hosts))
 	for path := range hosts {
-		if !strings.HasPrefix(path, "/etc/containerd/certs.d/") || !strings.HasSuffix(path, "/hosts.toml") {
-			return ssh.Command{}, fmt.Errorf("script containerd.sh: %q is not a hosts.toml of /etc/containerd/certs.d", path)
+		if !strings.HasPrefix(path, "/etc/containerd/certs.d/") || !strings.HasSuffix(path, "/hosts.toml") && !strings.HasSuffix(path, "/ca.crt") {
+			return ssh.Command{}, fmt.Errorf("script containerd.sh: %q is not a hosts.toml or ca.crt of /etc/containerd/certs.d", path)
 		}
 		paths = append(paths, path)
 	}

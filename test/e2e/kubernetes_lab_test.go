@@ -759,7 +759,8 @@ func phaseTime(r initResult, phase string) time.Duration {
 // and the oldest Kubernetes there are modules for with Debian's own
 // containerd 1.6 (config version 2), at a site whose hosts reach their
 // mirrors only through its HTTP proxy (spec.proxy; the lab's squid, the
-// hosts' direct way to the mirrors cut).
+// hosts' direct way to the mirrors cut) and whose servers have two NICs:
+// SSH on the management network, the cluster on the fabric (nodeAddress).
 func TestLabKubernetesVariants(t *testing.T) {
 	cluster.Require(t)
 	lab.Require(t)
@@ -772,14 +773,14 @@ func TestLabKubernetesVariants(t *testing.T) {
 		name, version, kube string
 		hosts               int
 		roles               map[string]string
-		proxy               bool
+		proxy               bool // and a fabric
 	}{
 		{"ha-3-control-planes", "", "controlPlaneEndpoint: 10.251.2.1\n", 3,
 			map[string]string{"lab-2": "control-plane", "lab-3": "control-plane"}, false},
-		{"oldest-with-distribution-containerd-through-a-proxy", oldest, "containerd: {source: distribution}\n", 2, nil, true},
+		{"oldest-with-distribution-containerd-through-a-proxy-on-a-fabric", oldest, "containerd: {source: distribution}\n", 2, nil, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			l := lab.Start(t, lab.Options{Hosts: c.hosts, Kube: true})
+			l := lab.Start(t, lab.Options{Hosts: c.hosts, Kube: true, Fabric: c.proxy})
 			dir := t.TempDir()
 			b, err := os.ReadFile(l.Inventory)
 			if err != nil {
@@ -792,6 +793,15 @@ func TestLabKubernetesVariants(t *testing.T) {
 					t.Fatalf("no worker %s in %s", h, l.Inventory)
 				}
 				s = re.ReplaceAllString(s, "${1}["+role+"]")
+			}
+			if c.proxy {
+				for _, h := range l.Hosts {
+					line := "      address: " + h.Address + "\n"
+					if !strings.Contains(s, line) {
+						t.Fatalf("no %q in %s", line, l.Inventory)
+					}
+					s = strings.Replace(s, line, line+"      nodeAddress: "+h.Fabric+"\n", 1)
+				}
 			}
 			src := filepath.Join(dir, "lab.yaml")
 			if err := os.WriteFile(src, []byte(s), 0o644); err != nil {
@@ -910,6 +920,9 @@ func TestLabKubernetesVariants(t *testing.T) {
 			if r := runInit(t, "init", "-i", inv, "--kubeconfig-out", kubeconfig); r.code != cli.ExitOK || r.counts.Changed != 0 {
 				t.Errorf("second init: exit %d %+v writes %v", r.code, r.counts, r.writeSteps())
 			}
+			if c.proxy {
+				onFabric(t, l, kubectlAt(t, filepath.Join(cluster.BuildVersion(t, "v"+site.Version), "kubectl"), kubeconfig))
+			}
 			if proxied != nil { // last: it resets a host's proxy
 				proxied.check(t, l, inv)
 			}
@@ -941,4 +954,27 @@ func hostNames(l *lab.Lab) []string {
 		out = append(out, h.Name)
 	}
 	return out
+}
+
+// onFabric: a cluster of multi-NIC hosts runs on their node addresses (the
+// fabric, eth1), though gpukit reached them on the management network: the
+// nodes' InternalIP (the kubelet's --node-ip), flannel's address (its
+// --iface) and the API server's advertised endpoint are fabric addresses.
+func onFabric(t *testing.T, l *lab.Lab, kubectl func(...string) []byte) {
+	t.Helper()
+	out := string(kubectl("get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.addresses[?(@.type=="InternalIP")].address} {.metadata.annotations.flannel\.alpha\.coreos\.com/public-ip}{"\n"}{end}`))
+	fabric := map[string]string{}
+	for _, h := range l.Hosts {
+		fabric[h.Name] = h.Fabric
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[1] != fabric[f[0]] || f[2] != fabric[f[0]] {
+			t.Errorf("node %q: want InternalIP and flannel's public-ip %s (the fabric)", line, fabric[f[0]])
+		}
+	}
+	if ep := strings.TrimSpace(string(kubectl("-n", "default", "get", "endpoints", "kubernetes", "-o", "jsonpath={.subsets[0].addresses[*].ip}"))); ep != l.Hosts[0].Fabric {
+		t.Errorf("the API server advertises %q, want %s (its fabric address)", ep, l.Hosts[0].Fabric)
+	}
+	t.Logf("on the fabric: nodes, flannel and the API server:\n%s", out)
 }

@@ -39,12 +39,17 @@ type Options struct {
 	Light bool
 	// Kube makes full hosts ready for kubelet and containerd (lab.sh up --kube).
 	Kube bool
+	// Fabric gives full hosts a second NIC on a network of their own (lab.sh up --fabric):
+	// Host.Fabric, as a multi-NIC GPU server's cluster network beside its SSH network.
+	Fabric bool
 }
 
 // Host is one lab host.
 type Host struct {
 	Name    string // lab-N or lite-N; also its hostname
 	Address string // IPv4 address on the lab bridge, port 22
+	// Fabric is the host's address on the fabric network (eth1), with Options.Fabric.
+	Fabric string
 }
 
 // Lab is a running lab. Its methods may be called from several goroutines.
@@ -140,7 +145,20 @@ func Start(t testing.TB, opts Options) *Lab {
 	case opts.Kube:
 		args = []string{"--kube", strconv.Itoa(opts.Hosts)}
 	}
-	return start(t, nil, opts.Light, args...)
+	if opts.Fabric {
+		if opts.Light {
+			t.Fatal("lab: Fabric hosts are full hosts, not Light")
+		}
+		args = append([]string{"--fabric"}, args...)
+	}
+	l := start(t, nil, opts.Light, args...)
+	if opts.Fabric {
+		for i := range l.Hosts {
+			// lab.sh's layout: the fabric's host N of lab L is 10.252.(2L).N, as 10.251.(2L).N
+			l.Hosts[i].Fabric = "10.252." + strings.TrimPrefix(l.Hosts[i].Address, "10.251.")
+		}
+	}
+	return l
 }
 
 // start is Start, after Require, for `lab.sh up ARGS` (a count or host names), with env added

@@ -16,6 +16,8 @@
 #   registry [push NAME:TAG DIR [ENTRYPOINT..]]  the lab's container registry (10.251.0.1:5000)
 #   up [--light] N | NAME.. hosts lab-1..N (full) or lite-1..N (light); last line = inventory path
 #                           --kube: full hosts made for Kubernetes nodes (see kube_host)
+#                           --fabric: full hosts get a second NIC, eth1, on the fabric bridge
+#                           (10.252.0.0/16, host to host only), like a GPU server's cluster network
 #   stop NAME / start NAME  host down (powered off: no link) / back up with the same host key
 #                           (start also ends a reboot delay early, and boots a host that is down/off)
 #   reboot-delay NAME [SECONDS|never|default]  how long a full host stays down when it reboots
@@ -44,6 +46,11 @@ KEY=$LAB/keys/id_ed25519
 PASSWORD_FILE=$LAB/secrets/ops-password
 BRIDGE=gklab0
 BRIDGE_ADDR=10.251.0.1
+# The fabric: a second network between full hosts made with --fabric (eth1), as the fast network
+# of multi-NIC GPU servers whose SSH runs on a management network (eth0). This machine has no
+# address on it: only the hosts talk there. Host N of lab L is FABRIC_NET.(2L).N.
+FABRIC_BRIDGE=gklab1
+FABRIC_NET=10.252
 # A bridge takes the lowest MAC of its ports unless given one: every host leaving would change
 # it, and every host's ARP entry for the bridge would point at a dead MAC for ~30-45 s.
 BRIDGE_MAC=02:67:6b:6c:61:62
@@ -348,6 +355,8 @@ bridge_up() {
 	[[ $(ip link show "$BRIDGE") == *"link/ether $BRIDGE_MAC "* ]] || ip link set "$BRIDGE" address "$BRIDGE_MAC"
 	[[ $(ip -o addr show dev "$BRIDGE") == *"inet $BRIDGE_ADDR/16 "* ]] || ip addr add "$BRIDGE_ADDR/16" dev "$BRIDGE"
 	ip link set "$BRIDGE" up
+	ip link show "$FABRIC_BRIDGE" >/dev/null 2>&1 || ip link add "$FABRIC_BRIDGE" type bridge
+	ip link set "$FABRIC_BRIDGE" up
 	if [ "$(cat /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null || echo 0)" = 1 ] &&
 		[[ $'\n'$(iptables -S FORWARD 2>/dev/null || true) == *$'\n-P FORWARD DROP'* ]]; then # e.g. after dockerd started
 		log "warning: br_netfilter + iptables FORWARD policy DROP: traffic between lab hosts is dropped"
@@ -799,6 +808,11 @@ personalize() { # identity of a new host (after `host NAME`), written into its u
 			>"$M/etc/systemd/network/10-gpukit-lab.network"
 	fi
 	if ((${KUBE:-0})) && [ "$KIND" = full ]; then kube_host; fi
+	if ((${FABRIC:-0})) && [ "$KIND" = full ]; then
+		touch "$HD/fabric"
+		printf '[Match]\nName=eth1\n\n[Network]\nAddress=%s/16\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n' "$FABRIC_NET.${ADDR#"$NET".}" \
+			>"$M/etc/systemd/network/11-gpukit-lab-fabric.network"
+	fi
 	touch "$HD/personalized"
 }
 # kube_host: what a Kubernetes node needs here (after `host NAME`, at creation; each fixes an error
@@ -831,9 +845,12 @@ net_up() {
 		host "$n"
 		a=${ADDR#"$NET".}
 		printf -v mac '02:67:6b:fb:%02x:%02x' "${a%.*}" "${a#*.}"
+		local fabric=0
+		if [ "$KIND" = full ] && { ((${FABRIC:-0})) || [ -e "$HD/fabric" ]; }; then fabric=1; fi
 		if [ -e "/run/netns/$NS" ]; then
 			if ip link show "$NS" >/dev/null 2>&1; then # a restart: netns and veth survived the stop
 				batch+="link set $NS master $BRIDGE up"$'\n'
+				if ((fabric)); then batch+="link set ${NS}f master $FABRIC_BRIDGE up"$'\n'; fi
 				continue
 			fi
 			if mountpoint -q "/run/netns/$NS"; then ip netns del "$NS"; else rm -f "/run/netns/$NS"; fi # stale (/run on disk)
@@ -841,13 +858,18 @@ net_up() {
 		# a veth left by a crash (sysfs is only a hint: it shows the netns that mounted it)
 		if [ -e "/sys/class/net/$NS" ]; then stale+="link del $NS"$'\n'; fi
 		batch+="netns add $NS"$'\n'"link add $NS type veth peer name eth0 address $mac netns $NS"$'\n'"link set $NS master $BRIDGE up"$'\n'
+		if ((fabric)); then
+			if [ -e "/sys/class/net/${NS}f" ]; then stale+="link del ${NS}f"$'\n'; fi
+			printf -v mac '02:67:6b:fc:%02x:%02x' "${a%.*}" "${a#*.}"
+			batch+="link add ${NS}f type veth peer name eth1 address $mac netns $NS"$'\n'"link set ${NS}f master $FABRIC_BRIDGE up"$'\n'
+		fi
 	done
 	if [ -n "$stale" ]; then ip -force -batch - <<<"$stale" >/dev/null 2>&1 || true; fi
 	if [ -n "$batch" ]; then ip -batch - <<<"$batch"; fi
 }
 net_down() { # powered off (after `host NAME`): no link, no address; peers get no ARP answer
 	[ -e "/run/netns/$NS" ] || return 0
-	ip -n "$NS" -force -batch - >/dev/null 2>&1 <<<$'addr flush dev eth0\nlink set eth0 down' || true
+	ip -n "$NS" -force -batch - >/dev/null 2>&1 <<<$'addr flush dev eth0\nlink set eth0 down\naddr flush dev eth1\nlink set eth1 down' || true
 }
 host_prepare() { # host_prepare NAME: overlay mounted, identity written
 	host "$1"
@@ -1201,11 +1223,12 @@ up_abort() {
 }
 cmd_up() {
 	local light=0 names=() n
-	KUBE=0
+	KUBE=0 FABRIC=0
 	while (($#)); do
 		case $1 in
 		--light) light=1 ;;
 		--kube) KUBE=1 ;;
+		--fabric) FABRIC=1 ;;
 		[0-9]*)
 			if ! [[ $1 =~ ^[1-9][0-9]*$ ]] || (($1 > 254)); then die "host count must be 1..254"; fi
 			for ((n = 1; n <= $1; n++)); do if ((light)); then names+=("lite-$n"); else names+=("lab-$n"); fi; done ;;
@@ -1215,6 +1238,7 @@ cmd_up() {
 	done
 	((${#names[@]})) || die "usage: lab.sh up [--light|--kube] N | NAME..."
 	if ((KUBE && light)); then die "--kube hosts are full hosts: not with --light"; fi
+	if ((FABRIC && light)); then die "--fabric hosts are full hosts: not with --light"; fi
 	[ "$ID" = auto ] || check_id
 	valid_delay "${GPUKIT_LAB_REBOOT_DELAY:-$REBOOT_DELAY_DEFAULT}" || die "GPUKIT_LAB_REBOOT_DELAY: seconds or never, got '$GPUKIT_LAB_REBOOT_DELAY'"
 	cmd_deps
@@ -1286,6 +1310,7 @@ shared_down() {
 	proxy_stop
 	registry_stop
 	ip link del "$BRIDGE" 2>/dev/null || true
+	ip link del "$FABRIC_BRIDGE" 2>/dev/null || true
 	rmdir /run/systemd/nspawn/propagate /run/systemd/nspawn/locks /run/systemd/nspawn 2>/dev/null || true # nspawn's, if empty
 	# `ip netns add` bind-mounted /run/netns onto itself; drop that once no namespace is left in it
 	if mountpoint -q /run/netns && [ -z "$(ls -A /run/netns 2>/dev/null)" ]; then umount /run/netns 2>/dev/null || true; fi

@@ -45,10 +45,21 @@ var privileged = map[string]string{"pod-security.kubernetes.io/enforce": "privil
 func CNIRelease(inv *inventory.Inventory) (charts.Release, bool) {
 	n := inv.Cluster.Spec.Network
 	v4, v6 := splitFamilies(n.PodCIDR)
+	nodeIPs := nodeAddresses(inv)
 	switch n.CNI {
 	case inventory.CNIFlannel:
+		values := map[string]any{"podCidr": v4, "podCidrv6": v6}
+		if len(nodeIPs) > 0 {
+			// flannel takes the default route's interface unless told; its
+			// --iface takes an IP and may repeat: each node finds its own.
+			args := append([]any{}, flannelArgs...)
+			for _, ip := range nodeIPs {
+				args = append(args, "--iface="+ip)
+			}
+			values["flannel"] = map[string]any{"args": args}
+		}
 		return charts.Release{Name: "flannel", Namespace: "kube-flannel", Chart: FlannelChart, NamespaceLabels: privileged,
-			Values: map[string]any{"podCidr": v4, "podCidrv6": v6}, Wait: true, Timeout: addonTimeout}, true
+			Values: values, Wait: true, Timeout: addonTimeout}, true
 	case inventory.CNICalico:
 		pools := []any{}
 		for _, c := range []string{v4, v6} {
@@ -56,14 +67,41 @@ func CNIRelease(inv *inventory.Inventory) (charts.Release, bool) {
 				pools = append(pools, map[string]any{"cidr": c})
 			}
 		}
+		network := map[string]any{"ipPools": pools}
+		if len(nodeIPs) > 0 {
+			// calico autodetects the first interface's address unless told
+			// to take the kubelet's --node-ip (the node's InternalIP)
+			network["nodeAddressAutodetectionV4"] = map[string]any{"kubernetes": "NodeInternalIP"}
+			network["nodeAddressAutodetectionV6"] = map[string]any{"kubernetes": "NodeInternalIP"}
+		}
 		return charts.Release{Name: "calico", Namespace: "tigera-operator", Chart: CalicoChart, NamespaceLabels: privileged,
-			Values: map[string]any{"installation": map[string]any{"calicoNetwork": map[string]any{"ipPools": pools}}}, Wait: true, Timeout: addonTimeout}, true
+			Values: map[string]any{"installation": map[string]any{"calicoNetwork": network}}, Wait: true, Timeout: addonTimeout}, true
 	case inventory.CNICilium:
 		// Its IPAM takes kubeadm's per-node pod ranges (values/cilium.yaml).
 		return charts.Release{Name: "cilium", Namespace: "kube-system", Chart: CiliumChart,
 			Values: manifests.Values(CiliumChart.Name), Wait: true, Timeout: addonTimeout}, true
 	}
 	return charts.Release{}, false
+}
+
+// flannelArgs are the flannel chart's own flannel.args, kept when gpukit
+// adds to them (Helm replaces a list; TestFlannelArgsAreTheChartsOwn).
+var flannelArgs = []any{"--ip-masq", "--kube-subnet-mgr"}
+
+// nodeAddresses are the hosts' node addresses, in inventory order, when any
+// host's differs from its SSH address (multi-NIC hosts); else none: the
+// pod network's own choice (the default route's interface) is then right.
+func nodeAddresses(inv *inventory.Inventory) []string {
+	var out []string
+	apart := false
+	for _, m := range inv.Machines {
+		out = append(out, m.NodeIP())
+		apart = apart || m.NodeAddress != "" && m.NodeAddress != m.Address
+	}
+	if !apart {
+		return nil
+	}
+	return out
 }
 
 // splitFamilies reads a CIDR or an IPv4,IPv6 pair.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/kube"
 )
 
@@ -177,11 +178,29 @@ func set(t map[string]any, v any, keys ...string) {
 // NVIDIA's charts pull from.
 var MirroredRegistries = []string{"registry.k8s.io", "docker.io", "ghcr.io", "quay.io", "nvcr.io"}
 
-// Mirror is spec.mirrors.registry taken apart.
+// Mirror is spec.mirrors.registry taken apart, with how containerd
+// trusts and logs in to it.
 type Mirror struct {
 	Scheme string // https, or http for a plain-HTTP mirror
 	Host   string // host[:port]
 	Path   string // "" or a path without slashes at either end
+	// CA is the PEM of the CA that signed the mirror's certificate
+	// (spec.mirrors.registryCAFile), or nil.
+	CA []byte
+	// Authorization is the login's header value ("Basic ..."), or "".
+	Authorization string
+}
+
+// MirrorOf is inv's registry mirror, with its CA and login as read from
+// this machine (Inventory.ReadSite); ok false without one.
+func MirrorOf(inv *inventory.Inventory) (Mirror, bool) {
+	r := inv.Cluster.Spec.Mirrors.Registry
+	if r == "" {
+		return Mirror{}, false
+	}
+	m := ParseMirror(r)
+	m.CA, m.Authorization = inv.Site.RegistryCA, inv.RegistryAuthorization()
+	return m, true
 }
 
 // ParseMirror reads [http://]host[:port][/path] (validated by the inventory).
@@ -200,13 +219,34 @@ func (m Mirror) Ref(registry, repo string) string {
 	return path.Join(m.Host, m.Path, registry, repo)
 }
 
-// HostsFiles are the hosts.toml files, by path, that make containerd pull
-// each mirrored registry's images from the mirror (and fall back to the
-// registry itself, where a site can reach it), and the mirror's own images
-// (spec.kubernetes.imageRepository pointing into it) over its scheme.
+// HostsFiles are the files, by path, that make containerd pull each
+// mirrored registry's images from the mirror (and fall back to the registry
+// itself, where a site can reach it), and the mirror's own images
+// (spec.kubernetes.imageRepository pointing into it) over its scheme: a
+// hosts.toml per registry, trusting the mirror's CA (ca.crt beside the
+// mirror's own hosts.toml) and sending its login to the mirror only.
 func (m Mirror) HostsFiles() map[string]string {
 	out := map[string]string{}
-	capabilities := "  capabilities = [\"pull\", \"resolve\"]\n"
+	mirrorDir := path.Join(CertsDir, hostDir(m.Host))
+	var ca string
+	if len(m.CA) > 0 {
+		ca = path.Join(mirrorDir, "ca.crt")
+		out[ca] = "# written by gpukit: the registry mirror's CA (spec.mirrors.registryCAFile)\n" + strings.TrimRight(string(m.CA), "\n") + "\n"
+	}
+	// host is one [host] table: the keys first, the header subtable last.
+	host := func(url string, keys ...string) string {
+		h := fmt.Sprintf("[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", url)
+		for _, k := range keys {
+			h += "  " + k + "\n"
+		}
+		if ca != "" {
+			h += fmt.Sprintf("  ca = %q\n", ca)
+		}
+		if m.Authorization != "" {
+			h += fmt.Sprintf("  [host.%q.header]\n    authorization = %q\n", url, m.Authorization)
+		}
+		return h
+	}
 	for _, r := range MirroredRegistries {
 		upstream := "https://" + r
 		if r == "docker.io" {
@@ -214,11 +254,12 @@ func (m Mirror) HostsFiles() map[string]string {
 		}
 		// override_path: the mirror's path is the API root for this
 		// registry's repositories (<mirror>/v2/<path>/<registry>/...).
-		out[path.Join(CertsDir, r, "hosts.toml")] = fmt.Sprintf("# written by gpukit: %s's images come from the mirror (spec.mirrors.registry)\nserver = %q\n\n[host.%q]\n%s  override_path = true\n",
-			r, upstream, m.Scheme+"://"+path.Join(m.Host, "v2", m.Path, r), capabilities)
+		url := m.Scheme + "://" + path.Join(m.Host, "v2", m.Path, r)
+		out[path.Join(CertsDir, r, "hosts.toml")] = fmt.Sprintf("# written by gpukit: %s's images come from the mirror (spec.mirrors.registry)\nserver = %q\n\n%s",
+			r, upstream, host(url, "override_path = true"))
 	}
-	out[path.Join(CertsDir, hostDir(m.Host), "hosts.toml")] = fmt.Sprintf("# written by gpukit: the registry mirror (spec.mirrors.registry)\nserver = %q\n\n[host.%q]\n%s",
-		m.Scheme+"://"+m.Host, m.Scheme+"://"+m.Host, capabilities)
+	out[path.Join(mirrorDir, "hosts.toml")] = fmt.Sprintf("# written by gpukit: the registry mirror (spec.mirrors.registry)\nserver = %q\n\n%s",
+		m.Scheme+"://"+m.Host, host(m.Scheme+"://"+m.Host))
 	return out
 }
 

@@ -84,12 +84,20 @@ func TestContainerdConfigRefuses(t *testing.T) {
 }
 
 func TestMirrorHostsFiles(t *testing.T) {
-	for _, c := range []struct{ name, mirror string }{
-		{"https-path", "registry.example.com/mirror"},
-		{"http-port", "http://10.251.0.1:5000"},
+	for _, c := range []struct {
+		name, mirror string
+		ca           []byte
+		auth         string
+	}{
+		{"https-path", "registry.example.com/mirror", nil, ""},
+		{"http-port", "http://10.251.0.1:5000", nil, ""},
+		// its own CA, a login (the golden file holds a made-up one)
+		{"https-ca-login", "10.251.0.1:5443/lab", []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"), "Basic cm9ib3Q6ZXhhbXBsZQ=="},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			files := ParseMirror(c.mirror).HostsFiles()
+			m := ParseMirror(c.mirror)
+			m.CA, m.Authorization = c.ca, c.auth
+			files := m.HostsFiles()
 			var b strings.Builder
 			paths := make([]string, 0, len(files))
 			for p := range files {
@@ -98,6 +106,9 @@ func TestMirrorHostsFiles(t *testing.T) {
 			slices.Sort(paths)
 			for _, p := range paths {
 				b.WriteString("==> " + p + "\n" + files[p] + "\n")
+				if strings.HasSuffix(p, "/ca.crt") {
+					continue
+				}
 				if _, err := toml.Decode(files[p], new(map[string]any)); err != nil {
 					t.Errorf("%s is not TOML: %v", p, err)
 				}

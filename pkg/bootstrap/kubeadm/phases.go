@@ -167,8 +167,8 @@ func (p *containerdPhase) want(ctx context.Context, h *engine.Host) (*containerd
 		return nil, err
 	}
 	w.hosts = map[string]string{}
-	if r := p.l.inv.Cluster.Spec.Mirrors.Registry; r != "" {
-		w.hosts = ParseMirror(r).HostsFiles()
+	if m, ok := MirrorOf(p.l.inv); ok {
+		w.hosts = m.HostsFiles()
 	}
 	switch {
 	case !bytes.Equal(bytes.TrimRight(s.Files[ContainerdConfigFile], "\n"), bytes.TrimRight(w.config, "\n")):

@@ -111,8 +111,10 @@ var credentialKeys = []string{"password", "auth", "identitytoken", "token"}
 // quoted strings of eight or more characters, as those could be one.
 func (s *State) Credentials() []string {
 	var out []string
-	for _, b := range s.Files {
-		out = append(out, fileCredentials(b)...)
+	for path, b := range s.Files {
+		if !strings.HasSuffix(path, "/ca.crt") { // certificates: public
+			out = append(out, fileCredentials(b)...)
+		}
 	}
 	return out
 }
@@ -121,7 +123,7 @@ func (s *State) Credentials() []string {
 func (s *State) CredentialFiles() []string {
 	var out []string
 	for path, b := range s.Files {
-		if len(fileCredentials(b)) > 0 {
+		if !strings.HasSuffix(path, "/ca.crt") && len(fileCredentials(b)) > 0 {
 			out = append(out, path)
 		}
 	}

@@ -1,6 +1,7 @@
 # Writes containerd's configuration: $1 is config.toml, rendered by gpukit
 # from the host's own for the installed containerd; then come pairs of a
-# registry's hosts.toml path and content. The first time gpukit changes
+# registry's hosts.toml (or a mirror's ca.crt) path and content, readable by
+# root only (a hosts.toml may hold the mirror's login). The first time gpukit changes
 # config.toml it keeps the original under {{.BackupDir}}. containerd restarts
 # only when config.toml changed (hosts.toml files are read at every pull).
 {{template "put"}}
@@ -21,11 +22,12 @@ shift
 declare -A wanted=()
 while [ $# -ge 2 ]; do
   wanted[$1]=1
-  if put "$1" "$2"; then echo "gpukit: $1 written"; fi
+  if (umask 077 && put "$1" "$2"); then echo "gpukit: $1 written"; fi
+  chmod 0600 "$1"
   shift 2
 done
-# hosts.toml files gpukit wrote for a mirror the inventory no longer names
-for f in /etc/containerd/certs.d/*/hosts.toml; do
+# files gpukit wrote for a mirror the inventory no longer names
+for f in /etc/containerd/certs.d/*/hosts.toml /etc/containerd/certs.d/*/ca.crt; do
   if [ -f "$f" ] && [ -z "${wanted[$f]:-}" ] && head -n 1 "$f" | grep -q '^# written by gpukit'; then
     rm -f "$f"
     rmdir "${f%/*}" 2>/dev/null || true

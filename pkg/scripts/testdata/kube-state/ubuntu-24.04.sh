@@ -2,7 +2,7 @@ set -euo pipefail
 export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 # Prints what the Kubernetes layer looks at, as key=value lines; changes
 # nothing: its packages (version, held), containerd's version and service,
-# its config.toml and the registries' hosts.toml files (base64), the kubelet's
+# its config.toml, the registries' hosts.toml and ca.crt files (base64), the kubelet's
 # service, and what kubeadm left: the API server's manifest, the kubelet's
 # kubeconfig (its server); the pause image kubeadm v1.37.2 names, which
 # containerd's sandbox must be.
@@ -20,7 +20,7 @@ if command -v containerd >/dev/null 2>&1; then kv containerd.version "$(containe
 kv containerd.active "$(systemctl is-active containerd 2>/dev/null || true)"
 kv kubelet.enabled "$(systemctl is-enabled kubelet 2>/dev/null || true)"
 kv kubelet.active "$(systemctl is-active kubelet 2>/dev/null || true)"
-for f in /etc/containerd/config.toml /etc/containerd/certs.d/*/hosts.toml; do
+for f in /etc/containerd/config.toml /etc/containerd/certs.d/*/hosts.toml /etc/containerd/certs.d/*/ca.crt; do
   if [ -f "$f" ]; then kv "file $f" "$(base64 -w0 <"$f")"; fi
 done
 for f in /opt/cni/bin/bridge /opt/cni/bin/host-local /opt/cni/bin/loopback /opt/cni/bin/portmap; do

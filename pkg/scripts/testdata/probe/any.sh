@@ -64,6 +64,10 @@ fi
 if [ -r /sys/module/nvidia/version ]; then kv nvidia.loaded "$(cat /sys/module/nvidia/version)"; fi
 if [ -d /sys/module/nouveau ]; then kv nouveau.loaded true; fi
 if [ -e /etc/gpukit/proxy.env ]; then kv gpukit.proxy true; fi
+# The host's own addresses (a node address must be one of them).
+if command -v ip >/dev/null 2>&1; then
+  ip -o addr show scope global 2>/dev/null | while read -r _ dev _ addr _; do kv ip.addr "${dev%%@*} ${addr%/*}"; done
+fi
 
 # Secure Boot: mokutil when present, else the EFI variable (last byte 1 = on).
 if command -v mokutil >/dev/null 2>&1; then
