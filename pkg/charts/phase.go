@@ -16,6 +16,8 @@ type Phase struct {
 	ID, Description string
 	Release         Release
 	Source          Source
+	// Access reaches an oci:// Source (AccessOf).
+	Access Access
 	// API reaches the cluster from h; its client is nil (no error) in a
 	// dry-run before the cluster exists.
 	API kube.API
@@ -62,7 +64,7 @@ func (p *Phase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, er
 func (p *Phase) Run(ctx context.Context, h *engine.Host) error {
 	r := p.Release
 	// Loading the chart is a read: a plan shows a chart it cannot find.
-	ch, err := p.Source.Load(ctx, r.Chart)
+	ch, err := p.Source.LoadWith(ctx, r.Chart, p.Access)
 	if err != nil {
 		return err
 	}

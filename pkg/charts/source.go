@@ -42,8 +42,9 @@ func Pinned(name string) Chart {
 
 // Source is where charts come from: "" for each chart's own repository, an
 // http(s) URL of a Helm repository that holds them all (spec.mirrors.charts),
-// or a local directory (an absolute path or file:// URL) of archives named
-// NAME-VERSION.tgz as `helm pull` saves them.
+// an oci:// registry repository holding them as `helm push` stores them
+// (NAME:VERSION below it), or a local directory (an absolute path or file://
+// URL) of archives named NAME-VERSION.tgz as `helm pull` saves them.
 type Source string
 
 // dir is the local directory the source names, if it names one.
@@ -64,8 +65,19 @@ const (
 
 // Load finds c at its version and loads it.
 func (s Source) Load(ctx context.Context, c Chart) (*chart.Chart, error) {
+	return s.LoadWith(ctx, c, Access{})
+}
+
+// LoadWith is Load with a's CA and login for an oci:// source.
+func (s Source) LoadWith(ctx context.Context, c Chart, a Access) (*chart.Chart, error) {
 	if dir, ok := s.dir(); ok {
 		return loadFromDir(dir, c)
+	}
+	if strings.HasPrefix(string(s), "oci://") {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return loadOCI(string(s), c, a)
 	}
 	repoURL := c.Repo
 	if s != "" {

@@ -3,7 +3,9 @@ package charts
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -337,13 +339,89 @@ func TestLoadFromRepository(t *testing.T) {
 	})
 }
 
-// An OCI registry is not a chart source: gpukit finds a chart through a
-// repository's index, which a registry has none of.
-func TestOCIIsNotASource(t *testing.T) {
-	_, err := Source("oci://127.0.0.1:1/charts").Load(context.Background(), Chart{Name: "web", Version: "1.0.0"})
-	if err == nil || !strings.HasPrefix(err.Error(), "chart web 1.0.0 in oci://127.0.0.1:1/charts: ") {
-		t.Errorf("error %v", err)
+// ociRegistry is an OCI distribution registry over TLS that holds one chart
+// as `helm push` stores it (the archive as a layer), asking for a login.
+func ociRegistry(t *testing.T, repo, tag string, archive []byte, user, password string) *httptest.Server {
+	t.Helper()
+	digest := func(b []byte) string { s := sha256.Sum256(b); return "sha256:" + hex.EncodeToString(s[:]) }
+	config := []byte(`{"name":"web","version":"1.0.0","apiVersion":"v2"}`)
+	manifest := []byte(fmt.Sprintf(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",`+
+		`"config":{"mediaType":"application/vnd.cncf.helm.config.v1+json","digest":%q,"size":%d},`+
+		`"layers":[{"mediaType":"application/vnd.cncf.helm.chart.content.v1.tar+gzip","digest":%q,"size":%d}]}`,
+		digest(config), len(config), digest(archive), len(archive)))
+	blobs := map[string][]byte{digest(config): config, digest(archive): archive}
+	return httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
+			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		switch p := r.URL.Path; {
+		case p == "/v2/":
+		case p == "/v2/"+repo+"/manifests/"+tag || p == "/v2/"+repo+"/manifests/"+digest(manifest):
+			w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+			w.Header().Set("Docker-Content-Digest", digest(manifest))
+			w.Header().Set("Content-Length", fmt.Sprint(len(manifest)))
+			if r.Method == http.MethodGet {
+				w.Write(manifest)
+			}
+		case strings.HasPrefix(p, "/v2/"+repo+"/blobs/") && blobs[strings.TrimPrefix(p, "/v2/"+repo+"/blobs/")] != nil:
+			b := blobs[strings.TrimPrefix(p, "/v2/"+repo+"/blobs/")]
+			w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+			if r.Method == http.MethodGet {
+				w.Write(b)
+			}
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+}
+
+// An OCI registry holding the charts (spec.mirrors.charts: oci://...):
+// pulled by Helm's registry client over HTTPS with the site's CA and login,
+// the archive checked against its pin like a repository's.
+func TestLoadFromOCI(t *testing.T) {
+	dir := t.TempDir()
+	archive, err := os.ReadFile(saveChart(t, testChart("web", "1.0.0"), dir, ""))
+	if err != nil {
+		t.Fatal(err)
 	}
+	srv := ociRegistry(t, "site/charts/web", "1.0.0", archive, "robot", "pw")
+	defer srv.Close()
+	ca := pemOf(srv.Certificate())
+	src := Source("oci://" + srv.Listener.Addr().String() + "/site/charts")
+	sum := sha256.Sum256(archive)
+	pinned := Chart{Name: "web", Version: "1.0.0", SHA256: hex.EncodeToString(sum[:])}
+	for _, tt := range []struct {
+		name  string
+		chart Chart
+		a     Access
+		err   string
+	}{
+		{"pinned, with CA and login", pinned, Access{CA: ca, Username: "robot", Password: "pw"}, ""},
+		{"unpinned", Chart{Name: "web", Version: "1.0.0"}, Access{CA: ca, Username: "robot", Password: "pw"}, ""},
+		{"another pin", Chart{Name: "web", Version: "1.0.0", SHA256: strings.Repeat("0", 64)}, Access{CA: ca, Username: "robot", Password: "pw"}, "but the bill of materials pins"},
+		{"without the site's CA", pinned, Access{Username: "robot", Password: "pw"}, "certificate"},
+		{"without the login", pinned, Access{CA: ca}, "basic credential not found"},
+		{"a version it lacks", Chart{Name: "web", Version: "9.9.9"}, Access{CA: ca, Username: "robot", Password: "pw"}, "not found"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ch, err := src.LoadWith(context.Background(), tt.chart, tt.a)
+			if tt.err == "" {
+				if err != nil || ch.Metadata.Version != "1.0.0" {
+					t.Fatalf("%v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Fatalf("error %v, want %q", err, tt.err)
+			}
+		})
+	}
+}
+
+func pemOf(c *x509.Certificate) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
 }
 
 // Every chart the bill of materials pins whose real archive the fixtures

@@ -393,8 +393,10 @@ type Mirrors struct {
 	// Docker replaces download.docker.com.
 	Docker string `yaml:"docker,omitempty" json:"docker,omitempty"`
 	// Charts replaces the Helm chart repositories: one Helm repository (index.yaml) over https
-	// holding every chart gpukit installs, or a directory on the machine running gpukit (/path or
-	// file:///path) of chart archives named NAME-VERSION.tgz, as `helm pull` saves them.
+	// holding every chart gpukit installs, an OCI registry (oci://host[:port]/path, the charts
+	// pushed below it by `helm push`; on the registry mirror's host it takes its CA and login),
+	// or a directory on the machine running gpukit (/path or file:///path) of chart archives
+	// named NAME-VERSION.tgz, as `helm pull` saves them.
 	Charts string `yaml:"charts,omitempty" json:"charts,omitempty"`
 	// Registry holds copies of the public registries' images, each under a path named after its
 	// registry (MIRROR/registry.k8s.io/pause:3.10.1, MIRROR/docker.io/flannel/flannel:v0.27.4):

@@ -139,6 +139,15 @@ func (c *checker) checkMirrors(m *Mirrors) {
 			}
 			continue
 		}
+		if ref, ok := strings.CutPrefix(f.v, "oci://"); ok && f.name == "charts" {
+			// Helm's registry client pulls NAME:VERSION below it, over HTTPS.
+			if strings.ContainsRune(ref, '@') {
+				c.errorf(p+".charts", "invalid chart registry %s: credentials belong in spec.mirrors.registryLogin (same host as spec.mirrors.registry) or `helm registry login`", q(withoutUserinfo(f.v)))
+			} else if err := checkRegistry(ref); err != nil {
+				c.errorf(p+".charts", "invalid chart registry: %v", err)
+			}
+			continue
+		}
 		switch err := checkMirrorURL(f.v); {
 		case err != nil:
 			c.errorf(p+"."+f.name, "invalid mirror: %v", err)

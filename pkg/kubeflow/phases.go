@@ -97,7 +97,7 @@ func (p *Platform) Phases() []engine.Phase {
 				r, ok = rr, true
 			}
 		}
-		return &charts.Phase{ID: id, Description: title, Release: r, Source: p.site.Charts, API: p.api,
+		return &charts.Phase{ID: id, Description: title, Release: r, Source: p.site.Charts, Access: p.site.ChartAccess, API: p.api,
 			Target: func(hosts []*engine.Host) []*engine.Host {
 				if !ok {
 					return nil

@@ -58,8 +58,10 @@ type Site struct {
 	// RuntimeClass runs GPU pods (dcgm-exporter) where the NVIDIA runtime
 	// is not containerd's default; "" when it is.
 	RuntimeClass string
-	// Charts is where the charts come from (spec.mirrors.charts).
-	Charts charts.Source
+	// Charts is where the charts come from (spec.mirrors.charts), and
+	// ChartAccess how an oci:// one is reached.
+	Charts      charts.Source
+	ChartAccess charts.Access
 }
 
 // SiteOf is the platform of a cluster gpukit built from inv: Traefik on the
@@ -68,7 +70,7 @@ type Site struct {
 // kubernetes/containerd made it one.
 func SiteOf(inv *inventory.Inventory) Site {
 	spec := inv.Cluster.Spec
-	s := Site{Cluster: inv.Cluster.Metadata.Name, Addons: spec.Addons, Charts: charts.Source(spec.Mirrors.Charts)}
+	s := Site{Cluster: inv.Cluster.Metadata.Name, Addons: spec.Addons, Charts: charts.Source(spec.Mirrors.Charts), ChartAccess: charts.AccessOf(inv)}
 	if spec.Kubernetes.Containerd.NVIDIARuntime == inventory.NVIDIARuntimeClass {
 		s.RuntimeClass = kube.NVIDIARuntimeName
 	}

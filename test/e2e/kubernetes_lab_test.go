@@ -753,6 +753,8 @@ func phaseTime(r initResult, phase string) time.Duration {
 
 // The other shapes a site runs, each from the lab site's mirrors, one after
 // the other: an HA control plane (3 control planes, no worker: the
+// images from a private registry with its own CA and a login, the
+// plain-HTTP one cut off; the
 // control-plane taint stays off; the lab has no load balancer, so the
 // endpoint is lab-1's address: this shows the control planes joining one at
 // a time with the certificates uploaded under the run's key, not failover),
@@ -822,6 +824,10 @@ func TestLabKubernetesVariants(t *testing.T) {
 			if c.proxy {
 				proxied = throughProxy(t, l, inv)
 			}
+			var private *lab.SecureRegistry
+			if c.name == "ha-3-control-planes" {
+				private = usePrivateRegistry(t, l, inv)
+			}
 			// The canary (HA: join tokens and a certificate key): a site's
 			// registry password in a containerd hosts.toml gpukit reads, and
 			// every process's command line sampled during the run.
@@ -853,7 +859,9 @@ func TestLabKubernetesVariants(t *testing.T) {
 						t.Error("no join token left to search for")
 					}
 					secrets := map[string]string{"registry password": registryCanary,
-						"registry authorization": base64.StdEncoding.EncodeToString([]byte("robot:" + registryCanary))}
+						"registry authorization":         base64.StdEncoding.EncodeToString([]byte("robot:" + registryCanary)),
+						"private registry password":      private.Password,
+						"private registry authorization": base64.StdEncoding.EncodeToString([]byte(private.Username + ":" + private.Password))}
 					for i, tok := range tokens {
 						secrets[fmt.Sprintf("join token %d", i+1)] = tok
 						secrets[fmt.Sprintf("join token %d's secret half", i+1)] = tok[strings.IndexByte(tok, '.')+1:]
@@ -906,6 +914,12 @@ func TestLabKubernetesVariants(t *testing.T) {
 					if !strings.HasPrefix(f[2], "containerd://1.6.") {
 						t.Errorf("%s runs %s, want Debian's containerd 1.6", f[0], f[2])
 					}
+				}
+			}
+			if private != nil {
+				// the login sits in files only root reads
+				if got := l.SSH(t, "lab-2", "stat -c %a /etc/containerd/certs.d/registry.k8s.io/hosts.toml /etc/containerd/certs.d/"+private.Address+"/hosts.toml | sort -u"); got != "600" {
+					t.Errorf("lab-2's hosts.toml files have mode %q, want 600", got)
 				}
 			}
 			if c.name == "ha-3-control-planes" {

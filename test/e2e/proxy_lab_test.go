@@ -3,10 +3,13 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/gpukit/gpukit/internal/cli"
+	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/hostproxy"
 	"github.com/gpukit/gpukit/test/lab"
 )
@@ -155,4 +158,42 @@ func (p *proxyProof) check(t *testing.T, l *lab.Lab, inv string) {
 	if r := runInit(t, "reset", "-i", inv, "--hosts", host, "--yes", "--only-phases", hostproxy.PhaseRemove); r.code != cli.ExitOK || r.counts.Changed != 0 {
 		t.Errorf("reset/proxy again: exit %d %+v, want 0 changed\n%s", r.code, r.counts, r.out)
 	}
+}
+
+// usePrivateRegistry points inv at the lab's TLS registry (the same images,
+// a CA no host trusts, a login whose password comes from a file) and cuts
+// the lab's hosts off the plain one: every image the cluster runs comes
+// through spec.mirrors.registryCAFile and registryLogin, or init fails. The
+// pod network's chart comes from it too (spec.mirrors.charts: oci://...).
+func usePrivateRegistry(t *testing.T, l *lab.Lab, inv string) *lab.SecureRegistry {
+	t.Helper()
+	sec := l.SecureRegistry(t)
+	b, err := os.ReadFile(inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := "registry: http://" + l.Bridge + ":5000/"
+	text := string(b)
+	i := strings.Index(text, plain)
+	if i < 0 {
+		t.Fatalf("no %q in %s", plain, inv)
+	}
+	indent := text[strings.LastIndexByte(text[:i], '\n')+1 : i]
+	text = strings.Replace(text, plain, "registry: "+sec.Address+"/", 1)
+	eol := i + strings.IndexByte(text[i:], '\n')
+	text = text[:eol+1] + indent + "registryCAFile: " + sec.CAFile + "\n" +
+		indent + "registryLogin: {username: " + sec.Username + ", password: {file: " + sec.PasswordFile + "}}\n" + text[eol+1:]
+	// The charts from the same registry, as `helm push` stores them: the
+	// pod network's chart (the only one these variants install).
+	if m := regexp.MustCompile(`(?m)^(\s+charts: )(/\S+)$`).FindStringSubmatch(text); m != nil {
+		archive := filepath.Join(m[2], "flannel-"+kubeadm.FlannelChart.Version+".tgz")
+		base := sec.PushChart(t, "charts", archive)
+		text = strings.Replace(text, m[0], m[1]+base, 1)
+		t.Logf("the charts from %s (flannel %s pushed there)", base, kubeadm.FlannelChart.Version)
+	}
+	if err := os.WriteFile(inv, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.CutOff(t, 5000)
+	return &sec
 }

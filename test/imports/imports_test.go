@@ -41,7 +41,7 @@ var layers = []struct {
 	{"reading hosts; Helm releases as phases", []string{
 		"pkg/probe", "pkg/charts"}},
 	{"installers", []string{
-		"pkg/nvidia", "pkg/bootstrap/kubeadm", "pkg/bootstrap/swarm", "pkg/preflight"}},
+		"pkg/nvidia", "pkg/bootstrap/kubeadm", "pkg/bootstrap/swarm", "pkg/preflight", "pkg/hostproxy"}},
 	{"the cluster API's users and the reports", []string{
 		"pkg/kubeflow", "pkg/upgrade", "pkg/dcgm", "pkg/gpuhealth"}},
 	{"flows", []string{"internal/flow"}},

@@ -14,6 +14,8 @@
 #   deps                    apt-get install what the lab needs (only what is missing; without root: check)
 #   base                    build/refresh the shared base (cached in $LAB/base)
 #   registry [push NAME:TAG DIR [ENTRYPOINT..]]  the lab's container registry (10.251.0.1:5000)
+#   registry tls DIR        the same images over TLS with a login (10.251.0.1:5443; DIR: cert.pem,
+#                           key.pem, htpasswd)
 #   up [--light] N | NAME.. hosts lab-1..N (full) or lite-1..N (light); last line = inventory path
 #                           --kube: full hosts made for Kubernetes nodes (see kube_host)
 #                           --fabric: full hosts get a second NIC, eth1, on the fabric bridge
@@ -667,7 +669,10 @@ registry_serve() { # under the lock, after bridge_up
 	wait_tcp 10 "$BRIDGE_ADDR" "$REGISTRY_PORT" ||
 		{ tail -n 5 "$REGISTRY_DIR/registry.log" >&2; die "the registry did not start (log: $REGISTRY_DIR/registry.log)"; }
 }
-registry_stop() { stop_service "$REGISTRY_DIR/pid" "docker-registry serve $REGISTRY_DIR/config.yml"; }
+registry_stop() {
+	stop_service "$REGISTRY_DIR/pid" "docker-registry serve $REGISTRY_DIR/config.yml"
+	secure_registry_stop
+}
 registry_locked() { bridge_up; registry_serve; }
 # registry_push NAME:TAG DIR [ENTRYPOINT...]: DIR as a one-layer OCI image (reproducible: owner 0,
 # times 0, sorted), pushed to the lab registry with skopeo; prints its manifest digest.
@@ -710,7 +715,40 @@ PY
 	((rc == 0)) || die "push $ref to $REGISTRY failed"
 	skopeo inspect --tls-verify=false --format '{{.Digest}}' "docker://$REGISTRY/$name:$tag"
 }
-cmd_registry() { # registry [push NAME:TAG DIR [ENTRYPOINT...]]
+# registry tls DIR: the same images behind TLS and a login, as a site's private registry: a second
+# docker-registry on 10.251.0.1:5443 over the same storage, with DIR's cert.pem and key.pem (its
+# certificate, signed by a CA the hosts do not know) and htpasswd (bcrypt). Stops with the other.
+SECURE_REGISTRY_PORT=5443
+secure_registry_conf() { # secure_registry_conf DIR
+	cat <<EOF
+# docker-registry of the gpukit lab (test/lab/lab.sh): TLS and a login, on the lab bridge only
+version: 0.1
+log: {level: warn}
+storage:
+  filesystem: {rootdirectory: $REGISTRY_DIR/data}
+  delete: {enabled: true}
+http:
+  addr: $BRIDGE_ADDR:$SECURE_REGISTRY_PORT
+  tls: {certificate: $1/cert.pem, key: $1/key.pem}
+auth:
+  htpasswd: {realm: gpukit-lab, path: $1/htpasswd}
+EOF
+}
+secure_registry_serve() { # under the lock, after registry_serve: secure_registry_serve DIR
+	local bin=/usr/bin/docker-registry conf=$REGISTRY_DIR/secure.yml f
+	for f in cert.pem key.pem htpasswd; do [ -s "$1/$f" ] || die "registry tls: no $1/$f"; done
+	secure_registry_conf "$1" >"$conf.new"
+	if cmp -s "$conf.new" "$conf"; then rm -f "$conf.new"; else secure_registry_stop; mv "$conf.new" "$conf"; fi
+	if ! live_pid "$REGISTRY_DIR/secure.pid"; then
+		kill_matching "$bin serve $conf"
+		setsid "$bin" serve "$conf" </dev/null >"$REGISTRY_DIR/secure.log" 2>&1 9>&- &
+		write_pid $! "$REGISTRY_DIR/secure.pid"
+	fi
+	wait_tcp 10 "$BRIDGE_ADDR" "$SECURE_REGISTRY_PORT" ||
+		{ tail -n 5 "$REGISTRY_DIR/secure.log" >&2; die "the TLS registry did not start (log: $REGISTRY_DIR/secure.log)"; }
+}
+secure_registry_stop() { stop_service "$REGISTRY_DIR/secure.pid" "docker-registry serve $REGISTRY_DIR/secure.yml"; }
+cmd_registry() { # registry [push NAME:TAG DIR [ENTRYPOINT...] | tls DIR]
 	cmd_deps
 	with_lock registry_locked
 	case ${1:-} in
@@ -719,7 +757,13 @@ cmd_registry() { # registry [push NAME:TAG DIR [ENTRYPOINT...]]
 		shift
 		(($# >= 2)) || die "usage: lab.sh registry push NAME:TAG DIR [ENTRYPOINT...]"
 		registry_push "$@" ;;
-	*) die "usage: lab.sh registry [push NAME:TAG DIR [ENTRYPOINT...]]" ;;
+	tls)
+		[ -d "${2:-}" ] || die "usage: lab.sh registry tls DIR (with cert.pem, key.pem, htpasswd)"
+		local dir
+		dir=$(cd "$2" && pwd)
+		with_lock secure_registry_serve "$dir"
+		printf '%s:%s\n' "$BRIDGE_ADDR" "$SECURE_REGISTRY_PORT" ;;
+	*) die "usage: lab.sh registry [push NAME:TAG DIR [ENTRYPOINT...] | tls DIR]" ;;
 	esac
 }
 

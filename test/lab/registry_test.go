@@ -1,6 +1,10 @@
 package lab
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,5 +49,37 @@ ctr -n gpukit images ls -q | grep -c gpukit-lab/hello
 ctr -n gpukit run --rm `+reg+`/gpukit-lab/hello:1 hello-1`)
 	if got != "1\nhello from the lab registry" {
 		t.Errorf("containerd in lab-1: %q", got)
+	}
+	// The same image from the TLS twin: only with its CA, only with the login.
+	sec := l.SecureRegistry(t)
+	pem, err := os.ReadFile(sec.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	get := func(roots *x509.CertPool, user, password string) (int, error) {
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, Proxy: nil}}
+		req, _ := http.NewRequest("GET", "https://"+sec.Address+"/v2/gpukit-lab/hello/manifests/1", nil)
+		req.Header.Set("Accept", "application/vnd.oci.image.manifest.v1+json")
+		if user != "" {
+			req.SetBasicAuth(user, password)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	var unknown x509.UnknownAuthorityError
+	if _, err := get(nil, sec.Username, sec.Password); !errors.As(err, &unknown) {
+		t.Errorf("without its CA: %v, want an unknown authority", err)
+	}
+	if code, err := get(pool, "", ""); err != nil || code != http.StatusUnauthorized {
+		t.Errorf("without the login: %d %v, want 401", code, err)
+	}
+	if code, err := get(pool, sec.Username, sec.Password); err != nil || code != http.StatusOK {
+		t.Errorf("with CA and login: %d %v, want 200", code, err)
 	}
 }

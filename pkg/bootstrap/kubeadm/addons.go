@@ -155,7 +155,7 @@ func (l *Layer) GPU() engine.Phase {
 // when the inventory turns it off.
 func (l *Layer) addon(name, title string, release func(*inventory.Inventory) (charts.Release, bool)) *charts.Phase {
 	r, ok := release(l.inv)
-	return &charts.Phase{ID: name, Description: title, Release: r, Source: charts.Source(l.inv.Cluster.Spec.Mirrors.Charts),
+	return &charts.Phase{ID: name, Description: title, Release: r, Source: charts.Source(l.inv.Cluster.Spec.Mirrors.Charts), Access: charts.AccessOf(l.inv),
 		API: l,
 		Target: func(hosts []*engine.Host) []*engine.Host {
 			if !ok {
