@@ -109,7 +109,7 @@ func TestApplyScript(t *testing.T) {
 	}
 	for _, want := range []string{
 		`Environment="HTTPS_PROXY=http://proxy.example.com:3128"`,
-		`NO_PROXY=mirror.example.com,localhost,127.0.0.1,::1,cp-1,10.0.0.10,10.10.0.10,gpu-1,10.0.0.11,10.244.0.0/16,10.96.0.0/12,.svc,.cluster.local`,
+		`NO_PROXY=mirror.example.com,localhost,127.0.0.1,::1,cp-1,gpu-1,10.0.0.10/31,10.10.0.10,10.244.0.0/16,10.96.0.0/12,.svc,.cluster.local`,
 		`Acquire::http::Proxy::mirror.example.com "DIRECT";`,
 		`units=(containerd kubelet)`,
 	} {

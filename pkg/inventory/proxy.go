@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -107,7 +108,7 @@ func checkNoProxy(e string) error {
 }
 
 // NoProxy is what m reaches directly, past its proxy: the written list,
-// then localhost, the cluster's own hosts (names and addresses), the
+// then localhost, the cluster's own hosts (names, then addresses), the
 // control-plane endpoint, the pod and service networks and the service
 // domains: the kubelet must reach the API, and containerd and dockerd their
 // own nodes, directly. Each entry once, in that order (nil without a proxy).
@@ -127,8 +128,26 @@ func (inv *Inventory) NoProxy(m Machine) []string {
 	}
 	add(m.Proxy.NoProxy...)
 	add("localhost", "127.0.0.1", "::1")
+	var addrs []netip.Addr
 	for _, o := range inv.Machines {
-		add(o.Name, o.Address, o.NodeIP())
+		add(o.Name)
+		for _, a := range []string{o.Address, o.NodeIP()} {
+			if ip, err := netip.ParseAddr(a); err == nil {
+				addrs = append(addrs, ip.Unmap())
+			} else {
+				add(a) // a DNS name
+			}
+		}
+	}
+	// The hosts' addresses as the fewest prefixes that hold exactly them:
+	// NO_PROXY is one environment variable, which Linux bounds at 128 KiB,
+	// and 5000 addresses written out would pass it.
+	for _, p := range coverExactly(addrs) {
+		if p.IsSingleIP() {
+			add(p.Addr().String())
+		} else {
+			add(p.String())
+		}
 	}
 	spec := &inv.Cluster.Spec
 	if spec.Orchestrator == Kubernetes {
@@ -198,4 +217,56 @@ func validUsername(u string) bool {
 		}
 	}
 	return true
+}
+
+// coverExactly is the fewest prefixes that together hold exactly addrs:
+// runs of consecutive addresses become aligned blocks.
+func coverExactly(addrs []netip.Addr) []netip.Prefix {
+	slices.SortFunc(addrs, func(a, b netip.Addr) int { return a.Compare(b) })
+	addrs = slices.Compact(addrs)
+	var out []netip.Prefix
+	for i := 0; i < len(addrs); {
+		// the run addrs[i..j]
+		j := i
+		for j+1 < len(addrs) && addrs[j].Next() == addrs[j+1] {
+			j++
+		}
+		out = append(out, rangePrefixes(addrs[i], addrs[j])...)
+		i = j + 1
+	}
+	return out
+}
+
+// rangePrefixes splits lo..hi (one family) into aligned prefixes, largest
+// first from lo.
+func rangePrefixes(lo, hi netip.Addr) []netip.Prefix {
+	var out []netip.Prefix
+	for {
+		bits := lo.BitLen()
+		// the largest block that starts at lo and ends at or before hi
+		for bits > 0 {
+			p, err := lo.Prefix(bits - 1)
+			if err != nil || p.Addr() != lo || lastOf(p).Compare(hi) > 0 {
+				break
+			}
+			bits--
+		}
+		p := netip.PrefixFrom(lo, bits)
+		out = append(out, p)
+		last := lastOf(p)
+		if last.Compare(hi) >= 0 || !last.Next().IsValid() {
+			return out
+		}
+		lo = last.Next()
+	}
+}
+
+// lastOf is the last address of p.
+func lastOf(p netip.Prefix) netip.Addr {
+	b := p.Masked().Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
 }

@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"fmt"
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
@@ -42,7 +44,7 @@ func TestProxyPerHostAndNoProxy(t *testing.T) {
 		}
 	}
 	want := []string{".corp.example.com", "registry.example.com", "localhost", "127.0.0.1", "::1",
-		"cp-1", "10.0.0.10", "gpu-1", "10.0.0.11", "gpu-2", "10.0.0.12", "direct-1", "10.0.0.20", "other-1", "10.0.0.30",
+		"cp-1", "gpu-1", "gpu-2", "direct-1", "other-1", "10.0.0.10/31", "10.0.0.12", "10.0.0.20", "10.0.0.30",
 		"api.example.com", DefaultPodCIDR, DefaultServiceCIDR, ".svc", ".cluster.local"}
 	if got := inv.NoProxy(by["gpu-1"]); !reflect.DeepEqual(got, want) {
 		t.Errorf("noProxy of gpu-1:\n got %v\nwant %v", got, want)
@@ -80,5 +82,41 @@ func TestWithoutUserinfo(t *testing.T) {
 		if got := withoutUserinfo(in); got != want {
 			t.Errorf("%q: %q, want %q", in, got, want)
 		}
+	}
+}
+
+// 5000 hosts and their node addresses fit in NO_PROXY (Linux bounds one
+// environment variable at 128 KiB): runs of addresses become prefixes that
+// hold exactly them.
+func TestNoProxyAtScale(t *testing.T) {
+	var hosts strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&hosts, "    - {name: \"g%d-[001:250]\", address: \"10.1.%d.[1:250]\", nodeAddress: \"10.2.%d.[1:250]\", roles: [worker]}\n", i, i, i)
+	}
+	doc := strings.Replace(minimal(hosts.String()), "spec:\n",
+		"spec:\n  proxy: {http: \"http://proxy.example.com:3128\"}\n  network: {podCIDR: 10.128.0.0/9}\n", 1)
+	inv := mustParse(t, doc)
+	if len(inv.Machines) != 5001 {
+		t.Fatalf("%d machines", len(inv.Machines))
+	}
+	list := strings.Join(inv.NoProxy(inv.Machines[0]), ",")
+	if n := len(list); n > 96<<10 {
+		t.Errorf("NO_PROXY of 5001 hosts is %d bytes", n)
+	}
+	t.Logf("NO_PROXY of 5001 hosts: %d bytes", len(list))
+}
+
+func TestCoverExactly(t *testing.T) {
+	var addrs []netip.Addr
+	for _, s := range []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.0.6", "10.0.0.7", "10.0.0.8", "10.0.0.10", "10.0.0.10", "fd00::1", "fd00::2", "fd00::3"} {
+		addrs = append(addrs, netip.MustParseAddr(s))
+	}
+	var got []string
+	for _, p := range coverExactly(addrs) {
+		got = append(got, p.String())
+	}
+	want := "10.0.0.1/32 10.0.0.2/31 10.0.0.4/30 10.0.0.8/32 10.0.0.10/32 fd00::1/128 fd00::2/127"
+	if strings.Join(got, " ") != want {
+		t.Errorf("got %v, want %s", got, want)
 	}
 }
