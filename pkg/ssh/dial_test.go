@@ -652,3 +652,52 @@ func TestHostAbsentIsNotRetried(t *testing.T) {
 		}
 	}
 }
+
+// A known_hosts file is parsed once while it stays the same, however many
+// dials read it (a fan-out read it twice per host, parsing every host's
+// lines each time), and again once it changes: a key recorded meanwhile, or
+// an edit of the same size within the file system's clock granularity.
+func TestKnownHostsParsedOnceWhileUnchanged(t *testing.T) {
+	t.Parallel()
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	a, b := newSigner(t).PublicKey(), newSigner(t).PublicKey()
+	lineA := knownhosts.Line([]string{knownhosts.Normalize("10.0.0.1:22")}, a) + "\n"
+	if err := os.WriteFile(kh, []byte(lineA), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := hostKeys{name: "h", file: kh}
+	parses := func() int {
+		parsed.Lock()
+		defer parsed.Unlock()
+		return parsed.files[kh].parses
+	}
+	check := func(key gossh.PublicKey, want bool) {
+		t.Helper()
+		cb, err := h.load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cb("10.0.0.1:22", zeroTCPAddr(), key); (err == nil) != want {
+			t.Fatalf("key accepted %v, want %v (%v)", err == nil, want, err)
+		}
+	}
+	for range 50 {
+		check(a, true)
+	}
+	if n := parses(); n != 1 {
+		t.Errorf("50 loads of an unchanged file parsed it %d times", n)
+	}
+	// The same size at once: another host's key of the same type.
+	lineB := knownhosts.Line([]string{knownhosts.Normalize("10.0.0.1:22")}, b) + "\n"
+	if len(lineB) != len(lineA) {
+		t.Fatalf("test keys of different lengths")
+	}
+	if err := os.WriteFile(kh, []byte(lineB), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check(b, true)
+	check(a, false)
+	if n := parses(); n != 2 {
+		t.Errorf("a changed file parsed %d times in all, want 2", n)
+	}
+}
