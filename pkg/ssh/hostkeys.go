@@ -31,7 +31,7 @@ type hostKeys struct {
 
 // load is the known_hosts file as it is now, so that a key recorded by a
 // concurrent dial (or an operator's edit) is seen. A missing file is empty.
-// The file is parsed again only when its size or modification time
+// The file is parsed again only when its size or status change time
 // changed: every dial reads it twice, and a fan-out of N dials parsing N
 // hosts' lines each grew as N squared (100 hosts: 42% of a preflight's
 // allocations).
@@ -46,11 +46,11 @@ func (h hostKeys) load() (gossh.HostKeyCallback, error) {
 	parsed.Lock()
 	defer parsed.Unlock() // one parse however many dials ask at once
 	c, ok := parsed.files[h.file]
-	ok = ok && c.size == st.Size() && c.mod.Equal(st.ModTime())
+	ok = ok && c.size == st.Size() && c.mod.Equal(changed(st))
 	// Racily clean (as git says): a file changed within its clock's
 	// granularity of the parse may keep size and time; compare it.
 	var data []byte
-	if ok && time.Since(st.ModTime()) < racyWindow {
+	if ok && time.Since(changed(st)) < racyWindow {
 		if data, err = os.ReadFile(h.file); err != nil {
 			return nil, fmt.Errorf("ssh: known_hosts %s: %w", h.file, err)
 		}
@@ -68,7 +68,7 @@ func (h hostKeys) load() (gossh.HostKeyCallback, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ssh: known_hosts %s: %w", h.file, err)
 	}
-	parsed.files[h.file] = parsedFile{size: st.Size(), mod: st.ModTime(), data: data, cb: cb, parses: c.parses + 1}
+	parsed.files[h.file] = parsedFile{size: st.Size(), mod: changed(st), data: data, cb: cb, parses: c.parses + 1}
 	return cb, nil
 }
 
@@ -77,7 +77,7 @@ func (h hostKeys) load() (gossh.HostKeyCallback, error) {
 const racyWindow = 2 * time.Second
 
 // parsed holds each known_hosts file as last parsed, with the size and
-// modification time it had then. Its callbacks only read their keys: dials
+// status change time it had then. Its callbacks only read their keys: dials
 // share them.
 var parsed = struct {
 	sync.Mutex
