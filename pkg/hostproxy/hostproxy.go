@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
@@ -22,10 +23,16 @@ const (
 )
 
 // Layer is the proxy settings of an inventory's hosts.
-type Layer struct{ inv *inventory.Inventory }
+type Layer struct {
+	inv *inventory.Inventory
+	// cluster is inv.ClusterNoProxy, computed once for every host.
+	cluster func() []string
+}
 
 // New returns the layer for inv.
-func New(inv *inventory.Inventory) *Layer { return &Layer{inv: inv} }
+func New(inv *inventory.Inventory) *Layer {
+	return &Layer{inv: inv, cluster: sync.OnceValue(inv.ClusterNoProxy)}
+}
 
 // Apply is host/proxy: each host gets its proxy, or loses the one gpukit
 // gave it when the inventory no longer names one.
@@ -58,7 +65,7 @@ func (l *Layer) params(ctx context.Context, h *engine.Host, mode string) (script
 	p := scripts.HostProxyParams{Family: fam, Mode: mode, Units: l.units()}
 	if mode == scripts.ProxyApply || mode == scripts.ProxyCheck {
 		pr := h.Machine.Proxy
-		p.HTTP, p.HTTPS, p.NoProxy, p.APTDirect = pr.HTTP, pr.HTTPS, l.inv.NoProxy(h.Machine), pr.NoProxy
+		p.HTTP, p.HTTPS, p.NoProxy, p.APTDirect = pr.HTTP, pr.HTTPS, inventory.NoProxyFor(h.Machine, l.cluster()), pr.NoProxy
 	}
 	return p, nil
 }

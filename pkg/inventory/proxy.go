@@ -108,34 +108,34 @@ func checkNoProxy(e string) error {
 }
 
 // NoProxy is what m reaches directly, past its proxy: the written list,
-// then localhost, the cluster's own hosts (names, then addresses), the
-// control-plane endpoint, the pod and service networks and the service
-// domains: the kubelet must reach the API, and containerd and dockerd their
-// own nodes, directly. Each entry once, in that order (nil without a proxy).
-func (inv *Inventory) NoProxy(m Machine) []string {
+// then the cluster's own destinations (ClusterNoProxy). Each entry once, in
+// that order (nil without a proxy).
+func (inv *Inventory) NoProxy(m Machine) []string { return NoProxyFor(m, inv.ClusterNoProxy()) }
+
+// NoProxyFor is NoProxy with the cluster's part computed once for every
+// host (it reads every host: once per host would grow as hosts squared).
+func NoProxyFor(m Machine, cluster []string) []string {
 	if !m.Proxy.Enabled() {
 		return nil
 	}
+	return appendNew(nil, map[string]bool{}, append(append([]string{}, m.Proxy.NoProxy...), cluster...)...)
+}
+
+// ClusterNoProxy is what every host reaches directly: localhost, the
+// cluster's own hosts (names, then addresses), the control-plane endpoint,
+// the pod and service networks and the service domains: the kubelet must
+// reach the API, and containerd and dockerd their own nodes, directly.
+func (inv *Inventory) ClusterNoProxy() []string {
 	seen := map[string]bool{}
-	var out []string
-	add := func(es ...string) {
-		for _, e := range es {
-			if e != "" && !seen[e] {
-				seen[e] = true
-				out = append(out, e)
-			}
-		}
-	}
-	add(m.Proxy.NoProxy...)
-	add("localhost", "127.0.0.1", "::1")
+	out := appendNew(nil, seen, "localhost", "127.0.0.1", "::1")
 	var addrs []netip.Addr
 	for _, o := range inv.Machines {
-		add(o.Name)
+		out = appendNew(out, seen, o.Name)
 		for _, a := range []string{o.Address, o.NodeIP()} {
 			if ip, err := netip.ParseAddr(a); err == nil {
 				addrs = append(addrs, ip.Unmap())
 			} else {
-				add(a) // a DNS name
+				out = appendNew(out, seen, a) // a DNS name
 			}
 		}
 	}
@@ -144,9 +144,9 @@ func (inv *Inventory) NoProxy(m Machine) []string {
 	// and 5000 addresses written out would pass it.
 	for _, p := range coverExactly(addrs) {
 		if p.IsSingleIP() {
-			add(p.Addr().String())
+			out = appendNew(out, seen, p.Addr().String())
 		} else {
-			add(p.String())
+			out = appendNew(out, seen, p.String())
 		}
 	}
 	spec := &inv.Cluster.Spec
@@ -156,14 +156,25 @@ func (inv *Inventory) NoProxy(m Machine) []string {
 			if h, _, err := net.SplitHostPort(ep); err == nil {
 				host = h
 			}
-			add(host)
+			out = appendNew(out, seen, host)
 		}
 		for _, cidrs := range []string{spec.Network.PodCIDR, spec.Network.ServiceCIDR} {
 			for _, c := range strings.Split(cidrs, ",") {
-				add(strings.TrimSpace(c))
+				out = appendNew(out, seen, strings.TrimSpace(c))
 			}
 		}
-		add(".svc", ".cluster.local")
+		out = appendNew(out, seen, ".svc", ".cluster.local")
+	}
+	return out
+}
+
+// appendNew appends the non-empty entries not yet seen.
+func appendNew(out []string, seen map[string]bool, es ...string) []string {
+	for _, e := range es {
+		if e != "" && !seen[e] {
+			seen[e] = true
+			out = append(out, e)
+		}
 	}
 	return out
 }
