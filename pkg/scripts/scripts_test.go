@@ -3,6 +3,7 @@ package scripts
 import (
 	"io/fs"
 	"path"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -252,6 +253,8 @@ func (c goldenCase) path() string {
 	return path.Join("testdata", strings.TrimSuffix(c.template, ".sh"), name+".sh")
 }
 
+var ownPID = regexp.MustCompile(`\$\$|\$\{?PPID\b`)
+
 // TestGolden compares every rendered script with its golden file
 // (go test ./pkg/scripts -update rewrites them), and runs bash -n and
 // shellcheck on it.
@@ -269,6 +272,11 @@ func TestGolden(t *testing.T) {
 			}
 			golden.AssertString(t, c.path(), cmd.Script)
 			shellcheck.Check(t, c.path(), cmd.Script)
+			// Scripts run in a subshell of pkg/ssh's runner: $$ and $PPID
+			// name the runner and the login shell, not the script.
+			if m := ownPID.FindString(cmd.Script); m != "" {
+				t.Errorf("the script uses %s: use $BASHPID for its own process", m)
+			}
 		})
 	}
 }

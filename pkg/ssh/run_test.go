@@ -67,8 +67,8 @@ func TestArgsAreNoProcessArguments(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(rest, "/dev/fd/3") {
-		t.Errorf("the script's own command line is not among those read:\n%s", rest)
+	if !strings.Contains(rest, "__gpukit_script") {
+		t.Errorf("the runner's own command line is not among those read:\n%s", rest)
 	}
 }
 
@@ -89,6 +89,18 @@ func TestScriptIsReadWhole(t *testing.T) {
 	b.WriteString("echo \"$x4999\"")
 	res = runT(t, c, Command{Script: b.String()})
 	if string(res.Stdout) != "4999\n" {
+		t.Fatalf("got %q", res.Stdout)
+	}
+}
+
+// The script's length is in bytes: a login shell with a UTF-8 locale must
+// still read exactly that many (bash's read -N counts characters there).
+func TestScriptLengthIsBytesUnderUTF8(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, serverOptions{env: []string{"LC_ALL=C.UTF-8", "LANG=C.UTF-8"}})
+	c := dialT(t, env.cfg)
+	res := runT(t, c, Command{Script: "printf '%s\\n' 'é€ ü 漢字'\necho \"$1\"", Args: []string{"ß"}})
+	if string(res.Stdout) != "é€ ü 漢字\nß\n" {
 		t.Fatalf("got %q", res.Stdout)
 	}
 }
@@ -120,13 +132,14 @@ func TestExitCodeAndStderrTail(t *testing.T) {
 		t.Fatalf("tail of %d bytes: %v", len(ee.StderrTail), err)
 	}
 
-	// The script killed by a signal: bash's 128+n.
-	_, err = c.Run(context.Background(), Command{Script: "kill -TERM $$"})
+	// The script killed by a signal: bash's 128+n. (The script is a subshell
+	// of the runner: $BASHPID is the script, $$ the runner.)
+	_, err = c.Run(context.Background(), Command{Script: "kill -TERM $BASHPID"})
 	if !errors.As(err, &ee) || ee.Code != 143 {
 		t.Fatalf("got %v", err)
 	}
 	// The remote command itself killed: the host reports the signal.
-	res, err = c.Run(context.Background(), Command{Script: "kill -KILL $PPID; sleep 1"})
+	res, err = c.Run(context.Background(), Command{Script: "kill -KILL $$; sleep 1"})
 	if !errors.As(err, &ee) || ee.Signal != "KILL" || ee.Code != 137 || res.ExitCode != 137 ||
 		!strings.Contains(err.Error(), "killed by signal KILL") {
 		t.Fatalf("got %T %v", err, err)

@@ -11,15 +11,24 @@ IFS= read -r n || exit 125
 a=()
 for ((i = 0; i < n; i++)); do IFS= read -r -d "" x || exit 125; a+=("$x"); done
 IFS= read -r n || exit 125
-s=$(head -c "$n"; echo .)
-s=${s%.}
+# Exactly n bytes (LC_ALL=C: bytes, not characters), in large reads.
+__gpukit_script=
+LC_ALL=C IFS= read -r -N "$n" __gpukit_script || { echo "gpukit: protocol error: truncated script on stdin" >&2; exit 125; }
 if ! IFS= read -r l || [ "$l" != "$m" ]; then echo "gpukit: protocol error: truncated script on stdin" >&2; exit 125; fi
-# The script runs from a pipe with stdin /dev/null, in its own session (one process group).
-# Its arguments carry secrets (join tokens, certificate keys, configurations): never bash's own
-# argv, which any user reads in /proc/PID/cmdline; a preamble sets them from a pipe (fd 5).
-s="__a=(); while IFS= read -r -d '' __x <&5; do __a+=(\"\$__x\"); done; exec 5<&-; set -- \"\${__a[@]}\"; unset __a __x"$'\n'$s
-setsid bash /dev/fd/3 3< <(printf %s "$s") 5< <(if ((${#a[@]})); then printf '%s\0' "${a[@]}"; fi) </dev/null 4<&- &
+# The script runs in a subshell with stdin /dev/null. Its arguments carry secrets (join tokens,
+# certificate keys, configurations): they become its positional parameters without any exec, so
+# they are never a process's argv, which any user reads in /proc/PID/cmdline. Monitor mode
+# while it starts gives it a process group of its own, which the watchdog signals as a whole
+# (setsid would cost an exec of setsid and one of bash per script); off again at once, or bash
+# reports the job's end on stderr.
+set -m
+(
+  set -- "${a[@]}"
+  unset m l n a x i
+  eval "$__gpukit_script"
+) </dev/null 4<&- &
 p=$!
+set +m
 # The watchdog: stdin ends only when the client is gone; then TERM, and KILL 2 s later.
 {
   while IFS= read -r -u 4 _; do :; done

@@ -70,6 +70,8 @@ type serverOptions struct {
 	hostKeys []gossh.Signer
 	// sudoPassword makes the stand-in sudo require this password.
 	sudoPassword string
+	// env is added to the login shell's environment (a UTF-8 locale, say).
+	env []string
 	// noSudo puts a sudo in PATH that fails: for root logins that must not use it.
 	brokenSudo bool
 	// ignoreKeepalives leaves keepalive requests unanswered.
@@ -326,6 +328,7 @@ func (s *testServer) exec(ch gossh.Channel, command string, exited func()) {
 	if s.opts.sudoPassword != "" {
 		cmd.Env = append(cmd.Env, "FAKE_SUDO_PASSWORD="+s.opts.sudoPassword)
 	}
+	cmd.Env = append(cmd.Env, s.opts.env...)
 	cmd.Stdout = ch
 	cmd.Stderr = ch.Stderr()
 	cmd.WaitDelay = 3 * time.Second

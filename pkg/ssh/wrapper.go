@@ -27,10 +27,15 @@ import (
 //
 // The runner skips whatever precedes the marker (the password line when sudo
 // did not need it, e.g. NOPASSWD rules: it is then never executed, echoed or
-// logged), reads the arguments and the script, and runs the script with
-// `bash` from a pipe with stdin /dev/null - so a command in the script that
-// reads stdin (apt, ssh, read) cannot swallow the rest of the script - in a
-// new session (setsid), so that its whole process tree is one process group.
+// logged), reads the arguments and the whole script - nothing runs before the
+// end marker arrived, so a payload cut short runs nothing - and evaluates the
+// script in a subshell with stdin /dev/null - so a command in the script that
+// reads stdin (apt, ssh, read) cannot swallow the rest of the payload - with
+// the arguments as its positional parameters (no exec: they are no process's
+// argv). The runner is in monitor mode, so that subshell and its whole process
+// tree are one process group of their own; a subshell, not `setsid bash`,
+// because the two execs cost the host more CPU than the probe itself on a
+// small machine.
 // A watchdog waits for stdin to end: that happens only when the client closes
 // the session (cancelled Run) or the connection dies, and it then sends TERM,
 // and KILL two seconds later, to that process group. A cancelled or orphaned

@@ -19,6 +19,14 @@ smi() {
   return "$rc"
 }
 kv() { printf '%s=%s\n' "$1" "$2"; }
+# rd VAR FILE: VAR is FILE's first line, or empty when FILE is missing or unreadable. A builtin
+# read, not $(cat FILE): on a server with hundreds of PCI devices the forks were most of the
+# probe's cost on the host.
+rd() {
+  printf -v "$1" ''
+  { IFS= read -r "$1" <"$2"; } 2>/dev/null || true
+}
+hn='' online='' uuid='' mid='' vendor='' class='' device='' v='' comm='' # set by rd
 
 # shellcheck disable=SC1091
 if [ -r /etc/os-release ]; then . /etc/os-release; fi
@@ -26,31 +34,51 @@ kv os.id "${ID:-unknown}"
 kv os.version "${VERSION_ID:-unknown}"
 kv os.like "${ID_LIKE:-}"
 kv os.pretty "${PRETTY_NAME:-}"
-kv kernel "$(uname -r)"
-kv arch "$(uname -m)"
-kv hostname "$(hostname 2>/dev/null || cat /proc/sys/kernel/hostname)"
-kv cpus "$(getconf _NPROCESSORS_ONLN 2>/dev/null || grep -c ^processor /proc/cpuinfo)"
+read -r kernel arch _ <<<"$(uname -rm)"
+kv kernel "$kernel"
+kv arch "$arch"
+rd hn /proc/sys/kernel/hostname
+kv hostname "$hn"
+# CPUs online, from the kernel's list of ranges ("0-63" or "0-3,8-11").
+rd online /sys/devices/system/cpu/online
+cpus=0
+IFS=, read -ra ranges <<<"$online"
+for r in "${ranges[@]}"; do
+  if [[ $r =~ ^([0-9]+)-([0-9]+)$ ]]; then
+    cpus=$((cpus + 10#${BASH_REMATCH[2]} - 10#${BASH_REMATCH[1]} + 1))
+  elif [[ $r =~ ^[0-9]+$ ]]; then
+    cpus=$((cpus + 1))
+  fi
+done
+if [ "$cpus" = 0 ]; then cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null || grep -c ^processor /proc/cpuinfo); fi
+kv cpus "$cpus"
 while read -r key value _; do
   case "$key" in
     MemTotal:) kv mem.kib "$value" ;;
     SwapTotal:) kv swap.kib "$value" ;;
   esac
 done </proc/meminfo
-kv root.avail.kib "$(df -Pk / 2>/dev/null | awk 'NR==2 {print $4}')"
+avail=
+{ read -r _ && read -r _ _ _ avail _; } < <(df -Pk / 2>/dev/null) || true
+kv root.avail.kib "$avail"
 if command -v lsblk >/dev/null 2>&1; then
-  lsblk -dbn -o NAME,SIZE,TYPE 2>/dev/null | while read -r name size type; do
+  while read -r name size type; do
     if [ "$type" = disk ]; then kv disk "$name $size"; fi
-  done
+  done < <(lsblk -dbn -o NAME,SIZE,TYPE 2>/dev/null || true)
 fi
-kv product_uuid "$(cat /sys/class/dmi/id/product_uuid 2>/dev/null)"
-kv machine_id "$(cat /etc/machine-id 2>/dev/null)"
+rd uuid /sys/class/dmi/id/product_uuid
+kv product_uuid "$uuid"
+rd mid /etc/machine-id
+kv machine_id "$mid"
 
 # GPUs from the PCI bus: NVIDIA vendor 0x10de, class 0x03xxxx (VGA / 3D controller).
 for dev in /sys/bus/pci/devices/*; do
-  [ -r "$dev/vendor" ] || continue
-  [ "$(cat "$dev/vendor")" = 0x10de ] || continue
-  case "$(cat "$dev/class")" in 0x03*) ;; *) continue ;; esac
-  kv pci.gpu "${dev##*/} $(cat "$dev/device")"
+  rd vendor "$dev/vendor"
+  [ "$vendor" = 0x10de ] || continue
+  rd class "$dev/class"
+  case "$class" in 0x03*) ;; *) continue ;; esac
+  rd device "$dev/device"
+  kv pci.gpu "${dev##*/} $device"
 done
 if command -v nvidia-smi >/dev/null 2>&1; then
   kv nvidia_smi.present true
@@ -61,12 +89,12 @@ if command -v nvidia-smi >/dev/null 2>&1; then
     kv nvidia_smi.error "$(printf '%s' "$out" | tr '\n' ' ')"
   fi
 fi
-if [ -r /sys/module/nvidia/version ]; then kv nvidia.loaded "$(cat /sys/module/nvidia/version)"; fi
+if [ -r /sys/module/nvidia/version ]; then rd v /sys/module/nvidia/version && kv nvidia.loaded "$v"; fi
 if [ -d /sys/module/nouveau ]; then kv nouveau.loaded true; fi
 if [ -e /etc/gpukit/proxy.env ]; then kv gpukit.proxy true; fi
 # The host's own addresses (a node address must be one of them).
 if command -v ip >/dev/null 2>&1; then
-  ip -o addr show scope global 2>/dev/null | while read -r _ dev _ addr _; do kv ip.addr "${dev%%@*} ${addr%/*}"; done
+  while read -r _ dev _ addr _; do kv ip.addr "${dev%%@*} ${addr%/*}"; done < <(ip -o addr show scope global 2>/dev/null || true)
 fi
 
 # Secure Boot: mokutil when present, else the EFI variable (last byte 1 = on).
@@ -108,7 +136,8 @@ if [ -d /run/systemd/system ]; then
     i=$((i + 1))
   done < <(systemctl is-active "${svcs[@]}" 2>/dev/null || true)
 else
-  kv init "$(cat /proc/1/comm 2>/dev/null)"
+  rd comm /proc/1/comm
+  kv init "$comm"
 fi
 
 # listening_ports: the TCP ports something listens on (state 0A), one per
@@ -117,9 +146,12 @@ listening_ports() {
   local f local_ state
   for f in /proc/net/tcp /proc/net/tcp6; do
     [ -r "$f" ] || continue
-    while read -r _ local_ _ state _; do
-      if [ "$state" = 0A ]; then echo "$((16#${local_##*:}))"; fi
-    done < <(tail -n +2 "$f")
+    {
+      read -r _ || continue # the header
+      while read -r _ local_ _ state _; do
+        if [ "$state" = 0A ]; then echo "$((16#${local_##*:}))"; fi
+      done
+    } <"$f"
   done
 }
 while read -r port; do kv listen.tcp "$port"; done < <(listening_ports)

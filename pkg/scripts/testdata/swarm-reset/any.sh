@@ -10,9 +10,12 @@ listening_ports() {
   local f local_ state
   for f in /proc/net/tcp /proc/net/tcp6; do
     [ -r "$f" ] || continue
-    while read -r _ local_ _ state _; do
-      if [ "$state" = 0A ]; then echo "$((16#${local_##*:}))"; fi
-    done < <(tail -n +2 "$f")
+    {
+      read -r _ || continue # the header
+      while read -r _ local_ _ state _; do
+        if [ "$state" = 0A ]; then echo "$((16#${local_##*:}))"; fi
+      done
+    } <"$f"
   done
 }
 # swarm_ports_open: something listens on 2377 or 7946.
