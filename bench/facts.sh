@@ -15,7 +15,8 @@
 # Usage: bench/facts.sh [N...]   (default: 10 50 100; root; cgroup v1 cpuacct or cgroup v2)
 # Env: REPS (default 3), LAB_ID (default 90), OUT (default bench/results/facts-<date>.md),
 #      GPUKIT (binary to measure; default: `make build`, then bin/gpukit), FLOOR_KEX (KexAlgorithms
-#      of openssh-kex; default: what gpukit negotiated), TIMEOUT (seconds per contender run, 600).
+#      of openssh-kex; default: what gpukit negotiated), TIMEOUT (seconds per contender run, 600),
+#      CONTENDERS (default "gpukit ansible openssh openssh-kex"; gpukit and openssh-kex are needed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/go/bin:$PATH
@@ -26,11 +27,13 @@ LAB_ID=${LAB_ID:-90}
 TIMEOUT=${TIMEOUT:-600}
 LAB=test/lab/lab.sh
 PROBE=pkg/scripts/testdata/probe/any.sh # the exact script gpukit sends (prelude included), a golden file
-contenders=(gpukit ansible openssh openssh-kex)
+read -ra contenders <<<"${CONTENDERS:-gpukit ansible openssh openssh-kex}"
 FLOOR=openssh-kex # the ratios' reference
 declare -A title=([gpukit]=gpukit [ansible]=ansible [openssh]="openssh floor" [openssh-kex]="openssh floor, gpukit's kex")
 
 die() { echo "facts.sh: $*" >&2; exit 1; }
+has() { local c; for c in "${contenders[@]}"; do [ "$c" != "$1" ] || return 0; done; return 1; }
+has gpukit && has openssh-kex || die "CONTENDERS must include gpukit and openssh-kex (the ratios' reference)"
 warn() { echo "facts.sh: warning: $*" >&2; }
 [ "$(id -u)" = 0 ] || die "run as root (the lab and the cgroups need it)"
 [ -r "$PROBE" ] || die "$PROBE is missing (the probe's golden file)"
@@ -219,6 +222,65 @@ kex_gpukit() {
     print k, h, c}'
 }
 
+# ---------------------------------------------------------------- the breakdown
+# timeline OUT: from gpukit's events, "connect-phase-s facts-phase-s connect-med connect-max
+# facts-med facts-max" (per-host durations of each phase, s; facts = waiting for a session + probe)
+timeline() {
+  jq -r 'select(.type == "phase_done" or .type == "host_done") | [.type, .phase, (.durationMs // 0)] | @tsv' "$1" |
+    awk -F'\t' '$1 == "phase_done" {p[$2] = $3 / 1000; next}
+      {d[$2, ++n[$2]] = $3 / 1000}
+      function q(ph, f,   m, i, j, t, a) { m = n[ph]; for (i = 1; i <= m; i++) a[i] = d[ph, i]
+        for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+        return m ? a[int((m - 1) * f) + 1] : 0 }
+      END {printf "%.2f %.2f %.2f %.2f %.2f %.2f\n", p["connect"], p["preflight/facts"], q("connect", .5), q("connect", 1), q("preflight/facts", .5), q("preflight/facts", 1)}'
+}
+# cpu_parts PROFILE: gpukit's CPU by part, in % of its profile's samples: "ssh-protocol-and-crypto
+# events-and-logs gc other" (cumulative, so a frame in two parts counts in the first)
+cpu_parts() {
+  go tool pprof -traces "$GPUKIT" "$1" 2>/dev/null | awk '
+    /^-----------/ { flush(); next }
+    /^ *[0-9.]+m?s / && !in_st { w = $1; sub(/ms$/, "", w); if (w ~ /s$/) { sub(/s$/, "", w); w *= 1000 } in_st = 1; st = $0; next }
+    in_st { st = st "\n" $0 }
+    function flush() { if (!in_st) return; all += w
+      if (st ~ /golang.org\/x\/crypto\/ssh|crypto\//) s += w; else if (st ~ /engine\.\(\*Host\)\.emit|engine\.\(\*runState\)\.emit|engine\.\(\*logFile\)|ui\.\(\*JSON\)/) e += w
+      else if (st ~ /runtime\.gcBgMarkWorker|runtime\.gcDrain|runtime\.mallocgc/) g += w; else o += w
+      in_st = 0 }
+    END { flush(); if (all == 0) { print "0 0 0 0"; exit } printf "%.0f %.0f %.0f %.0f\n", 100 * s / all, 100 * e / all, 100 * g / all, 100 * o / all }'
+}
+# session_costs ADDR KEX: the hosts' CPU (ms) of one session, serially, 20 times each: sshd and the
+# login alone (`true`), `bash -s` with an empty script, gpukit's runner (its one-line golden file)
+# with an empty script, the probe through `bash -s` and through the runner. Prints "true bash
+# runner probe-bash probe-runner".
+session_costs() {
+  local addr=$1 kex=$2 o k=20 m=gpukit-00000000000000000000000000000000 v h0 h1 out=()
+  mapfile -t o < <(ssh_opts)
+  o+=(-o "KexAlgorithms=$kex" -o LogLevel=ERROR)
+  local runner_line
+  runner_line="bash -c $(sed 's/'"'"'/'"'\\''"'/g; s/^/'"'"'/; s/$/'"'"'/' pkg/ssh/testdata/scripts/runner.sh) gpukit $m"
+  : >"$work/empty.sh"
+  layout() { printf '%s\n0\n%s\n' "$m" "$(wc -c <"$1")"; cat "$1"; printf '%s\n' "$m"; }
+  layout "$work/empty.sh" >"$work/empty.in"; layout "$PROBE" >"$work/probe.in"
+  for v in true bash runner probe-bash probe-runner; do
+    quiesce
+    h0=$(usage "$cg/hosts")
+    for _ in $(seq "$k"); do
+      case $v in
+      true) ssh "${o[@]}" "root@$addr" true ;;
+      bash) ssh "${o[@]}" "root@$addr" bash -s <"$work/empty.sh" ;;
+      probe-bash) ssh "${o[@]}" "root@$addr" bash -s <"$PROBE" ;;
+      # stdin stays open until the runner exits, as gpukit keeps it (its end is the watchdog's signal)
+      runner) ssh "${o[@]}" "root@$addr" "$runner_line" < <(cat "$work/empty.in"; exec sleep 30) ;;
+      probe-runner) ssh "${o[@]}" "root@$addr" "$runner_line" < <(cat "$work/probe.in"; exec sleep 30) ;;
+      esac >/dev/null 2>&1 || warn "session_costs $v: exit $?"
+    done
+    quiesce
+    h1=$(usage "$cg/hosts")
+    out+=("$(awk -v d="$((h1 - h0))" -v k="$k" 'BEGIN {printf "%.1f", d / 1e6 / k}')")
+  done
+  pkill -f '^sleep 30$' 2>/dev/null || true
+  echo "${out[*]}"
+}
+
 # ---------------------------------------------------------------- the run
 median() { sort -n | awk '{a[NR] = $1} END {if (NR) print a[int((NR + 1) / 2)]; else print 0}'; }
 col() { awk -v c="$2" '{print $c}' "$1" | median; } # col FILE N: median of column N
@@ -251,11 +313,13 @@ for n in "${sizes[@]}"; do
   for r in $(seq "$REPS"); do
     echo "   rep $r: gpukit" >&2
     logs=$work/logs.$n.$r
-    run gpukit /usr/bin/time -o "$work/time" -f '%U %S %M' \
+    run gpukit env GPUKIT_CPUPROFILE="$work/cpu.$n.$r.prof" /usr/bin/time -o "$work/time" -f '%U %S %M' \
       "$GPUKIT" preflight -i "$work/inv.yaml" -o json --concurrency "$n" --log-dir "$logs" --skip-phases preflight/checks
     # GNU time puts "Command exited with non-zero status" first when preflight fails hosts
     tail -n 1 "$work/time" >>"$res/gpukit.time"
     ok_gpukit >>"$res/gpukit.ok"
+    timeline "$work/gpukit.out" >>"$res/gpukit.timeline"
+    cpu_parts "$work/cpu.$n.$r.prof" >>"$res/gpukit.cpu"
     kex_gpukit "$logs" >>"$res/gpukit.kex"
     if [ -z "$floor_kex" ]; then # the key exchange most of gpukit's connections used
       floor_kex=$(cut -d' ' -f1 "$res/gpukit.kex" | sort | uniq -c | sort -rn | awk 'NR == 1 {print $2}')
@@ -265,13 +329,16 @@ for n in "${sizes[@]}"; do
       fi
     fi
 
-    echo "   rep $r: ansible" >&2
-    cp_dir=$(mktemp -d "$work/cp.XXXX") # a fresh control-socket directory: every run starts cold
-    ansible_argv -m setup -f "$n"
-    run ansible "${argv[@]}"
-    ok_ansible >>"$res/ansible.ok"
+    if has ansible; then
+      echo "   rep $r: ansible" >&2
+      cp_dir=$(mktemp -d "$work/cp.XXXX") # a fresh control-socket directory: every run starts cold
+      ansible_argv -m setup -f "$n"
+      run ansible "${argv[@]}"
+      ok_ansible >>"$res/ansible.ok"
+    fi
 
     for floor in openssh openssh-kex; do
+      has "$floor" || continue
       echo "   rep $r: $floor" >&2
       kex=default
       if [ "$floor" = openssh-kex ]; then kex=$floor_kex; fi
@@ -289,6 +356,18 @@ for n in "${sizes[@]}"; do
     done
   done
 
+  echo "   per session, serially on one host" >&2
+  session_costs "$(head -n 1 "$work/addrs")" "$floor_kex" >"$res/sessions"
+  read -r c_con c_fact t_cm t_cx t_fm t_fx < <(for i in 1 2 3 4 5 6; do awk -v i="$i" '{print $i}' "$res/gpukit.timeline" | median; done | paste -sd' ')
+  read -r p_ssh p_ev p_gc p_other < <(for i in 1 2 3 4; do awk -v i="$i" '{print $i}' "$res/gpukit.cpu" | median; done | paste -sd' ')
+  read -r s_true s_bash s_runner s_pb s_pr <"$res/sessions"
+  gw=$(col "$res/gpukit" 1); gcl=$(awk -v n="$n" '{print $2 * 1000 / n}' "$res/gpukit" | median)
+  printf '| %s | %s | %s / %s | %s / %s | %s | %s / %s / %s / %s | %s | %s | %s | %s | %s |\n' "$n" "$gw" "$c_con" "$c_fact" "$t_cm" "$t_cx" "$t_fm / $t_fx" \
+    "$(awk -v c="$gcl" -v p="$p_ssh" 'BEGIN {printf "%.1f", c * p / 100}')" "$(awk -v c="$gcl" -v p="$p_ev" 'BEGIN {printf "%.1f", c * p / 100}')" \
+    "$(awk -v c="$gcl" -v p="$p_gc" 'BEGIN {printf "%.1f", c * p / 100}')" "$(awk -v c="$gcl" -v p="$p_other" 'BEGIN {printf "%.1f", c * p / 100}')" \
+    "$s_true" "$(awk -v a="$s_bash" -v b="$s_true" 'BEGIN {printf "%.1f", a - b}')" "$(awk -v a="$s_runner" -v b="$s_bash" 'BEGIN {printf "%+.1f", a - b}')" \
+    "$(awk -v a="$s_pb" -v b="$s_bash" 'BEGIN {printf "%.1f", a - b}')" "$(awk -v a="$s_pr" -v b="$s_pb" 'BEGIN {printf "%+.1f", a - b}')" >>"$work/breakdown"
+
   # what each contender negotiated (gpukit: every host of every repetition; OpenSSH: `ssh -v`)
   declare -A nego=()
   nego[gpukit]=$(sort -u "$res/gpukit.kex")
@@ -298,7 +377,7 @@ for n in "${sizes[@]}"; do
     sort "$res/gpukit.kex" | uniq -c >&2
     nego[gpukit]="mixed mixed mixed"
   fi
-  nego[ansible]=$(kex_ansible)
+  if has ansible; then nego[ansible]=$(kex_ansible); fi
   nego[openssh]=$(kex_ssh)
   nego[openssh-kex]=$(kex_ssh -o "KexAlgorithms=$floor_kex")
   fw=$(col "$res/$FLOOR" 1)
@@ -340,6 +419,12 @@ done
   cat "$table"
   echo
   if [ -s "$work/busy" ]; then echo "Other work on the machine during the run:"; echo; cat "$work/busy"; echo; fi
+  echo "Where gpukit's time goes (medians over the repetitions; phases and per-host times from its events, client CPU split by its CPU profile, hosts' CPU per session measured serially on one host, 20 sessions each):"
+  echo
+  echo "| hosts | gpukit wall s | phases s: connect / facts | per host connect s: median / max | per host facts s: median / max | client CPU ms/host: SSH and crypto / events and logs / GC / other | hosts' CPU ms per session: sshd and login | + bash -s | runner vs bash -s | probe | probe through the runner vs bash -s |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  cat "$work/breakdown"
+  echo
   echo "| contender | key exchange | host key | cipher |"
   echo "|---|---|---|---|"
   for c in "${contenders[@]}"; do

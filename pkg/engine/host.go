@@ -100,6 +100,7 @@ type StepOption func(*stepConfig)
 
 type stepConfig struct {
 	secretOutput bool
+	dataOutput   bool
 	timeout      time.Duration
 }
 
@@ -120,6 +121,12 @@ func Timeout(d time.Duration) StepOption { return func(c *stepConfig) { c.timeou
 // that print a secret (kubeadm token create). The output is still returned in
 // the Result; register the secret with AddSecret before passing it on.
 func SecretOutput() StepOption { return func(c *stepConfig) { c.secretOutput = true } }
+
+// DataOutput marks the step's stdout as data its caller parses (the facts
+// probe's key=value lines), not progress: it is logged as one block when the
+// step ends instead of as output events line by line, which over a thousand
+// hosts were tens of thousands of events nobody reads. Stderr still streams.
+func DataOutput() StepOption { return func(c *stepConfig) { c.dataOutput = true } }
 
 // Run runs a read: a probe that changes nothing on the host. It runs in
 // dry-run too, so that plans are computed from the real state.
@@ -313,9 +320,12 @@ func (h *Host) step(ctx context.Context, step string, cmd ssh.Command, kind stri
 	stderr := output(event.Stderr)
 	cmd.Stderr = tee(cmd.Stderr, stderr)
 	var stdout *lineWriter
-	if cfg.secretOutput {
+	switch {
+	case cfg.secretOutput:
 		h.Logf("(stdout of %s is secret and not logged)", step)
-	} else {
+	case cfg.dataOutput:
+		// logged below, at once
+	default:
 		stdout = output(event.Stdout)
 		cmd.Stdout = tee(cmd.Stdout, stdout)
 	}
@@ -334,6 +344,9 @@ func (h *Host) step(ctx context.Context, step string, cmd ssh.Command, kind stri
 		stdout.Flush()
 	}
 	stderr.Flush()
+	if cfg.dataOutput && !cfg.secretOutput && len(res.Stdout) > 0 {
+		h.log.write(time.Now(), "stdout| ", string(res.Stdout))
+	}
 	if err != nil && ctx.Err() == nil && errors.Is(sctx.Err(), context.DeadlineExceeded) {
 		err = fmt.Errorf("no end within %s, the deadline of a %s (--%s-timeout): stopped", limit, what, what)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/engine/enginetest"
+	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/pkg/redact"
 	"github.com/gpukit/gpukit/pkg/ssh"
 )
@@ -174,5 +175,52 @@ func TestUnusableLogDirIsASetupError(t *testing.T) {
 	sum, err := (&engine.Runner{LogDir: file}).Run(context.Background(), enginetest.Hosts(1), (&enginetest.Fleet{}).Dial)
 	if err == nil || sum != nil {
 		t.Fatalf("got %v, %v", sum, err)
+	}
+}
+
+// Data output (the facts probe's) is returned and logged as one block,
+// redacted, but not sent line by line as output events; stderr still is.
+func TestDataOutput(t *testing.T) {
+	t.Parallel()
+	const secret = "canary-data-5e2f"
+	fleet := &enginetest.Fleet{Handler: func(_ context.Context, _ *enginetest.Executor, cmd ssh.Command) (ssh.Result, error) {
+		return ssh.Result{Stdout: []byte("os.id=debian\ntoken=" + secret + "\n"), Stderr: []byte("a warning\n")}, nil
+	}}
+	var got string
+	p := &funcPhase{name: "facts", run: func(ctx context.Context, h *engine.Host) error {
+		res, err := h.Run(ctx, "probe", ssh.Command{Script: "probe"}, engine.DataOutput())
+		got = string(res.Stdout)
+		return err
+	}}
+	rec := &enginetest.Recorder{}
+	r := &engine.Runner{Phases: []engine.Phase{p}, Sink: rec, LogDir: t.TempDir(), Redact: []string{secret}}
+	sum, err := r.Run(context.Background(), enginetest.Hosts(1), fleet.Dial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != "os.id=debian\ntoken="+secret+"\n" {
+		t.Errorf("the step returned %q", got)
+	}
+	var stderr int
+	for _, e := range rec.Events() {
+		if e.Type != event.Output {
+			continue
+		}
+		if e.Stream == event.Stdout {
+			t.Errorf("data output sent as an event: %+v", e)
+		} else if e.Line == "a warning" {
+			stderr++
+		}
+	}
+	if stderr != 1 {
+		t.Errorf("stderr events: %d, want 1", stderr)
+	}
+	b, err := os.ReadFile(sum.Hosts[0].LogFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(b)
+	if !strings.Contains(log, "stdout| os.id=debian\n") || !strings.Contains(log, "stdout| token="+redact.Marker) || strings.Contains(log, secret) {
+		t.Errorf("log:\n%s", log)
 	}
 }

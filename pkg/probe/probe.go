@@ -18,7 +18,7 @@ func Facts(ctx context.Context, h *engine.Host) (*facts.Facts, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := h.Run(ctx, "probe", cmd)
+	res, err := h.Run(ctx, "probe", cmd, engine.DataOutput())
 	if err != nil {
 		return nil, err
 	}

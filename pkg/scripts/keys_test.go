@@ -21,7 +21,7 @@ func keyFunctions(t *testing.T) string {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString(Prelude)
-	if err := kubePackagesTemplate.t.ExecuteTemplate(&b, "keys", nil); err != nil {
+	if err := kubePackagesTemplate.t().ExecuteTemplate(&b, "keys", nil); err != nil {
 		t.Fatal(err)
 	}
 	b.WriteString("\nfetch() { cp -- \"${1#file://}\" \"$2\"; }\n")

@@ -10,6 +10,7 @@ import (
 	"embed"
 	"fmt"
 	"strings"
+	"sync"
 	"text/template"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -32,7 +33,7 @@ type Params interface {
 // Template is one embedded script taking parameters P.
 type Template[P Params] struct {
 	name string
-	t    *template.Template
+	t    func() *template.Template
 }
 
 // funcs are the only functions templates may call.
@@ -63,25 +64,36 @@ func Quote(s string) (string, error) {
 	return q, nil
 }
 
-// parse loads templates/name. A missing or malformed template is a defect of
-// the build, not of the input: it panics at start-up, and every test of the
-// package catches it.
+// parse names templates/name; it is parsed on first use, not at start-up,
+// which every command (gpukit --help too) paid for: 30 ms and 5 MB of
+// allocations for all templates. A missing or malformed template is a defect
+// of the build, not of the input: it panics, and every test of the package
+// catches it.
 func parse[P Params](name string) *Template[P] {
-	b, err := templates.ReadFile("templates/" + name)
-	if err != nil {
-		panic(fmt.Sprintf("scripts: %v", err))
-	}
-	// The snippets of templates/lib (shell functions shared by scripts) are
-	// available to every template as {{template "name" .}}.
-	t, err := template.New(name).Option("missingkey=error").Funcs(funcs).ParseFS(templates, "templates/lib/*.tmpl")
-	if err == nil {
-		t, err = t.New(name).Parse(string(b))
-	}
-	if err != nil {
-		panic(fmt.Sprintf("scripts: %v", err))
-	}
-	return &Template[P]{name: name, t: t}
+	return &Template[P]{name: name, t: sync.OnceValue(func() *template.Template {
+		b, err := templates.ReadFile("templates/" + name)
+		if err != nil {
+			panic(fmt.Sprintf("scripts: %v", err))
+		}
+		t, err := lib()
+		if err == nil {
+			t, err = t.Clone()
+		}
+		if err == nil {
+			t, err = t.New(name).Parse(string(b))
+		}
+		if err != nil {
+			panic(fmt.Sprintf("scripts: %v", err))
+		}
+		return t
+	})}
 }
+
+// lib is the snippets of templates/lib (shell functions shared by scripts),
+// available to every template as {{template "name" .}}; parsed once.
+var lib = sync.OnceValues(func() (*template.Template, error) {
+	return template.New("lib").Option("missingkey=error").Funcs(funcs).ParseFS(templates, "templates/lib/*.tmpl")
+})
 
 // Render validates p and renders the script, prelude first.
 func (t *Template[P]) Render(p P) (string, error) {
@@ -90,7 +102,7 @@ func (t *Template[P]) Render(p P) (string, error) {
 	}
 	var b strings.Builder
 	b.WriteString(Prelude)
-	if err := t.t.ExecuteTemplate(&b, t.name, p); err != nil {
+	if err := t.t().ExecuteTemplate(&b, t.name, p); err != nil {
 		return "", fmt.Errorf("script %s: %w", t.name, err)
 	}
 	return b.String(), nil

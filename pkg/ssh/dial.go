@@ -1,6 +1,7 @@
 package ssh
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -110,19 +111,26 @@ func hostAbsent(err error) bool {
 
 // bannerConn keeps the first bytes the server sent, so that a handshake
 // that fails can say what answered: nothing (the connection was closed
-// before an SSH banner), another protocol, or an SSH server.
+// before an SSH banner), another protocol, or an SSH server. Its reads are
+// buffered: x/crypto reads the server's version line one byte per read,
+// which was about 40 system calls per host.
 type bannerConn struct {
 	net.Conn
-	full atomic.Bool // head holds bannerBytes: later reads skip the lock
+	r    *bufio.Reader // over Conn; only the transport's reader goroutine reads
+	full atomic.Bool   // head holds bannerBytes: later reads skip the lock
 	mu   sync.Mutex
 	head []byte
+}
+
+func newBannerConn(c net.Conn) *bannerConn {
+	return &bannerConn{Conn: c, r: bufio.NewReaderSize(c, 4096)}
 }
 
 // bannerBytes is enough for the banner, or another protocol's first line.
 const bannerBytes = 256
 
 func (c *bannerConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
+	n, err := c.r.Read(p)
 	if n > 0 && !c.full.Load() {
 		c.mu.Lock()
 		c.head = append(c.head, p[:min(n, bannerBytes-len(c.head))]...)
@@ -231,7 +239,7 @@ func connectOnce(ctx context.Context, cfg Config, via *Client, hostport string, 
 		}
 		return nil, err
 	}
-	conn := &bannerConn{Conn: raw}
+	conn := newBannerConn(raw)
 	// The handshake takes no context: closing the connection stops it.
 	stop := context.AfterFunc(actx, func() { conn.Close() })
 	sc, chans, reqs, err := gossh.NewClientConn(conn, hostport, conf)

@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/test/golden"
@@ -150,4 +152,45 @@ func TestDecide(t *testing.T) {
 	if f, err := ParseFormat(""); err != nil || f != FormatAuto {
 		t.Errorf("empty format: %v %v", f, err)
 	}
+}
+
+// Events are buffered, but a reader sees each one soon: at run_done at once,
+// otherwise within the flush delay, and on Close.
+func TestJSONFlushes(t *testing.T) {
+	t.Parallel()
+	var w lockedBuffer
+	d := NewJSON(&w)
+	d.Emit(event.Event{Type: event.Output, Host: "gpu-1", Line: "hello"})
+	deadline := time.Now().Add(10 * time.Second) // far above the delay: a hang, not a speed bound
+	for !strings.Contains(w.String(), `"hello"`) {
+		if time.Now().After(deadline) {
+			t.Fatal("an event stayed in the buffer")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	d.Emit(event.Event{Type: event.RunDone, Status: event.StatusOK})
+	if !strings.Contains(w.String(), `"run_done"`) {
+		t.Fatal("run_done was not written at once")
+	}
+	d.Emit(event.Event{Type: event.Output, Host: "gpu-1", Line: "late"})
+	if err := d.Close(); err != nil || !strings.Contains(w.String(), `"late"`) {
+		t.Fatalf("Close did not flush: %v %q", err, w.String())
+	}
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

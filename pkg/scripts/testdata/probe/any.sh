@@ -18,7 +18,11 @@ smi() {
   fi
   return "$rc"
 }
-kv() { printf '%s=%s\n' "$1" "$2"; }
+# The facts go out in one write when the probe ends (also when it fails: the EXIT trap), not
+# one per line: one SSH packet per host instead of dozens, for sshd and for gpukit.
+facts=''
+kv() { facts+="$1=$2"$'\n'; }
+trap 'printf %s "$facts"' EXIT
 # rd VAR FILE: VAR is FILE's first line, or empty when FILE is missing or unreadable. A builtin
 # read, not $(cat FILE): on a server with hundreds of PCI devices the forks were most of the
 # probe's cost on the host.
