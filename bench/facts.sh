@@ -95,9 +95,45 @@ nprocs() { local p; mapfile -t p <"$1/cgroup.procs"; echo "${#p[@]}"; }
 # in_cgroup NAME CMD...: CMD (exec'd) in bench cgroup NAME
 in_cgroup() { (echo "$BASHPID" >"$cg/$1/cgroup.procs" && shift && exec "$@"); }
 
+# A lab holds 254 light hosts; a larger size spans labs LAB_ID, LAB_ID+1, ... of LAB_PER hosts
+# each, merged into one inventory (one known_hosts file; host names and hostnames prefixed with
+# the lab, so that they stay unique, as preflight/cluster checks they are).
+LAB_PER=250
+lab_ids=()
+release_labs() {
+  local id
+  for id in "${lab_ids[@]}" "$LAB_ID"; do "$LAB" --lab "$id" release >/dev/null 2>&1 || true; done
+  lab_ids=()
+}
+# labs_up N: N light hosts in as many labs as they need; prints the inventory's path
+labs_up() {
+  local n=$1 k j id cnt one
+  if ((n <= 254)); then
+    lab_ids=("$LAB_ID")
+    in_cgroup hosts "$LAB" --lab "$LAB_ID" up --light "$n" | tail -n 1
+    return
+  fi
+  k=$(((n + LAB_PER - 1) / LAB_PER))
+  : >"$work/fleet.known_hosts"
+  for ((j = 0; j < k; j++)); do
+    id=$((LAB_ID + j)) cnt=$LAB_PER
+    if ((j == k - 1)); then cnt=$((n - LAB_PER * (k - 1))); fi
+    lab_ids+=("$id")
+    "$LAB" --lab "$id" release >/dev/null 2>&1 || true
+    one=$(LAB_HOSTNAME_PREFIX="l$id-" in_cgroup hosts "$LAB" --lab "$id" up --light "$cnt" | tail -n 1)
+    cat "$(sed -n 's/^ *knownHostsFile: *//p' "$one" | head -n1)" >>"$work/fleet.known_hosts"
+    if ((j == 0)); then # the header (ssh, mirrors) from the first lab, up to its hosts
+      sed -n '1,/^  hosts:/p' "$one" | sed "s|^\( *knownHostsFile:\).*|\1 $work/fleet.known_hosts|" >"$work/fleet.yaml"
+    fi
+    sed -n '/^  hosts:/,$p' "$one" | sed '1d' | sed "s/^\(    - name: \)/\1l$id-/" |
+      if ((j > 0)); then sed 's/roles: \[control-plane\]/roles: [worker]/'; else cat; fi >>"$work/fleet.yaml"
+  done
+  echo "$work/fleet.yaml"
+}
+
 cleanup() {
   local c p _
-  "$LAB" --lab "$LAB_ID" release >/dev/null 2>&1 || true
+  release_labs
   # whatever a contender left (an interrupted run) is ours: end it; what stays in the hosts' cgroup
   # after the release (the lab's repository server, if another lab still uses it) goes back up
   for c in "${contenders[@]}"; do
@@ -293,8 +329,8 @@ load=$(cut -d' ' -f1-3 /proc/loadavg)
 for n in "${sizes[@]}"; do
   echo "== $n light hosts" >&2
   res=$work/res.$n && mkdir -p "$res"
-  "$LAB" --lab "$LAB_ID" release >/dev/null 2>&1 || true
-  inv=$(in_cgroup hosts "$LAB" --lab "$LAB_ID" up --light "$n" | tail -n 1)
+  release_labs
+  inv=$(labs_up "$n")
   hosts_idle=$(nprocs "$cg/hosts") # each light host: its unshare and sshd (and the lab's repository, if started now)
   key=$(sed -n 's/^ *keyFile: *//p' "$inv" | head -n1)
   kh=$(sed -n 's/^ *knownHostsFile: *//p' "$inv" | head -n1)
@@ -406,7 +442,7 @@ for n in "${sizes[@]}"; do
       END {if (b) printf "- %d hosts, %s: %d of %d runs shared the machine with other work (machine/cgroup CPU s:%s): wall times not comparable\n", n, c, b, NR, x}' \
       "$res/$c" >>"$work/busy"
   done
-  "$LAB" --lab "$LAB_ID" release >/dev/null 2>&1 || true
+  release_labs
 done
 
 {

@@ -17,6 +17,8 @@
 #   registry tls DIR        the same images over TLS with a login (10.251.0.1:5443; DIR: cert.pem,
 #                           key.pem, htpasswd)
 #   up [--light] N | NAME.. hosts lab-1..N (full) or lite-1..N (light); last line = inventory path
+#                           (LAB_HOSTNAME_PREFIX=P: light hosts' hostnames are P + name, unique
+#                           across labs for a fleet spanning several)
 #                           --kube: full hosts made for Kubernetes nodes (see kube_host)
 #                           --fabric: full hosts get a second NIC, eth1, on the fabric bridge
 #                           (10.252.0.0/16, host to host only), like a GPU server's cluster network
@@ -1112,7 +1114,7 @@ cmd__init() {
 	host "$name"
 	ip -batch - <<<"link set lo up"$'\n'"addr replace $ADDR/16 dev eth0"$'\n'"link set eth0 up"
 	: >"$HD/net-up" # host_boot connects only now: an earlier SYN would wait ~1 s for an ARP retry
-	hostname "$name"
+	hostname "${LAB_HOSTNAME_PREFIX:-}$name"
 	mount -t proc -o nosuid,nodev,noexec proc "$R/proc"
 	mount --bind "$R/proc/sys" "$R/proc/sys"
 	mount -o remount,bind,ro "$R/proc/sys"
