@@ -123,7 +123,9 @@ labs_up() {
     one=$(LAB_HOSTNAME_PREFIX="l$id-" in_cgroup hosts "$LAB" --lab "$id" up --light "$cnt" | tail -n 1)
     cat "$(sed -n 's/^ *knownHostsFile: *//p' "$one" | head -n1)" >>"$work/fleet.known_hosts"
     if ((j == 0)); then # the header (ssh, mirrors) from the first lab, up to its hosts
-      sed -n '1,/^  hosts:/p' "$one" | sed "s|^\( *knownHostsFile:\).*|\1 $work/fleet.known_hosts|" >"$work/fleet.yaml"
+      # and a pod network with a /24 for each of N nodes (the default /16 holds 256)
+      sed -n '1,/^  hosts:/p' "$one" | sed "s|^\( *knownHostsFile:\).*|\1 $work/fleet.known_hosts|" |
+        sed 's|^  hosts:|  network:\n    podCIDR: 10.64.0.0/14\n  hosts:|' >"$work/fleet.yaml"
     fi
     sed -n '/^  hosts:/,$p' "$one" | sed '1d' | sed "s/^\(    - name: \)/\1l$id-/" |
       if ((j > 0)); then sed 's/roles: \[control-plane\]/roles: [worker]/'; else cat; fi >>"$work/fleet.yaml"
