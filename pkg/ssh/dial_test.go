@@ -701,3 +701,51 @@ func TestKnownHostsParsedOnceWhileUnchanged(t *testing.T) {
 		t.Errorf("a changed file parsed %d times in all, want 2", n)
 	}
 }
+
+// A connection attempt waits for one of the MaxHandshakes slots, and its
+// ConnectTimeout runs from when it has one: a thousand hosts at once must
+// not all time out together on a busy machine. (Not parallel: the slots are
+// the process's.)
+func TestHandshakeSlots(t *testing.T) {
+	env := newEnv(t, serverOptions{})
+	cfg := env.cfg
+	cfg.ConnectTimeout = 2 * time.Second
+	for range MaxHandshakes {
+		handshakes <- struct{}{}
+	}
+	done := make(chan error, 1)
+	go func() {
+		c, err := Dial(context.Background(), cfg)
+		if err == nil {
+			c.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the dial did not wait for a slot: %v", err)
+	case <-time.After(cfg.ConnectTimeout + time.Second): // past its timeout: it has not started
+	}
+	<-handshakes
+	if err := <-done; err != nil {
+		t.Fatalf("with a slot free: %v", err)
+	}
+	for range MaxHandshakes - 1 {
+		<-handshakes
+	}
+
+	// Cancelled while waiting: the context's error.
+	for range MaxHandshakes {
+		handshakes <- struct{}{}
+	}
+	defer func() {
+		for range MaxHandshakes {
+			<-handshakes
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := Dial(ctx, cfg); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v", err)
+	}
+}

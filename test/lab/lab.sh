@@ -355,6 +355,14 @@ bridge_up() {
 	[ -z "$other" ] || die "$NET.0.0/16 is already routed elsewhere on this machine: $other"
 	ip link show "$BRIDGE" >/dev/null 2>&1 || ip link add "$BRIDGE" address "$BRIDGE_MAC" type bridge
 	sysctl -qw "net.ipv4.conf.$BRIDGE.arp_notify=1" # a MAC change below announces itself (gratuitous ARP)
+	# One neighbour entry per lab host: the kernel's default table (at most 1024 entries) overflows
+	# at about 1000 light hosts across labs ("neighbor table overflow"), and connections to hosts
+	# whose entry was dropped fail as "no route to host" or time out. Raised, never lowered.
+	local k v
+	for k in 1:2048 2:8192 3:16384; do
+		v=$(cat "/proc/sys/net/ipv4/neigh/default/gc_thresh${k%%:*}")
+		((v >= ${k#*:})) || sysctl -qw "net.ipv4.neigh.default.gc_thresh${k%%:*}=${k#*:}"
+	done
 	# (no `| grep -q` here or below: with pipefail, grep quitting early fails the pipeline by SIGPIPE)
 	[[ $(ip link show "$BRIDGE") == *"link/ether $BRIDGE_MAC "* ]] || ip link set "$BRIDGE" address "$BRIDGE_MAC"
 	[[ $(ip -o addr show dev "$BRIDGE") == *"inet $BRIDGE_ADDR/16 "* ]] || ip addr add "$BRIDGE_ADDR/16" dev "$BRIDGE"
