@@ -361,7 +361,8 @@ bridge_up() {
 	local k v
 	for k in 1:2048 2:8192 3:16384; do
 		v=$(cat "/proc/sys/net/ipv4/neigh/default/gc_thresh${k%%:*}")
-		((v >= ${k#*:})) || sysctl -qw "net.ipv4.neigh.default.gc_thresh${k%%:*}=${k#*:}"
+		((v >= ${k#*:})) || sysctl -qw "net.ipv4.neigh.default.gc_thresh${k%%:*}=${k#*:}" ||
+			log "warning: cannot raise the neighbour table (gc_thresh${k%%:*}=$v): fleets near 1000 hosts will lose ARP entries"
 	done
 	# (no `| grep -q` here or below: with pipefail, grep quitting early fails the pipeline by SIGPIPE)
 	[[ $(ip link show "$BRIDGE") == *"link/ether $BRIDGE_MAC "* ]] || ip link set "$BRIDGE" address "$BRIDGE_MAC"
