@@ -99,8 +99,9 @@ func TestScriptLengthIsBytesUnderUTF8(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t, serverOptions{env: []string{"LC_ALL=C.UTF-8", "LANG=C.UTF-8"}})
 	c := dialT(t, env.cfg)
-	res := runT(t, c, Command{Script: "printf '%s\\n' 'é€ ü 漢字'\necho \"$1\"", Args: []string{"ß"}})
-	if string(res.Stdout) != "é€ ü 漢字\nß\n" {
+	res := runT(t, c, Command{Script: "printf '%s\\n' 'é€ ü 漢字'\necho \"$1\"\necho \"${LC_ALL-unset}\"", Args: []string{"ß"}})
+	// The script still gets the login's locale.
+	if string(res.Stdout) != "é€ ü 漢字\nß\nC.UTF-8\n" {
 		t.Fatalf("got %q", res.Stdout)
 	}
 }

@@ -11,9 +11,15 @@ IFS= read -r n || exit 125
 a=()
 for ((i = 0; i < n; i++)); do IFS= read -r -d "" x || exit 125; a+=("$x"); done
 IFS= read -r n || exit 125
-# Exactly n bytes (LC_ALL=C: bytes, not characters), in large reads.
+# Exactly n bytes, in large reads: in the C locale (read -N counts characters), set for the read
+# and then put back as it was (a plain assignment: older bash may not apply a prefix one).
 __gpukit_script=
-LC_ALL=C IFS= read -r -N "$n" __gpukit_script || { echo "gpukit: protocol error: truncated script on stdin" >&2; exit 125; }
+__gpukit_lc=${LC_ALL-}
+__gpukit_lc_set=${LC_ALL+1}
+LC_ALL=C
+IFS= read -r -N "$n" __gpukit_script || { echo "gpukit: protocol error: truncated script on stdin" >&2; exit 125; }
+if [ -n "$__gpukit_lc_set" ]; then LC_ALL=$__gpukit_lc; else unset LC_ALL; fi
+unset __gpukit_lc __gpukit_lc_set
 if ! IFS= read -r l || [ "$l" != "$m" ]; then echo "gpukit: protocol error: truncated script on stdin" >&2; exit 125; fi
 # The script runs in a subshell with stdin /dev/null. Its arguments carry secrets (join tokens,
 # certificate keys, configurations): they become its positional parameters without any exec, so
