@@ -8,13 +8,7 @@
 facts=''
 kv() { facts+="$1=$2"$'\n'; }
 trap 'printf %s "$facts"' EXIT
-# rd VAR FILE: VAR is FILE's first line, or empty when FILE is missing or unreadable. A builtin
-# read, not $(cat FILE): on a server with hundreds of PCI devices the forks were most of the
-# probe's cost on the host.
-rd() {
-  printf -v "$1" ''
-  { IFS= read -r "$1" <"$2"; } 2>/dev/null || true
-}
+{{template "rd"}}
 hn='' online='' uuid='' mid='' vendor='' class='' device='' v='' comm='' # set by rd
 
 # shellcheck disable=SC1091

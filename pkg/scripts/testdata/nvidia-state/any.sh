@@ -19,12 +19,21 @@ smi() {
   return "$rc"
 }
 kv() { printf '%s=%s\n' "$1" "$2"; }
+# rd VAR FILE: VAR is FILE's first line, or empty when FILE is missing or unreadable. A builtin
+# read, not $(cat FILE): on a server with hundreds of PCI devices the forks were most of a
+# probe's cost on the host. (Callers declare VAR: shellcheck cannot see the assignment.)
+rd() {
+  printf -v "$1" ''
+  { IFS= read -r "$1" <"$2"; } 2>/dev/null || true
+}
+boot='' v='' vendor='' class='' # set by rd
 k=$(uname -r)
 kv kernel "$k"
-kv boot_id "$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)"
+rd boot /proc/sys/kernel/random/boot_id
+kv boot_id "$boot"
 if [ -e "/lib/modules/$k/build" ]; then kv headers yes; fi
 kv module.installed "$(modinfo -F version nvidia 2>/dev/null || true)"
-if [ -r /sys/module/nvidia/version ]; then kv module.loaded "$(cat /sys/module/nvidia/version)"; fi
+if [ -r /sys/module/nvidia/version ]; then rd v /sys/module/nvidia/version && kv module.loaded "$v"; fi
 if [ -d /sys/module/nouveau ]; then kv nouveau.loaded yes; fi
 if grep -qsE '^[[:space:]]*blacklist[[:space:]]+nouveau' /etc/modprobe.d/*.conf /usr/lib/modprobe.d/*.conf; then
   kv nouveau.blacklisted yes
@@ -64,8 +73,10 @@ fi
 # NVSwitch (HGX/DGX): the driver's view, else the PCI bus (vendor 0x10de, bridge class 0x0680).
 n=0
 for dev in /sys/bus/pci/devices/*; do
-  [ -r "$dev/vendor" ] || continue
-  if [ "$(cat "$dev/vendor")" = 0x10de ] && [ "$(cat "$dev/class")" = 0x068000 ]; then n=$((n + 1)); fi
+  rd vendor "$dev/vendor"
+  [ "$vendor" = 0x10de ] || continue
+  rd class "$dev/class"
+  if [ "$class" = 0x068000 ]; then n=$((n + 1)); fi
 done
 kv nvswitch.pci "$n"
 if [ -d /proc/driver/nvidia-nvswitch/devices ]; then kv nvswitch.driver "$(find /proc/driver/nvidia-nvswitch/devices -mindepth 1 -maxdepth 1 | wc -l)"; fi

@@ -24,8 +24,8 @@ facts=''
 kv() { facts+="$1=$2"$'\n'; }
 trap 'printf %s "$facts"' EXIT
 # rd VAR FILE: VAR is FILE's first line, or empty when FILE is missing or unreadable. A builtin
-# read, not $(cat FILE): on a server with hundreds of PCI devices the forks were most of the
-# probe's cost on the host.
+# read, not $(cat FILE): on a server with hundreds of PCI devices the forks were most of a
+# probe's cost on the host. (Callers declare VAR: shellcheck cannot see the assignment.)
 rd() {
   printf -v "$1" ''
   { IFS= read -r "$1" <"$2"; } 2>/dev/null || true
