@@ -264,13 +264,12 @@ kex_gpukit() {
 # timeline OUT: from gpukit's events, "connect-phase-s facts-phase-s connect-med connect-max
 # facts-med facts-max" (per-host durations of each phase, s; facts = waiting for a session + probe)
 timeline() {
-  jq -r 'select(.type == "phase_done" or .type == "host_done") | [.type, .phase, (.durationMs // 0)] | @tsv' "$1" |
-    awk -F'\t' '$1 == "phase_done" {p[$2] = $3 / 1000; next}
-      {d[$2, ++n[$2]] = $3 / 1000}
-      function q(ph, f,   m, i, j, t, a) { m = n[ph]; for (i = 1; i <= m; i++) a[i] = d[ph, i]
-        for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-        return m ? a[int((m - 1) * f) + 1] : 0 }
-      END {printf "%.2f %.2f %.2f %.2f %.2f %.2f\n", p["connect"], p["preflight/facts"], q("connect", .5), q("connect", 1), q("preflight/facts", .5), q("preflight/facts", 1)}'
+  jq -rs '[.[] | select(.type == "host_done")] as $h
+    | def p($n): [.[] | select(.type == "phase_done" and .phase == $n) | .durationMs / 1000] | first // 0;
+      def q($n; $f): ([$h[] | select(.phase == $n) | .durationMs / 1000] | sort) as $a
+        | if ($a | length) == 0 then 0 else $a[(($a | length) - 1) * $f | floor] end;
+    [p("connect"), p("preflight/facts"), q("connect"; 0.5), q("connect"; 1), q("preflight/facts"; 0.5), q("preflight/facts"; 1)]
+    | map(. * 100 | round / 100) | join(" ")' "$1"
 }
 # cpu_parts PROFILE: gpukit's CPU by part, in % of its profile's samples: "ssh-protocol-and-crypto
 # events-and-logs gc other" (cumulative, so a frame in two parts counts in the first)
