@@ -360,7 +360,10 @@ bridge_up() {
 	# whose entry was dropped fail as "no route to host" or time out. Raised, never lowered.
 	local k v
 	for k in 1:2048 2:8192 3:16384; do
-		v=$(cat "/proc/sys/net/ipv4/neigh/default/gc_thresh${k%%:*}")
+		# Only the initial network namespace has these (the table's limits are global); a lab
+		# started inside another namespace (the down test's sandbox) has nothing to raise.
+		[ -e "/proc/sys/net/ipv4/neigh/default/gc_thresh${k%%:*}" ] || continue
+		v=$(<"/proc/sys/net/ipv4/neigh/default/gc_thresh${k%%:*}")
 		((v >= ${k#*:})) || sysctl -qw "net.ipv4.neigh.default.gc_thresh${k%%:*}=${k#*:}" ||
 			log "warning: cannot raise the neighbour table (gc_thresh${k%%:*}=$v): fleets near 1000 hosts will lose ARP entries"
 	done
