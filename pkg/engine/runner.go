@@ -147,10 +147,18 @@ func (r *Runner) Run(ctx context.Context, machines []inventory.Machine, dial Dia
 
 	stopWatch := r.closeOnCancel(ctx, conns)
 
-	r.connect(ctx, st, limit, hosts)
-	next := 0 // index of the first phase that did not run
+	// Connecting opens the first pipeline, with the host-local phases that
+	// follow it: a host probes as soon as its own connection is up.
+	next := hostLocalRun(phases, 0) // index of the first phase that did not run
+	stages := append(make([]stage, 0, next+1), r.connectStage(ctx, hosts))
+	for _, p := range phases[:next] {
+		stages = append(stages, r.phaseStage(ctx, limit, p, hosts))
+	}
 	stopped := ""
-	for ; next < len(phases) && ctx.Err() == nil && stopped == ""; next++ {
+	if failed := r.pipeline(ctx, st, limit, stages); next > 0 && failed[next] > 0 && stopsRun(phases[next-1]) {
+		stopped = fmt.Sprintf("run stopped: phase %s failed on %d hosts", phases[next-1].Name(), failed[next])
+	}
+	for next < len(phases) && ctx.Err() == nil && stopped == "" {
 		healthy := healthyHosts(hosts)
 		if len(healthy) == 0 {
 			break
@@ -158,10 +166,18 @@ func (r *Runner) Run(ctx context.Context, machines []inventory.Machine, dial Dia
 		p := phases[next]
 		if ro, ok := asRollout(p); ok {
 			r.runRollout(ctx, st, limit, ro, healthy)
+			next++
 			continue
 		}
-		if failed := r.runPhase(ctx, st, limit, p, healthy); failed > 0 && stopsRun(p) {
-			stopped = fmt.Sprintf("run stopped: phase %s failed on %d hosts", p.Name(), failed)
+		n := max(hostLocalRun(phases, next), 1)
+		stages := make([]stage, 0, n)
+		for _, p := range phases[next : next+n] {
+			stages = append(stages, r.phaseStage(ctx, limit, p, healthy))
+		}
+		failed := r.pipeline(ctx, st, limit, stages)
+		next += n
+		if last := phases[next-1]; failed[n-1] > 0 && stopsRun(last) {
+			stopped = fmt.Sprintf("run stopped: phase %s failed on %d hosts", last.Name(), failed[n-1])
 		}
 	}
 	if ctx.Err() != nil {
@@ -225,38 +241,35 @@ func (r *Runner) closeOnCancel(ctx context.Context, conns *connections) (stop fu
 	return func() { close(quit); <-done }
 }
 
-// connect dials every host; a host that cannot be reached fails in the
+// connectStage dials every host; a host that cannot be reached fails in the
 // connect phase and takes no part in the rest of the run.
-func (r *Runner) connect(ctx context.Context, st *runState, limit int, hosts []*hostRun) {
-	r.fanOut(ctx, st, limit, ConnectPhase, "Connect to the hosts", hosts, nil, func(hr *hostRun) (string, error) {
+func (r *Runner) connectStage(ctx context.Context, hosts []*hostRun) stage {
+	return stage{name: ConnectPhase, title: "Connect to the hosts", hosts: hosts, work: func(hr *hostRun) (string, error) {
 		ex, err := hr.h.redial(ctx)
 		if err != nil {
 			return "", err
 		}
 		hr.h.setExecutor(ex)
 		return "", nil
-	})
+	}}
 }
 
 // describer is an Executor that can say what it negotiated (pkg/ssh: user,
 // address, key exchange), for the host's log.
 type describer interface{ Describe() string }
 
-// runPhase runs p on its targets among healthy and returns how many failed.
-// A Preparer's Prepare runs first, once; when it fails, every target fails
-// with its error.
-func (r *Runner) runPhase(ctx context.Context, st *runState, limit int, p Phase, healthy []*hostRun) int {
+// phaseStage is p on its targets among healthy. A Preparer's Prepare runs
+// first, once; when it fails, every target fails with its error.
+func (r *Runner) phaseStage(ctx context.Context, limit int, p Phase, healthy []*hostRun) stage {
+	name := p.Name() // a Scoped phase's
 	p, targets := unscope(p, healthy)
 	if t, ok := p.(Targeter); ok {
 		targets = pickTargets(targets, t)
 	}
 	var prepErr error
-	before := func() {
-		pr, ok := p.(Preparer)
-		if !ok || len(targets) == 0 {
-			return
-		}
-		prepErr = prepare(ctx, p.Name(), pr, healthy, targets)
+	s := stage{name: name, title: p.Title(), hosts: targets}
+	if pr, ok := p.(Preparer); ok && len(targets) > 0 {
+		s.before = func() { prepErr = prepare(ctx, p.Name(), pr, healthy, targets) }
 	}
 	// A phase's own limit bounds the hosts it changes at once (reboots), not
 	// the hosts it looks at: the others decide, and are done, at the run's
@@ -265,12 +278,19 @@ func (r *Runner) runPhase(ctx context.Context, st *runState, limit int, p Phase,
 	if l, ok := p.(ParallelLimiter); ok && l.MaxParallel() > 0 && l.MaxParallel() < limit {
 		slots = make(chan struct{}, l.MaxParallel())
 	}
-	return r.fanOut(ctx, st, limit, p.Name(), p.Title(), targets, before, func(hr *hostRun) (string, error) {
+	s.work = func(hr *hostRun) (string, error) {
 		if prepErr != nil {
 			return "", prepErr
 		}
 		return invoke(ctx, p, hr, slots)
-	})
+	}
+	return s
+}
+
+// runPhase runs p alone on its targets among healthy and returns how many
+// failed.
+func (r *Runner) runPhase(ctx context.Context, st *runState, limit int, p Phase, healthy []*hostRun) int {
+	return r.pipeline(ctx, st, limit, []stage{r.phaseStage(ctx, limit, p, healthy)})[0]
 }
 
 // prepare calls pr.Prepare with the hosts of the run. Steps it runs on a
@@ -299,44 +319,6 @@ func prepare(ctx context.Context, phase string, pr Preparer, healthy, targets []
 // hostWork does one phase on one host and returns why it was skipped, if it
 // was, or its error.
 type hostWork func(hr *hostRun) (skipped string, err error)
-
-// fanOut runs work on hosts with bounded concurrency, records each host's
-// outcome, and brackets it all in PhaseStart/PhaseDone. It returns the
-// number of hosts that failed.
-func (r *Runner) fanOut(ctx context.Context, st *runState, limit int, phase, title string, hosts []*hostRun, before func(), work hostWork) int {
-	start := st.now()
-	st.emit(event.Event{Type: event.PhaseStart, Phase: phase, Title: title, Total: len(hosts)})
-	if before != nil {
-		before()
-	}
-	n := forEach(ctx, limit, len(hosts), func(i int) {
-		hr := hosts[i]
-		hr.h.phase = phase
-		defer hr.h.log.close()
-		began := st.now()
-		hr.h.emit(event.Event{Type: event.HostStart})
-		skipped, err := safely(hr, work)
-		r.record(ctx, st, hr, phase, began, skipped, err)
-	})
-	var ok, failed, skipped int
-	for i, hr := range hosts {
-		if i >= n { // never started: the run was cancelled
-			hr.status, hr.phase, hr.reason = StatusSkipped, phase, "cancelled"
-			hr.phases = append(hr.phases, PhaseResult{Phase: phase, Status: StatusSkipped, Reason: "cancelled"})
-		}
-		switch hr.phases[len(hr.phases)-1].Status {
-		case StatusOK:
-			ok++
-		case StatusFailed:
-			failed++
-		default:
-			skipped++
-		}
-	}
-	st.emit(event.Event{Type: event.PhaseDone, Phase: phase, Done: ok, Failed: failed, Skipped: skipped,
-		Total: len(hosts), DurationMS: event.Millis(st.now().Sub(start))})
-	return failed
-}
 
 // safely runs work, turning a panic into the host's error: one buggy phase
 // on one host must not take down a run over a thousand hosts, nor leave

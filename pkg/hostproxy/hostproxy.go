@@ -117,7 +117,8 @@ func (l *Layer) run(ctx context.Context, h *engine.Host, mode string) error {
 
 type applyPhase struct{ l *Layer }
 
-func (*applyPhase) Name() string { return PhaseApply }
+func (*applyPhase) Name() string    { return PhaseApply }
+func (*applyPhase) HostLocal() bool { return true }
 func (*applyPhase) Title() string {
 	return "Point the package manager and the container runtime at the site's proxy"
 }

@@ -16,8 +16,9 @@ import (
 
 type preparePhase struct{ l *Layer }
 
-func (*preparePhase) Name() string  { return PhasePrepare }
-func (*preparePhase) Title() string { return "Prepare for the NVIDIA driver" }
+func (*preparePhase) Name() string    { return PhasePrepare }
+func (*preparePhase) HostLocal() bool { return true }
+func (*preparePhase) Title() string   { return "Prepare for the NVIDIA driver" }
 
 func (p *preparePhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
 	w, s, skip, err := p.l.begin(ctx, h)
@@ -57,8 +58,9 @@ func (p *preparePhase) Run(ctx context.Context, h *engine.Host) error {
 
 type driverPhase struct{ l *Layer }
 
-func (*driverPhase) Name() string  { return PhaseDriver }
-func (*driverPhase) Title() string { return "Install the NVIDIA driver" }
+func (*driverPhase) Name() string    { return PhaseDriver }
+func (*driverPhase) HostLocal() bool { return true }
+func (*driverPhase) Title() string   { return "Install the NVIDIA driver" }
 
 func (p *driverPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
 	w, s, skip, err := p.l.begin(ctx, h)
@@ -110,7 +112,8 @@ func (p *driverPhase) Run(ctx context.Context, h *engine.Host) error {
 
 type fabricManagerPhase struct{ l *Layer }
 
-func (*fabricManagerPhase) Name() string { return PhaseFabricManager }
+func (*fabricManagerPhase) Name() string    { return PhaseFabricManager }
+func (*fabricManagerPhase) HostLocal() bool { return true }
 func (*fabricManagerPhase) Title() string {
 	return "Install the NVIDIA fabric manager (NVSwitch systems)"
 }
@@ -155,8 +158,9 @@ func (p *fabricManagerPhase) Run(ctx context.Context, h *engine.Host) error {
 
 type persistencedPhase struct{ l *Layer }
 
-func (*persistencedPhase) Name() string  { return PhasePersistenced }
-func (*persistencedPhase) Title() string { return "Enable persistence mode" }
+func (*persistencedPhase) Name() string    { return PhasePersistenced }
+func (*persistencedPhase) HostLocal() bool { return true }
+func (*persistencedPhase) Title() string   { return "Enable persistence mode" }
 
 func (p *persistencedPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
 	_, s, skip, err := p.l.begin(ctx, h)
@@ -188,8 +192,9 @@ func (p *persistencedPhase) Run(ctx context.Context, h *engine.Host) error {
 
 type cudaPhase struct{ l *Layer }
 
-func (*cudaPhase) Name() string  { return PhaseCUDA }
-func (*cudaPhase) Title() string { return "Install the CUDA toolkit" }
+func (*cudaPhase) Name() string    { return PhaseCUDA }
+func (*cudaPhase) HostLocal() bool { return true }
+func (*cudaPhase) Title() string   { return "Install the CUDA toolkit" }
 
 func (p *cudaPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
 	w, s, skip, err := p.l.begin(ctx, h)
@@ -224,8 +229,9 @@ func (p *cudaPhase) Run(ctx context.Context, h *engine.Host) error {
 
 type containerToolkitPhase struct{ l *Layer }
 
-func (*containerToolkitPhase) Name() string  { return PhaseContainerToolkit }
-func (*containerToolkitPhase) Title() string { return "Install the NVIDIA Container Toolkit" }
+func (*containerToolkitPhase) Name() string    { return PhaseContainerToolkit }
+func (*containerToolkitPhase) HostLocal() bool { return true }
+func (*containerToolkitPhase) Title() string   { return "Install the NVIDIA Container Toolkit" }
 
 func (p *containerToolkitPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
 	w, s, skip, err := p.l.begin(ctx, h)
@@ -273,8 +279,9 @@ func (p *containerToolkitPhase) Run(ctx context.Context, h *engine.Host) error {
 
 type rebootPhase struct{ l *Layer }
 
-func (*rebootPhase) Name() string  { return PhaseReboot }
-func (*rebootPhase) Title() string { return "Reboot where the new driver needs it" }
+func (*rebootPhase) Name() string    { return PhaseReboot }
+func (*rebootPhase) HostLocal() bool { return true }
+func (*rebootPhase) Title() string   { return "Reboot where the new driver needs it" }
 
 // MaxParallel bounds the hosts down at once.
 func (p *rebootPhase) MaxParallel() int { return p.l.opts.MaxParallelReboots }
@@ -365,8 +372,9 @@ func (p *verifyPhase) health(ctx context.Context, h *engine.Host) []string {
 
 type verifyPhase struct{ l *Layer }
 
-func (*verifyPhase) Name() string  { return PhaseVerify }
-func (*verifyPhase) Title() string { return "Verify the GPUs and the driver" }
+func (*verifyPhase) Name() string    { return PhaseVerify }
+func (*verifyPhase) HostLocal() bool { return true }
+func (*verifyPhase) Title() string   { return "Verify the GPUs and the driver" }
 
 // A host that fails verification is named and the others go on.
 func (p *verifyPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {

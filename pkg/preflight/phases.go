@@ -50,8 +50,9 @@ func (p *Preflight) ClusterChecks() engine.Phase { return &clusterPhase{p: p} }
 
 type factsPhase struct{}
 
-func (factsPhase) Name() string  { return PhaseFacts }
-func (factsPhase) Title() string { return "Gather host facts" }
+func (factsPhase) Name() string    { return PhaseFacts }
+func (factsPhase) HostLocal() bool { return true }
+func (factsPhase) Title() string   { return "Gather host facts" }
 
 func (factsPhase) Run(ctx context.Context, h *engine.Host) error {
 	_, err := probe.Facts(ctx, h)
@@ -61,6 +62,7 @@ func (factsPhase) Run(ctx context.Context, h *engine.Host) error {
 type checksPhase struct{ p *Preflight }
 
 func (*checksPhase) Name() string           { return PhaseChecks }
+func (*checksPhase) HostLocal() bool        { return true }
 func (*checksPhase) Title() string          { return "Check host readiness" }
 func (*checksPhase) StopRunOnFailure() bool { return true }
 

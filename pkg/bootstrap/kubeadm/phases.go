@@ -23,7 +23,8 @@ import (
 
 type preparePhase struct{ l *Layer }
 
-func (*preparePhase) Name() string { return PhasePrepare }
+func (*preparePhase) Name() string    { return PhasePrepare }
+func (*preparePhase) HostLocal() bool { return true }
 func (*preparePhase) Title() string {
 	return "Prepare the hosts for the kubelet (swap off, kernel modules, sysctls)"
 }
@@ -60,7 +61,8 @@ func (p *preparePhase) Run(ctx context.Context, h *engine.Host) error {
 
 type packagesPhase struct{ l *Layer }
 
-func (*packagesPhase) Name() string { return PhasePackages }
+func (*packagesPhase) Name() string    { return PhasePackages }
+func (*packagesPhase) HostLocal() bool { return true }
 func (*packagesPhase) Title() string {
 	return "Install kubeadm, kubelet and kubectl, pinned and held"
 }
@@ -106,7 +108,8 @@ func (p *packagesPhase) Run(ctx context.Context, h *engine.Host) error {
 
 type containerdPhase struct{ l *Layer }
 
-func (*containerdPhase) Name() string { return PhaseContainerd }
+func (*containerdPhase) Name() string    { return PhaseContainerd }
+func (*containerdPhase) HostLocal() bool { return true }
 func (*containerdPhase) Title() string {
 	return "Install and configure containerd (CRI, cgroups, sandbox image, NVIDIA runtime, registry mirror)"
 }

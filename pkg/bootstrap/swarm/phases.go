@@ -17,8 +17,9 @@ import (
 
 type enginePhase struct{ l *Layer }
 
-func (*enginePhase) Name() string  { return PhaseEngine }
-func (*enginePhase) Title() string { return "Install the Docker engine" }
+func (*enginePhase) Name() string    { return PhaseEngine }
+func (*enginePhase) HostLocal() bool { return true }
+func (*enginePhase) Title() string   { return "Install the Docker engine" }
 
 func (p *enginePhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
 	e, err := p.l.engineFor(ctx, h)
@@ -54,7 +55,8 @@ func (p *enginePhase) Run(ctx context.Context, h *engine.Host) error {
 
 type runtimePhase struct{ l *Layer }
 
-func (*runtimePhase) Name() string { return PhaseRuntime }
+func (*runtimePhase) Name() string    { return PhaseRuntime }
+func (*runtimePhase) HostLocal() bool { return true }
 func (*runtimePhase) Title() string {
 	return "Make the NVIDIA runtime docker's default and advertise the GPUs"
 }
