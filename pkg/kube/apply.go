@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -58,21 +59,25 @@ type ApplyResult struct {
 }
 
 // stage is a group of objects applied together, after the waits of the
-// stages before it.
+// stages before it; after, when there are some, are applied once objs are.
 type stage struct {
-	name string
-	objs []*unstructured.Unstructured
+	name  string
+	objs  []*unstructured.Unstructured
+	after []*unstructured.Unstructured
 }
 
 // Apply applies objs server-side in dependency order, without a retry loop
-// around the whole: CRDs first; namespaces; the objects of other kinds
-// (their Deployments start while the API server establishes the CRDs);
-// the custom resources of those CRDs, once each is Established; last the
-// webhook configurations, each once its backend Deployment is Available -
-// applied earlier, a webhook that nothing answers blocks every object it
-// matches. Only a single object is retried, a few times, and only for
-// errors that a retry can mend (conflicts, timeouts), or for a bounded
-// time while a webhook does not answer.
+// around the whole: namespaces first; then what the webhooks among objs
+// call (their services, the Deployments behind them and what those pods
+// refer to), so that the backends start while everything else is applied;
+// the CRDs; the objects of other kinds (their Deployments start while the
+// API server establishes the CRDs); the custom resources of those CRDs,
+// once every CRD is Established; last the webhook configurations, each
+// once its backend Deployment is Available - applied earlier, a webhook
+// that nothing answers blocks every object it matches. Only a single
+// object is retried, a few times, and only for errors that a retry can
+// mend (conflicts, timeouts), or for a bounded time while a webhook does
+// not answer.
 func Apply(ctx context.Context, cfg *rest.Config, objs []*yaml.RNode, o ApplyOptions) (ApplyResult, error) {
 	if o.Timeout == 0 {
 		o.Timeout = 5 * time.Minute
@@ -84,12 +89,11 @@ func Apply(ctx context.Context, cfg *rest.Config, objs []*yaml.RNode, o ApplyOpt
 		o.Logf = func(string, ...any) {}
 	}
 	// Hundreds of objects: client-go's 5 requests a second (or pkg/kube's
-	// 50) would be most of the run; the API server's priority and fairness
-	// protects it from more.
+	// 50, or 100) would be most of the run, while the API server on two
+	// cores takes more. What bounds the load is o.Parallel requests in
+	// flight, and the API server's priority and fairness protects it.
 	cfg = rest.CopyConfig(cfg)
-	if cfg.QPS < 100 {
-		cfg.QPS, cfg.Burst = 100, 200
-	}
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return ApplyResult{}, err
@@ -103,43 +107,61 @@ func Apply(ctx context.Context, cfg *rest.Config, objs []*yaml.RNode, o ApplyOpt
 		return ApplyResult{}, err
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	a := &applier{dyn: dyn, md: md, mapper: mapper, o: o, listed: map[string]bool{}, known: map[string]string{}}
+	a := &applier{dyn: dyn, md: md, dc: dc, mapper: mapper, o: o, listed: map[string]bool{}, known: map[string]string{}}
 	stages, err := stagesOf(objs)
 	if err != nil {
 		return ApplyResult{}, err
 	}
-	for _, s := range stages {
-		// (An empty objects stage still waits for the CRDs.)
-		if len(s.objs) == 0 && (s.name != "objects" || len(stages[0].objs) == 0) {
+	// The CRDs are Established while the other stages go on: only the
+	// custom resources wait for them, and Apply returns once they are.
+	established := func() error { return nil }
+	wctx, stopWaiting := context.WithCancel(ctx)
+	defer func() { stopWaiting(); _ = established() }() // an apply that failed leaves no wait behind
+	for i, s := range stages {
+		if i == stageCustom {
+			if err := established(); err != nil {
+				return a.res, err
+			}
+			mapper.Reset() // the new kinds are served now
+		}
+		if len(s.objs)+len(s.after) == 0 {
 			continue
 		}
 		start := time.Now()
-		if s.name == "webhook configurations" && !o.DryRun {
+		if i == stageWebhooks && !o.DryRun {
 			if err := a.waitWebhookBackends(ctx, s.objs); err != nil {
 				return a.res, err
 			}
 			o.Logf("the webhooks' backends Available in %s", time.Since(start).Round(time.Millisecond))
 		}
-		if err := a.applyAll(ctx, s.objs); err != nil {
-			return a.res, fmt.Errorf("%s: %w", s.name, err)
-		}
-		o.Logf("%d %s applied in %s", len(s.objs), s.name, time.Since(start).Round(time.Millisecond))
-		a.res.Order = append(a.res.Order, s.name)
-		// The objects of built-in kinds went on while the API server
-		// established the CRDs (and their Deployments started, which the
-		// webhooks wait for); the custom resources need them served.
-		if s.name == "objects" && !o.DryRun && len(stages[0].objs) > 0 {
-			if err := a.waitEstablished(ctx, stages[0].objs); err != nil {
-				return a.res, err
+		for _, objs := range [][]*unstructured.Unstructured{s.objs, s.after} {
+			if err := a.applyAll(ctx, objs); err != nil {
+				return a.res, fmt.Errorf("%s: %w", s.name, err)
 			}
-			mapper.Reset() // the new kinds are served now
+		}
+		o.Logf("%d %s applied in %s", len(s.objs)+len(s.after), s.name, time.Since(start).Round(time.Millisecond))
+		a.res.Order = append(a.res.Order, s.name)
+		if i == stageCRDs && !o.DryRun {
+			done := make(chan error, 1)
+			go func() { done <- safe.Call(func() error { return a.waitEstablished(wctx, s.objs) }) }()
+			established = sync.OnceValue(func() error { return <-done })
 		}
 	}
-	return a.res, nil
+	return a.res, established()
 }
 
+// The stages of an apply, in order.
+const (
+	stageNamespaces = iota
+	stageBackends
+	stageCRDs
+	stageObjects
+	stageCustom
+	stageWebhooks
+)
+
 func stagesOf(objs []*yaml.RNode) ([]stage, error) {
-	st := []stage{{name: "CRDs"}, {name: "namespaces"}, {name: "objects"}, {name: "custom resources"}, {name: "webhook configurations"}}
+	st := []stage{{name: "namespaces"}, {name: "webhook backends"}, {name: "CRDs"}, {name: "objects"}, {name: "custom resources"}, {name: "webhook configurations"}}
 	// The kinds the CRDs among objs define: their objects wait for them.
 	defined := map[string]bool{}
 	for _, n := range objs {
@@ -154,7 +176,7 @@ func stagesOf(objs []*yaml.RNode) ([]stage, error) {
 	}
 	for _, n := range objs {
 		var u unstructured.Unstructured
-		if err := json.Unmarshal([]byte(mustJSON(n)), &u.Object); err != nil {
+		if err := toUnstructured(n, &u); err != nil {
 			return nil, fmt.Errorf("%s %s %s/%s: %w", n.GetApiVersion(), n.GetKind(), n.GetNamespace(), n.GetName(), err)
 		}
 		if _, agg := u.Object["aggregationRule"]; agg && u.GetKind() == "ClusterRole" {
@@ -162,34 +184,44 @@ func stagesOf(objs []*yaml.RNode) ([]stage, error) {
 			// rules: owning them, every apply would reset them.
 			delete(u.Object, "rules")
 		}
-		i := 2
+		i := stageObjects
 		switch u.GetKind() {
 		case "CustomResourceDefinition":
-			i = 0
+			i = stageCRDs
 		case "Namespace":
-			i = 1
+			i = stageNamespaces
 		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
-			i = 4
+			i = stageWebhooks
 		}
 		if defined[u.GroupVersionKind().Group+"/"+u.GetKind()] {
-			i = 3
+			i = stageCustom
 		}
 		st[i].objs = append(st[i].objs, &u)
 	}
+	st[stageBackends].objs, st[stageBackends].after, st[stageObjects].objs = webhookBackends(st[stageObjects].objs, st[stageWebhooks].objs)
 	return st, nil
 }
 
-func mustJSON(n *yaml.RNode) string {
-	b, err := n.MarshalJSON()
-	if err != nil {
-		return "{}"
+// toUnstructured is n as u. kyaml's MarshalJSON writes n out as YAML text
+// and parses that again: a third of an apply's CPU before its first request
+// for Kubeflow's 611 objects. Decoding the node is the same decoder on the
+// same node; the JSON pass gives the object JSON's types (int64, float64).
+func toUnstructured(n *yaml.RNode, u *unstructured.Unstructured) error {
+	var m map[string]any
+	if err := n.YNode().Decode(&m); err != nil {
+		return err
 	}
-	return string(b)
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, &u.Object)
 }
 
 type applier struct {
 	dyn dynamic.Interface
 	md  metadata.Interface
+	dc  discovery.DiscoveryInterface
 	// listed: the resource/namespace pairs whose objects were listed
 	// (metadata only) before a stage; known: each listed object's key ->
 	// when gpukit's applied fields last changed. One list per pair instead
@@ -431,11 +463,15 @@ func (a *applier) apply(ctx context.Context, u *unstructured.Unstructured) error
 		}
 		return err
 	}
-	var ri dynamic.ResourceInterface = a.dyn.Resource(m.Resource)
+	// Through the metadata client: the API server answers with the
+	// object's metadata only, which is all the apply reads back, instead of
+	// encoding the whole object for the client to decode (a CRD's schema
+	// is megabytes).
+	var ri metadata.ResourceInterface = a.md.Resource(m.Resource)
 	ns := ""
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
 		ns = cmp.Or(u.GetNamespace(), metav1.NamespaceDefault)
-		ri = a.dyn.Resource(m.Resource).Namespace(ns)
+		ri = a.md.Resource(m.Resource).Namespace(ns)
 	}
 	k := pairKey(m.Resource, ns)
 	a.mu.Lock()
@@ -449,7 +485,7 @@ func (a *applier) apply(ctx context.Context, u *unstructured.Unstructured) error
 		case err != nil:
 			return err
 		default:
-			beforeAt, existed = appliedAt(before), true
+			beforeAt, existed = appliedTime(before.ManagedFields), true
 		}
 	}
 	body, err := json.Marshal(u.Object)
@@ -473,7 +509,7 @@ func (a *applier) apply(ctx context.Context, u *unstructured.Unstructured) error
 	switch {
 	case !existed:
 		a.res.Created++
-	case beforeAt != appliedAt(after):
+	case beforeAt != appliedTime(after.ManagedFields):
 		a.res.Changed++
 		a.res.ChangedObjects = append(a.res.ChangedObjects, u.GetKind()+" "+u.GetNamespace()+"/"+u.GetName())
 	default:
@@ -482,15 +518,10 @@ func (a *applier) apply(ctx context.Context, u *unstructured.Unstructured) error
 	return nil
 }
 
-// appliedAt is when gpukit's applied fields of u last changed: the
-// server moves it only when an apply changed them, while the resource
-// version also moves with every controller's status update.
-func appliedAt(u *unstructured.Unstructured) string {
-	return appliedTime(u.GetManagedFields())
-}
-
-// appliedTime is when gpukit's applied fields last changed, from an
-// object's managed fields.
+// appliedTime is when gpukit's applied fields of an object last changed,
+// from its managed fields: the server moves it only when an apply changed
+// them, while the resource version also moves with every controller's
+// status update.
 func appliedTime(fields []metav1.ManagedFieldsEntry) string {
 	for _, f := range fields {
 		if f.Manager == FieldManager && f.Operation == metav1.ManagedFieldsOperationApply && f.Time != nil {
@@ -500,23 +531,73 @@ func appliedTime(fields []metav1.ManagedFieldsEntry) string {
 	return ""
 }
 
-var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// waitEstablished waits until every CRD says Established.
+// waitEstablished waits until the API server serves every CRD's kinds:
+// until its discovery, which lists a CRD only once it is Established, lists
+// the resource in each served version. One small request per group and
+// version instead of a read per CRD: Kubeflow's 71 CRDs are megabytes of
+// schema, and reading them took longer than establishing them.
 func (a *applier) waitEstablished(ctx context.Context, crds []*unstructured.Unstructured) error {
 	deadline := time.Now().Add(a.o.Timeout)
+	pending := map[string]map[string]string{} // group/version -> plural -> CRD name
 	for _, c := range crds {
-		for {
-			got, err := a.dyn.Resource(crdGVR).Get(ctx, c.GetName(), metav1.GetOptions{})
-			if err == nil && conditionTrue(got, "Established") {
-				break
+		group, _, _ := unstructured.NestedString(c.Object, "spec", "group")
+		plural, _, _ := unstructured.NestedString(c.Object, "spec", "names", "plural")
+		versions, _, _ := unstructured.NestedSlice(c.Object, "spec", "versions")
+		for _, v := range versions {
+			vm, _ := v.(map[string]any)
+			name, _ := vm["name"].(string)
+			if served, _ := vm["served"].(bool); !served || name == "" {
+				continue
 			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("CRD %s not Established within %s (%v)", c.GetName(), a.o.Timeout, err)
+			gv := group + "/" + name
+			if pending[gv] == nil {
+				pending[gv] = map[string]string{}
 			}
-			if err := sleep(ctx, 500*time.Millisecond); err != nil {
-				return err
+			pending[gv][plural] = c.GetName()
+		}
+	}
+	for len(pending) > 0 {
+		var (
+			wg  sync.WaitGroup
+			mu  sync.Mutex
+			sem = make(chan struct{}, a.o.Parallel)
+		)
+		for gv := range pending {
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				list, err := a.dc.ServerResourcesForGroupVersion(gv)
+				if err != nil { // not served yet (NotFound), or not answered: asked again
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for _, r := range list.APIResources {
+					delete(pending[gv], r.Name)
+				}
+				if len(pending[gv]) == 0 {
+					delete(pending, gv)
+				}
+			})
+		}
+		wg.Wait()
+		if len(pending) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			var names []string
+			for _, byPlural := range pending {
+				for _, name := range byPlural {
+					names = append(names, name)
+				}
 			}
+			sort.Strings(names)
+			names = slices.Compact(names)
+			return fmt.Errorf("CRD(s) %s not Established within %s: the API server does not serve their kinds", strings.Join(names, ", "), a.o.Timeout)
+		}
+		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+			return err
 		}
 	}
 	a.o.Logf("%d CRD(s) established", len(crds))

@@ -15,8 +15,9 @@ import (
 // Kubeflow 26.03's example, its remote bases from the bundle of
 // the fixtures cache (kubeflow/remote-bases), applied to a real API server
 // with kwok nodes in one pass, no retry loop: every object created, every
-// CRD Established before its custom resources, the webhook configurations
-// last, after their backend Deployments are Available (kwok runs their
+// CRD Established before its custom resources, the webhooks' backends
+// right after the namespaces, the webhook configurations last, after
+// their backend Deployments are Available (kwok runs their
 // pods: no image is pulled, no webhook server answers, so the control
 // plane runs with webhook admission off); a second apply changes no
 // object. (v1.10.2 goes through gpukit kubeflow deploy: deploy_api_test.go.)
@@ -42,7 +43,7 @@ func TestApplyKubeflowOnARealAPIServer(t *testing.T) {
 		t.Fatalf("apply: %v (%+v)", err, res)
 	}
 	t.Logf("first apply of %d objects: %s, %+v", len(objs), time.Since(start).Round(time.Millisecond), res)
-	if res.Created != len(objs) || !reflect.DeepEqual(res.Order, []string{"CRDs", "namespaces", "objects", "custom resources", "webhook configurations"}) {
+	if res.Created != len(objs) || !reflect.DeepEqual(res.Order, []string{"namespaces", "webhook backends", "CRDs", "objects", "custom resources", "webhook configurations"}) {
 		t.Errorf("first apply: %+v", res)
 	}
 	start = time.Now()
