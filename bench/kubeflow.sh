@@ -17,6 +17,9 @@
 #
 #   bench/kubeflow.sh            REPS=1 by default; OUT=bench/results/kubeflow-<time>.md
 #
+# Also reports where gpukit's time goes (its log's stage timings) and the CPU of gpukit and
+# of the control plane meanwhile: on 2 cores the API server is the bottleneck.
+#
 # Kubeflow v1.10.2 only: 26.03's example references remote bases on
 # GitHub, which the upstream loop cannot fetch here (gpukit takes them from
 # a bundle: --remote-bases).
@@ -52,17 +55,53 @@ fresh() {
 	printf '%s\n' "$kc"
 }
 
-# measure NAME CMD...: runs CMD under /usr/bin/time; sets WALL (s) and RSS (MiB).
+# cp_cpu: CPU seconds (user+system, in clock ticks) the test control plane's processes (API
+# server, controllers, scheduler, kwok, etcd: test/k8s/kube-env and what it starts) used so far.
+cp_cpu() {
+	local pid sum=0 f
+	for pid in $(pgrep -f 'gpukit-k8s|kube-env' || true); do
+		read -ra f <"/proc/$pid/stat" 2>/dev/null || continue
+		# fields after the command, which may hold spaces: utime and stime are 14 and 15
+		local rest=${f[*]}
+		rest=${rest##*) }
+		read -ra f <<<"$rest"
+		sum=$((sum + f[11] + f[12]))
+	done
+	echo "$sum"
+}
+
+# measure NAME CMD...: runs CMD under /usr/bin/time; sets WALL (s), RSS (MiB), CPU (its user +
+# system s) and CP (the control plane's CPU s meanwhile).
 measure() {
-	local name=$1
+	local name=$1 cp0
 	shift
-	/usr/bin/time -f '%e %M' -o "$work/$name.time" "$@" >"$work/$name.out" 2>&1 || {
+	cp0=$(cp_cpu)
+	/usr/bin/time -f '%e %M %U %S' -o "$work/$name.time" "$@" >"$work/$name.out" 2>&1 || {
 		echo "kubeflow.sh: $name failed:" >&2
 		tail -n 20 "$work/$name.out" >&2
 		exit 1
 	}
-	read -r WALL RSS_KB <"$work/$name.time"
+	read -r WALL RSS_KB u s <"$work/$name.time"
 	RSS=$((RSS_KB / 1024))
+	CPU=$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.1f", u + s }')
+	CP=$(awk -v a="$cp0" -v b="$(cp_cpu)" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", (b - a) / hz }')
+}
+
+# breakdown LOG: gpukit's critical path from its host log, in seconds: "build setup crds objects
+# established-wait custom-resources webhook-wait" (setup: from the build to the first stage).
+breakdown() {
+	awk '
+	function t(s,  a) { split(s, a, ":"); return a[1] * 3600 + a[2] * 60 + a[3] }
+	function dur(s) { if (s ~ /ms$/) return s / 1000; if (s ~ /m/) { split(s, a, "m"); return a[1] * 60 + a[2] } return s + 0 }
+	/ built in / { for (i = 1; i <= NF; i++) if ($i == "in") { build = dur($(i + 1)); built = t($1); break } }
+	/ namespaces applied in / { first = t($1) - dur($NF) }
+	/ CRDs applied in / { crds = dur($NF) }
+	/ objects applied in / { objects = dur($NF); objdone = t($1) }
+	/ CRD\(s\) established/ { est = t($1) - objdone; if (est < 0) est = 0 }
+	/ custom resources applied in / { cr = dur($NF) }
+	/backends Available in / { hooks = dur($NF) }
+	END { printf "%.1f %.1f %.1f %.1f %.1f %.1f %.1f\n", build, first - built, crds, objects, est, cr, hooks }
+	' "$1"
 }
 
 {
@@ -73,12 +112,16 @@ measure() {
 	echo "| rep | gpukit s | gpukit MiB | upstream s | upstream MiB | upstream whole-apply retries | time ratio (upstream/gpukit) |"
 	echo "|---|---|---|---|---|---|---|"
 } >"$OUT"
+parts=() # one breakdown row per rep
 
 for rep in $(seq "$REPS"); do
 	kc=$(fresh)
 	measure gpukit "$gpukit" kubeflow deploy --kubeconfig "$kc" -o plain --only-phases kubeflow/manifests \
 		--manifests "$TARBALL" --version "$VERSION" --credentials-out "$work/creds" --log-dir "$work/logs"
 	gw=$WALL gr=$RSS
+	read -r b0 b1 b2 b3 b4 b5 b6 <<<"$(breakdown "$(find "$work/logs" -name '*.log' ! -name run.log | head -n 1)")"
+	parts+=("| $rep | $b0 | $b1 | $b2 | $b3 | $b4 | $b5 | $b6 | $CPU | $CP |")
+	rm -rf "$work/logs"
 	"$root/test/k8s/cluster.sh" down >/dev/null
 
 	kc=$(fresh)
@@ -101,6 +144,13 @@ EOF
 done
 
 {
+	echo
+	echo "Where gpukit's time goes (s; from its log: the stages of kube.Apply in order, each after the one"
+	echo "before; CPU: gpukit's own, and the control plane's over the same time, on the same cores):"
+	echo
+	echo "| rep | build | to the first stage | CRDs | objects | CRDs established, wait after objects | custom resources | webhook backends Available, wait | gpukit CPU | control plane CPU |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
+	printf '%s\n' "${parts[@]}"
 	echo
 	echo "gpukit: one run, zero whole-apply retries (single objects only, see its log); the upstream loop"
 	echo "re-applies everything after each failure (CRDs not yet established, webhooks not yet served),"

@@ -17,7 +17,10 @@ const (
 	// RunStart opens a run: Title is the command, Total the host count,
 	// Phases the phases that will run, Log the per-run log directory.
 	RunStart Type = "run_start"
-	// PhaseStart: Phase begins on Total hosts; Title is its human title.
+	// PhaseStart: Phase begins on Total hosts; Title is its human title. In a
+	// pipeline (host-local phases: a host goes on without waiting for the
+	// others) phases overlap: a later one starts while an earlier one still
+	// runs, its Total an upper bound (hosts may fail before they get there).
 	PhaseStart Type = "phase_start"
 	// HostStart: Host begins Phase.
 	HostStart Type = "host_start"
@@ -36,7 +39,8 @@ const (
 	// HostSkipped: Host did not run Phase; Message says why (already converged,
 	// run stopped, cancelled).
 	HostSkipped Type = "host_skipped"
-	// PhaseDone: Phase finished; Done, Failed, Skipped and Total count its hosts.
+	// PhaseDone: Phase finished; Done, Failed, Skipped and Total count its hosts
+	// (the ones that reached it). Phases finish in the order of the run.
 	PhaseDone Type = "phase_done"
 	// RunDone closes a run: Status is ok, failed or cancelled; the counts are
 	// per host over the whole run.
