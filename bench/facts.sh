@@ -390,6 +390,10 @@ for n in "${sizes[@]}"; do
       if [ "$ok" != "$n" ] || [ "$rc" != 0 ]; then
         warn "$c: $ok of $n hosts delivered facts, exit code $rc; last output:"
         tail -n 5 "$work/$c.err" "$work/$c.out" | cut -c1-300 >&2
+        if [ "$c" = gpukit ]; then # its events name each failed host and why: the errors, counted
+          jq -r 'select(.type == "host_failed") | "\(.phase): \(.err)"' "$work/$c.out" 2>/dev/null |
+            sed -E 's/[0-9]+(\.[0-9]+){3}(:[0-9]+)?/ADDR/g' | sort | uniq -c | sort -rn | head -n 5 | cut -c1-300 >&2 || true
+        fi
       fi
     done
   done
