@@ -40,7 +40,9 @@ type localPreparer struct {
 	prepare func(all []*engine.Host) error
 }
 
-func (p *localPreparer) Prepare(_ context.Context, all, _ []*engine.Host) error { return p.prepare(all) }
+func (p *localPreparer) Prepare(_ context.Context, all, _ []*engine.Host) error {
+	return p.prepare(all)
+}
 
 // checkBrackets checks what every display relies on, pipelined or not: a
 // phase opens before any of its host events and closes after all of them,

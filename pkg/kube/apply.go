@@ -531,7 +531,6 @@ func appliedTime(fields []metav1.ManagedFieldsEntry) string {
 	return ""
 }
 
-
 // waitEstablished waits until the API server serves every CRD's kinds:
 // until its discovery, which lists a CRD only once it is Established, lists
 // the resource in each served version. One small request per group and
