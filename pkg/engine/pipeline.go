@@ -102,7 +102,7 @@ func (r *Runner) pipeline(ctx context.Context, st *runState, limit int, stages [
 	if stages[0].before != nil {
 		stages[0].before()
 	}
-	p.drop(nil) // a first stage without targets closes now, before any later one opens
+	p.settle() // a first stage without targets closes now, before any later one opens
 	n := forEach(ctx, limit, len(hosts), func(i int) {
 		hr := hosts[i]
 		ks := member[hr]
@@ -120,11 +120,10 @@ func (r *Runner) pipeline(ctx context.Context, st *runState, limit int, stages [
 			skipped, err := safely(hr, s.work)
 			r.record(ctx, st, hr, s.name, began, skipped, err)
 			_ = hr.h.log.close()
+			p.left(k, hr, ks[j+1:])
 			if hr.status != "" { // failed, or cancelled: out of the run
-				p.left(k, hr, ks[j+1:])
 				return
 			}
-			p.left(k, hr, nil)
 		}
 	})
 	for _, hr := range hosts[n:] { // never started: the run was cancelled
@@ -134,7 +133,7 @@ func (r *Runner) pipeline(ctx context.Context, st *runState, limit int, stages [
 		hr.phases = append(hr.phases, PhaseResult{Phase: name, Status: StatusSkipped, Reason: "cancelled"})
 		p.left(ks[0], hr, ks[1:])
 	}
-	p.drop(nil) // stages without targets after the last host
+	p.settle() // stages without targets after the last host
 	failed := make([]int, len(stages))
 	for k := range p.stats {
 		failed[k] = p.stats[k].failed
@@ -170,8 +169,8 @@ func (p *pipe) openLocked(k int) {
 		Total: s.pending + s.ok + s.failed + s.skipped})
 }
 
-// left counts hr's outcome of stage k (its last PhaseResult); later are the
-// stages it will not reach because it is out of the run.
+// left counts hr's outcome of stage k (its last PhaseResult); when that put
+// hr out of the run, it will not reach the stages later.
 func (p *pipe) left(k int, hr *hostRun, later []int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -191,14 +190,18 @@ func (p *pipe) left(k int, hr *hostRun, later []int) {
 	p.closeDone()
 }
 
-// drop takes a host out before it reached the stages ks; nil: no host,
-// only close what is done.
+// drop takes a host out before it reached the stages ks.
 func (p *pipe) drop(ks []int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if ks != nil {
-		p.dropLocked(ks)
-	}
+	p.dropLocked(ks)
+	p.closeDone()
+}
+
+// settle closes the stages no host can reach any more.
+func (p *pipe) settle() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.closeDone()
 }
 

@@ -159,7 +159,7 @@ func (r *Runner) runRollout(ctx context.Context, st *runState, limit int, ro *Ro
 			if len(alive) == 0 || ctx.Err() != nil {
 				break
 			}
-			r.runPhase(ctx, st, limit, p, alive)
+			r.runPipeline(ctx, st, limit, nil, []Phase{p}, alive) // a rollout stops by its own rules (Next, Leave)
 			if ro.Leave == nil {
 				continue
 			}

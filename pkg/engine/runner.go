@@ -150,35 +150,20 @@ func (r *Runner) Run(ctx context.Context, machines []inventory.Machine, dial Dia
 	// Connecting opens the first pipeline, with the host-local phases that
 	// follow it: a host probes as soon as its own connection is up.
 	next := hostLocalRun(phases, 0) // index of the first phase that did not run
-	stages := append(make([]stage, 0, next+1), r.connectStage(ctx, hosts))
-	for _, p := range phases[:next] {
-		stages = append(stages, r.phaseStage(ctx, limit, p, hosts))
-	}
-	stopped := ""
-	if failed := r.pipeline(ctx, st, limit, stages); next > 0 && failed[next] > 0 && stopsRun(phases[next-1]) {
-		stopped = fmt.Sprintf("run stopped: phase %s failed on %d hosts", phases[next-1].Name(), failed[next])
-	}
+	stopped := r.runPipeline(ctx, st, limit, r.connectStage(ctx, hosts), phases[:next], hosts)
 	for next < len(phases) && ctx.Err() == nil && stopped == "" {
 		healthy := healthyHosts(hosts)
 		if len(healthy) == 0 {
 			break
 		}
-		p := phases[next]
-		if ro, ok := asRollout(p); ok {
+		if ro, ok := asRollout(phases[next]); ok {
 			r.runRollout(ctx, st, limit, ro, healthy)
 			next++
 			continue
 		}
 		n := max(hostLocalRun(phases, next), 1)
-		stages := make([]stage, 0, n)
-		for _, p := range phases[next : next+n] {
-			stages = append(stages, r.phaseStage(ctx, limit, p, healthy))
-		}
-		failed := r.pipeline(ctx, st, limit, stages)
+		stopped = r.runPipeline(ctx, st, limit, nil, phases[next:next+n], healthy)
 		next += n
-		if last := phases[next-1]; failed[n-1] > 0 && stopsRun(last) {
-			stopped = fmt.Sprintf("run stopped: phase %s failed on %d hosts", last.Name(), failed[n-1])
-		}
 	}
 	if ctx.Err() != nil {
 		stopped = "cancelled"
@@ -243,8 +228,8 @@ func (r *Runner) closeOnCancel(ctx context.Context, conns *connections) (stop fu
 
 // connectStage dials every host; a host that cannot be reached fails in the
 // connect phase and takes no part in the rest of the run.
-func (r *Runner) connectStage(ctx context.Context, hosts []*hostRun) stage {
-	return stage{name: ConnectPhase, title: "Connect to the hosts", hosts: hosts, work: func(hr *hostRun) (string, error) {
+func (r *Runner) connectStage(ctx context.Context, hosts []*hostRun) *stage {
+	return &stage{name: ConnectPhase, title: "Connect to the hosts", hosts: hosts, work: func(hr *hostRun) (string, error) {
 		ex, err := hr.h.redial(ctx)
 		if err != nil {
 			return "", err
@@ -287,10 +272,25 @@ func (r *Runner) phaseStage(ctx context.Context, limit int, p Phase, healthy []*
 	return s
 }
 
-// runPhase runs p alone on its targets among healthy and returns how many
-// failed.
-func (r *Runner) runPhase(ctx context.Context, st *runState, limit int, p Phase, healthy []*hostRun) int {
-	return r.pipeline(ctx, st, limit, []stage{r.phaseStage(ctx, limit, p, healthy)})[0]
+// runPipeline runs phases on their targets among hosts as one pipeline,
+// after lead (the connect stage) when there is one, and returns why the run
+// stops there: the last phase, a RunStopper, failed on some host.
+func (r *Runner) runPipeline(ctx context.Context, st *runState, limit int, lead *stage, phases []Phase, hosts []*hostRun) (stopped string) {
+	var stages []stage
+	if lead != nil {
+		stages = append(stages, *lead)
+	}
+	for _, p := range phases {
+		stages = append(stages, r.phaseStage(ctx, limit, p, hosts))
+	}
+	failed := r.pipeline(ctx, st, limit, stages)
+	if len(phases) == 0 {
+		return ""
+	}
+	if last, n := phases[len(phases)-1], failed[len(stages)-1]; n > 0 && stopsRun(last) {
+		return fmt.Sprintf("run stopped: phase %s failed on %d hosts", last.Name(), n)
+	}
+	return ""
 }
 
 // prepare calls pr.Prepare with the hosts of the run. Steps it runs on a
