@@ -58,16 +58,9 @@ fresh() {
 # cp_cpu: CPU seconds (user+system, in clock ticks) the test control plane's processes (API
 # server, controllers, scheduler, kwok, etcd: test/k8s/kube-env and what it starts) used so far.
 cp_cpu() {
-	local pid sum=0 f
-	for pid in $(pgrep -f 'gpukit-k8s|kube-env' || true); do
-		read -ra f <"/proc/$pid/stat" 2>/dev/null || continue
-		# fields after the command, which may hold spaces: utime and stime are 14 and 15
-		local rest=${f[*]}
-		rest=${rest##*) }
-		read -ra f <<<"$rest"
-		sum=$((sum + f[11] + f[12]))
-	done
-	echo "$sum"
+	local pid
+	for pid in $(pgrep -f 'gpukit-k8s|kube-env' || true); do cat "/proc/$pid/stat" 2>/dev/null || true; done |
+		awk '{ sub(/.*\) /, ""); t += $12 + $13 } END { print t + 0 }' # after the command: utime stime are 12, 13
 }
 
 # measure NAME CMD...: runs CMD under /usr/bin/time; sets WALL (s), RSS (MiB), CPU (its user +
