@@ -411,20 +411,15 @@ func (a *applier) describeWebhook(ctx context.Context, hook string) (who, backen
 			continue
 		}
 		for _, c := range list.Items {
-			webhooks, _, _ := unstructured.NestedSlice(c.Object, "webhooks")
-			for _, w := range webhooks {
-				wm, _ := w.(map[string]any)
-				if wm["name"] != hook {
+			for _, w := range webhooksOf(&c) {
+				if w.name != hook {
 					continue
 				}
-				ns, _, _ := unstructured.NestedString(wm, "clientConfig", "service", "namespace")
-				svc, _, _ := unstructured.NestedString(wm, "clientConfig", "service", "name")
-				if svc == "" {
-					url, _, _ := unstructured.NestedString(wm, "clientConfig", "url")
-					return fmt.Sprintf("webhook %s (%s %s, URL %s)", hook, kind, c.GetName(), url), "a server outside the cluster"
+				if w.service == "" {
+					return fmt.Sprintf("webhook %s (%s %s, URL %s)", hook, kind, c.GetName(), w.url), "a server outside the cluster"
 				}
-				who = fmt.Sprintf("webhook %s (%s %s, service %s/%s)", hook, kind, c.GetName(), ns, svc)
-				ready, why, held, err := a.backendAvailable(ctx, ns, svc)
+				who = fmt.Sprintf("webhook %s (%s %s, service %s/%s)", hook, kind, c.GetName(), w.namespace, w.service)
+				ready, why, held, err := a.backendAvailable(ctx, w.namespace, w.service)
 				switch {
 				case err != nil:
 					return who, err.Error()
@@ -618,16 +613,12 @@ func (a *applier) waitWebhookBackends(ctx context.Context, hooks []*unstructured
 		if _, err := a.dyn.Resource(gvr).Get(ctx, h.GetName(), metav1.GetOptions{}); err == nil {
 			continue
 		}
-		webhooks, _, _ := unstructured.NestedSlice(h.Object, "webhooks")
-		for _, w := range webhooks {
-			wm, _ := w.(map[string]any)
-			ns, _, _ := unstructured.NestedString(wm, "clientConfig", "service", "namespace")
-			svc, _, _ := unstructured.NestedString(wm, "clientConfig", "service", "name")
-			if svc == "" {
+		for _, w := range webhooksOf(h) {
+			if w.service == "" {
 				continue // a URL webhook: nothing of ours to wait for
 			}
 			for {
-				ready, why, held, err := a.backendAvailable(ctx, ns, svc)
+				ready, why, held, err := a.backendAvailable(ctx, w.namespace, w.service)
 				if err != nil {
 					return err
 				}
@@ -635,11 +626,10 @@ func (a *applier) waitWebhookBackends(ctx context.Context, hooks []*unstructured
 					break
 				}
 				if time.Now().After(deadline) {
-					name, _ := wm["name"].(string)
 					for _, d := range held {
 						why += "; " + d.GetName() + ": " + a.whyNotAvailable(ctx, d)
 					}
-					return fmt.Errorf("%s %s: webhook %s's backend (service %s/%s) is not available within %s: %s; not applied, so it blocks nothing yet", h.GetKind(), h.GetName(), name, ns, svc, a.o.Timeout, why)
+					return fmt.Errorf("%s %s: webhook %s's backend (service %s/%s) is not available within %s: %s; not applied, so it blocks nothing yet", h.GetKind(), h.GetName(), w.name, w.namespace, w.service, a.o.Timeout, why)
 				}
 				if err := sleep(ctx, time.Second); err != nil {
 					return err

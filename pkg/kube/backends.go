@@ -17,13 +17,9 @@ import (
 func webhookBackends(objects, hooks []*unstructured.Unstructured) (deps, deploys, rest []*unstructured.Unstructured) {
 	services := map[string]bool{} // namespace/name
 	for _, h := range hooks {
-		webhooks, _, _ := unstructured.NestedSlice(h.Object, "webhooks")
-		for _, w := range webhooks {
-			wm, _ := w.(map[string]any)
-			ns, _, _ := unstructured.NestedString(wm, "clientConfig", "service", "namespace")
-			name, _, _ := unstructured.NestedString(wm, "clientConfig", "service", "name")
-			if name != "" {
-				services[ns+"/"+name] = true
+		for _, w := range webhooksOf(h) {
+			if w.service != "" {
+				services[w.namespace+"/"+w.service] = true
 			}
 		}
 	}
@@ -75,58 +71,71 @@ func webhookBackends(objects, hooks []*unstructured.Unstructured) (deps, deploys
 	return deps, deploys, rest
 }
 
+// webhook is one webhook of a webhook configuration and what it calls: a
+// service in the cluster, or a URL.
+type webhook struct {
+	name, namespace, service, url string
+}
+
+// webhooksOf lists the webhooks of a Validating- or
+// MutatingWebhookConfiguration.
+func webhooksOf(c *unstructured.Unstructured) []webhook {
+	list, _, _ := unstructured.NestedSlice(c.Object, "webhooks")
+	out := make([]webhook, 0, len(list))
+	for _, w := range list {
+		wm, _ := w.(map[string]any)
+		var h webhook
+		h.name, _ = wm["name"].(string)
+		h.namespace, _, _ = unstructured.NestedString(wm, "clientConfig", "service", "namespace")
+		h.service, _, _ = unstructured.NestedString(wm, "clientConfig", "service", "name")
+		h.url, _, _ = unstructured.NestedString(wm, "clientConfig", "url")
+		out = append(out, h)
+	}
+	return out
+}
+
 // podNeeds adds to needs what the pods of Deployment d refer to by name in
 // its namespace: "ServiceAccount ns/name", "ConfigMap ns/name", "Secret ns/name".
 func podNeeds(d *unstructured.Unstructured, needs map[string]bool) {
-	ns := d.GetNamespace()
-	add := func(kind, name string) {
-		if name != "" {
-			needs[kind+" "+ns+"/"+name] = true
+	// ref adds the object of kind named at path in m, if it names one.
+	ref := func(m map[string]any, kind string, path ...string) {
+		if name, _, _ := unstructured.NestedString(m, path...); name != "" {
+			needs[kind+" "+d.GetNamespace()+"/"+name] = true
+		}
+	}
+	// each calls fn with every map of the list at path in m.
+	each := func(m map[string]any, fn func(map[string]any), path ...string) {
+		list, _, _ := unstructured.NestedSlice(m, path...)
+		for _, v := range list {
+			if vm, ok := v.(map[string]any); ok {
+				fn(vm)
+			}
 		}
 	}
 	spec, _, _ := unstructured.NestedMap(d.Object, "spec", "template", "spec")
 	if sa, _, _ := unstructured.NestedString(spec, "serviceAccountName"); sa != "" {
-		add("ServiceAccount", sa)
+		ref(spec, "ServiceAccount", "serviceAccountName")
 	} else {
-		sa, _, _ := unstructured.NestedString(spec, "serviceAccount")
-		add("ServiceAccount", sa)
+		ref(spec, "ServiceAccount", "serviceAccount") // its deprecated spelling
 	}
-	vols, _, _ := unstructured.NestedSlice(spec, "volumes")
-	for _, v := range vols {
-		vm, _ := v.(map[string]any)
-		name, _, _ := unstructured.NestedString(vm, "configMap", "name")
-		add("ConfigMap", name)
-		name, _, _ = unstructured.NestedString(vm, "secret", "secretName")
-		add("Secret", name)
-		sources, _, _ := unstructured.NestedSlice(vm, "projected", "sources")
-		for _, src := range sources {
-			sm, _ := src.(map[string]any)
-			name, _, _ := unstructured.NestedString(sm, "configMap", "name")
-			add("ConfigMap", name)
-			name, _, _ = unstructured.NestedString(sm, "secret", "name")
-			add("Secret", name)
-		}
-	}
+	each(spec, func(v map[string]any) {
+		ref(v, "ConfigMap", "configMap", "name")
+		ref(v, "Secret", "secret", "secretName")
+		each(v, func(src map[string]any) {
+			ref(src, "ConfigMap", "configMap", "name")
+			ref(src, "Secret", "secret", "name")
+		}, "projected", "sources")
+	}, "volumes")
 	for _, field := range []string{"initContainers", "containers"} {
-		cs, _, _ := unstructured.NestedSlice(spec, field)
-		for _, c := range cs {
-			cm, _ := c.(map[string]any)
-			env, _, _ := unstructured.NestedSlice(cm, "env")
-			for _, e := range env {
-				em, _ := e.(map[string]any)
-				name, _, _ := unstructured.NestedString(em, "valueFrom", "configMapKeyRef", "name")
-				add("ConfigMap", name)
-				name, _, _ = unstructured.NestedString(em, "valueFrom", "secretKeyRef", "name")
-				add("Secret", name)
-			}
-			from, _, _ := unstructured.NestedSlice(cm, "envFrom")
-			for _, f := range from {
-				fm, _ := f.(map[string]any)
-				name, _, _ := unstructured.NestedString(fm, "configMapRef", "name")
-				add("ConfigMap", name)
-				name, _, _ = unstructured.NestedString(fm, "secretRef", "name")
-				add("Secret", name)
-			}
-		}
+		each(spec, func(c map[string]any) {
+			each(c, func(e map[string]any) {
+				ref(e, "ConfigMap", "valueFrom", "configMapKeyRef", "name")
+				ref(e, "Secret", "valueFrom", "secretKeyRef", "name")
+			}, "env")
+			each(c, func(f map[string]any) {
+				ref(f, "ConfigMap", "configMapRef", "name")
+				ref(f, "Secret", "secretRef", "name")
+			}, "envFrom")
+		}, field)
 	}
 }

@@ -300,11 +300,11 @@ spec:
 	// gpukit kubeflow status: every release at its pinned version; the
 	// Deployments whose pods claim volumes wait for them (kwok runs no
 	// provisioner: their claims stay Pending), every other is Available.
-	var sout, serr bytes.Buffer
-	code = cli.Execute(context.Background(), []string{"kubeflow", "status", "-o", "json", "-i", inv, "--kubeconfig", c.Kubeconfig, "--log-dir", filepath.Join(dir, "logs")},
-		cli.Streams{In: strings.NewReader(""), Out: &sout, Err: &serr})
-	lines = strings.Split(strings.TrimSpace(sout.String()), "\n")
-	var ks struct {
+	// The apply waits for the webhooks' Deployments only, and they go
+	// first: the others may still be rolling out when deploy returns, so
+	// status is asked again, for a while, until only those waiting for
+	// volumes are left.
+	type kubeflowStatus struct {
 		Type               string
 		Releases           []struct{ Name, Want, Deployed, Status string }
 		Kubeflow, Platform struct {
@@ -313,8 +313,23 @@ spec:
 		}
 		URLs []string
 	}
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &ks); err != nil || ks.Type != "kubeflow-status" {
-		t.Fatalf("status: exit %d %v\n%s%s", code, err, sout.String(), serr.String())
+	claimsVolume := func(d string) bool {
+		ns, name, _ := strings.Cut(d, "/")
+		return c.Kubectl(t, "-n", ns, "get", "deployment", name, "-o", "jsonpath={.spec.template.spec.volumes[*].persistentVolumeClaim.claimName}") != ""
+	}
+	var ks kubeflowStatus
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(2 * time.Second) {
+		var sout, serr bytes.Buffer
+		code = cli.Execute(context.Background(), []string{"kubeflow", "status", "-o", "json", "-i", inv, "--kubeconfig", c.Kubeconfig, "--log-dir", filepath.Join(dir, "logs")},
+			cli.Streams{In: strings.NewReader(""), Out: &sout, Err: &serr})
+		lines = strings.Split(strings.TrimSpace(sout.String()), "\n")
+		ks = kubeflowStatus{}
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &ks); err != nil || ks.Type != "kubeflow-status" {
+			t.Fatalf("status: exit %d %v\n%s%s", code, err, sout.String(), serr.String())
+		}
+		if !slices.ContainsFunc(ks.Kubeflow.NotAvailable, func(d string) bool { return !claimsVolume(d) }) || time.Now().After(deadline) {
+			break
+		}
 	}
 	for _, r := range ks.Releases {
 		if r.Status != "deployed" || r.Deployed != r.Want {
@@ -325,9 +340,8 @@ spec:
 		t.Errorf("status: %+v", ks)
 	}
 	for _, d := range ks.Kubeflow.NotAvailable {
-		ns, name, _ := strings.Cut(d, "/")
-		if claims := c.Kubectl(t, "-n", ns, "get", "deployment", name, "-o", "jsonpath={.spec.template.spec.volumes[*].persistentVolumeClaim.claimName}"); claims == "" {
-			t.Errorf("status: %s is not Available and claims no volume", d)
+		if !claimsVolume(d) {
+			t.Errorf("status: %s is not Available and claims no volume (2 minutes after deploy)", d)
 		}
 	}
 	if want := 1; len(ks.Kubeflow.NotAvailable) > 0 && code != want || len(ks.Kubeflow.NotAvailable) == 0 && code != 0 {
