@@ -43,9 +43,11 @@ fixtures:
 	go run ./test/fixtures/cmd/fixtures
 
 ## test: every test, including the lab integration tests (they need root; skipped otherwise) and
-## the Kubernetes ones (test/k8s built first: cold about 20 minutes, then cached).
+## the Kubernetes ones (test/k8s built first: cold about 20 minutes, then cached). vet compiles the
+## packages the tests import first, with the compiler collecting garbage less often (GOGC=400:
+## 13 % less wall time on 2 cores; the tests themselves run with the default).
 test: deps k8s fixtures
-	go vet ./...
+	GOGC=400 go vet ./...
 	GPUKIT_K8S=1 $(GO_TEST) ./...
 
 ## k8s: every test/k8s build (Kubernetes versions, containerd/runc/crictl/CoreDNS), cached.
@@ -80,9 +82,9 @@ e2e: deps fixtures
 ## GPUs replaying a real H100 capture); gpukit plan, gpukit init, and init again (0 changed).
 ## ORCHESTRATOR=swarm: the same, then a GPU-aware Docker Swarm (1 manager, 2 GPU workers), a
 ## service reserving a GPU, gpukit status.
-demo: deps build
-	@$(MAKE) -s fixtures || echo "demo: without the chart archives above, the cluster gets no pod network (nodes stay NotReady)" >&2
-	@ORCHESTRATOR=$(ORCHESTRATOR) hack/demo.sh $(HOSTS)
+## It builds gpukit and fetches the fixtures itself, after starting the Kubernetes build (first run).
+demo: deps
+	@ORCHESTRATOR=$(ORCHESTRATOR) RELEASE_GO=$(RELEASE_GO) hack/demo.sh $(HOSTS)
 
 bench: deps build
 	bench/facts.sh

@@ -21,11 +21,19 @@
 # runtime as docker's default with the GPUs advertised, the swarm and node
 # labels; then a service reserving one GPU runs on a GPU worker, and gpukit
 # status lists the nodes.
-# Needs root, the lab's dependencies (make deps), bin/gpukit (make build) and
-# this machine's Debian mirror (the hosts' DKMS and build tools, and docker.io,
-# come from it, through the lab's caching proxy).
+# Needs root, the lab's dependencies (make deps) and this machine's Debian
+# mirror (the hosts' DKMS and build tools, and docker.io, come from it,
+# through the lab's caching proxy); builds bin/gpukit (make build) and
+# fetches the fixtures (make fixtures) itself.
+#
+# A first run compiles on both cores from its start while the lab base is
+# made (I/O: debootstrap): the Kubernetes build runs in the background
+# beside make build, and the demo's own tools are compiled with make build's
+# toolchain and flags, so they reuse its packages instead of compiling gpukit
+# again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+began=$SECONDS
 hosts=${1:-3}
 orchestrator=${ORCHESTRATOR:-kubernetes}
 case $orchestrator in
@@ -37,6 +45,30 @@ kubernetes | swarm) ;;
 esac
 lab=test/lab/lab.sh
 gpukit=bin/gpukit
+tools=bin/demo
+first=
+
+if [ "$orchestrator" = kubernetes ]; then
+	if ! test/k8s/build.sh cached demo; then
+		first=1
+		cat <<-EOF
+			== first run: the lab is an air-gapped site, and its Kubernetes packages and images (kubeadm, kubelet,
+			   kubectl, the control plane, containerd, runc, CoreDNS, flannel) are compiled from their Go modules
+			   (test/k8s, about 4,500 packages) in the background while the lab comes up. On 2 cores this first
+			   demo takes about 30 minutes, almost all of it compiling; the builds are cached in
+			   ${GPUKIT_K8S_CACHE:-/var/tmp/gpukit-k8s/bin}, and later runs take about 4 minutes.
+		EOF
+	fi
+	build_log=$(mktemp -t gpukit-demo-build.XXXXXX)
+	# its own process group, so that leaving the demo (an error, Ctrl-C) stops the compilers too
+	setsid test/k8s/build.sh demo >"$build_log" 2>&1 &
+	k8s_build=$!
+	trap 'kill -- -$k8s_build 2>/dev/null || true' EXIT
+fi
+make -s build
+# The same toolchain and flags as make build: its compiled packages are reused.
+GOTOOLCHAIN=${RELEASE_GO:-local} CGO_ENABLED=0 go build -trimpath -o "$tools/" ./test/gpusim/cmd/gpusim-install ./test/cluster/cmd/kube-site
+make -s fixtures || echo "demo: without the chart archives above, the cluster gets no pod network (nodes stay NotReady)" >&2
 
 up_args=("$hosts")
 if [ "$orchestrator" = kubernetes ]; then up_args=(--kube "$hosts"); fi
@@ -48,12 +80,18 @@ for i in $(seq 1 "$hosts"); do
 	"$lab" ssh "lab-$i" 'cat >/etc/apt/sources.list.d/debian.sources' <<<"$sources"
 done
 gpu_inv=${inv%.yaml}-gpusim.yaml
-go run ./test/gpusim/cmd/gpusim-install -i "$inv" --hardware --inventory-out "$gpu_inv"
+"$tools/gpusim-install" -i "$inv" --hardware --inventory-out "$gpu_inv"
 inv=$gpu_inv
 if [ "$orchestrator" = kubernetes ]; then
 	echo "== the lab as an air-gapped site: Kubernetes packages and images (built from Go modules; cached after the first time)"
 	kube_inv=${inv%.yaml}-kubernetes.yaml
-	go run ./test/cluster/cmd/kube-site -i "$inv" --inventory-out "$kube_inv"
+	if ! wait "$k8s_build"; then
+		echo "demo: building Kubernetes failed (test/k8s/build.sh demo; log: $build_log):" >&2
+		tail -n 30 "$build_log" >&2
+		exit 1
+	fi
+	rm -f "$build_log"
+	"$tools/kube-site" -i "$inv" --inventory-out "$kube_inv"
 	inv=$kube_inv
 fi
 if [ "$orchestrator" = swarm ]; then
@@ -104,4 +142,6 @@ if [ "$orchestrator" = swarm ]; then
 	EOF
 fi
 echo
+took=$((SECONDS - began))
+echo "The demo took $((took / 60))m$((took % 60))s${first:+ (a first run: most of it compiling Kubernetes from its Go modules)}."
 echo "The lab stays up for you to explore: $lab ssh lab-2 nvidia-smi; 'make lab-down' removes it."

@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +26,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gpukit/gpukit/test/fixtures"
 )
 
 // Options configure a control plane.
@@ -160,13 +161,14 @@ func BuildVersion(t testing.TB, v string) string {
 	return Build(t, v)
 }
 
-// buildScript is test/k8s/build.sh of this source tree.
+// buildScript is test/k8s/build.sh of this source tree (also from a program
+// built with -trimpath, as the demo builds its tools: see fixtures.Root).
 func buildScript() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", fmt.Errorf("cannot locate the source tree")
+	root, err := fixtures.Root()
+	if err != nil {
+		return "", fmt.Errorf("locating test/k8s/build.sh: %w", err)
 	}
-	p := filepath.Join(filepath.Dir(file), "..", "k8s", "build.sh")
+	p := filepath.Join(root, "test", "k8s", "build.sh")
 	if _, err := os.Stat(p); err != nil {
 		return "", err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpukit/gpukit/test/aptrepo"
+	"github.com/gpukit/gpukit/test/fixtures"
 	"github.com/gpukit/gpukit/test/lab"
 )
 
@@ -212,8 +213,8 @@ func DCGMExporter(t testing.TB) string {
 	cmd := exec.CommandContext(t.Context(), "go", "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", out,
 		"github.com/gpukit/gpukit/test/gpusim/cmd/dcgm-exporter")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
-	if _, self, _, ok := runtime.Caller(0); ok { // in the module, whatever the test's working directory
-		cmd.Dir = filepath.Dir(self)
+	if root, err := fixtures.Root(); err == nil { // in the module, whatever the test's working directory
+		cmd.Dir = root
 	}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("gpusim: building the dcgm-exporter stand-in: %v\n%s", err, b)

@@ -14,13 +14,17 @@
 #   build.sh versions   the Kubernetes versions there are modules for, newest first
 #   build.sh all        every set, one after the other (make test builds them before
 #                       the tests start: cold builds beside lab tests starve them)
+#   build.sh demo       the sets make demo uses: the newest Kubernetes, runtime, flannel
+#   build.sh cached SET...  exits 0 if every SET (all and demo too) is built, else 1;
+#                       builds nothing
 #
 # A Kubernetes set: kube-apiserver kube-controller-manager kube-scheduler
 # kubectl kubelet kubeadm kube-proxy etcd; `images` (what kubeadm config images
 # list names), etcd-version; the newest also kwok, kube-env, pause and
 # kwok-stages.yaml (kwok's node and pod stages, from its module).
 # The runtime set: containerd, containerd-shim-runc-v2, ctr, runc (cgo,
-# libseccomp), crictl, coredns, containerd.service (upstream's unit); versions
+# libseccomp), crictl, coredns (cmd/coredns: without the cloud DNS plugins),
+# containerd.service (upstream's unit); versions
 # (name version per line).
 # The flannel set: flanneld (cgo, static), install-conf, cp (the chart's init
 # container copies the CNI plugin with it), flannel (the CNI plugin); versions.
@@ -46,11 +50,28 @@ versions() {
 	for d in "$here"/kube-*/; do modversion "$d" k8s.io/kubernetes; done | sort -rV
 }
 
+# expand SET...: the sets named, all and demo spelled out
+expand() {
+	local s
+	for s in "$@"; do
+		case $s in
+		all) echo runtime flannel platform "$(versions | tr '\n' ' ')" ;;
+		demo) echo "$KUBE_VERSION" runtime flannel ;;
+		*) echo "$s" ;;
+		esac
+	done
+}
+
 set=${1:-$KUBE_VERSION}
 case $set in
 versions) versions; exit 0 ;;
-all)
-	for s in runtime flannel platform $(versions); do "$here/build.sh" "$s"; done
+all | demo)
+	for s in $(expand "$set"); do "$here/build.sh" "$s"; done
+	exit 0
+	;;
+cached)
+	shift
+	for s in $(expand "$@"); do BUILD_SH_CACHED_ONLY=1 "$here/build.sh" "$s" >/dev/null || exit 1; done
 	exit 0
 	;;
 runtime) mod=$here/runtime ;;
@@ -62,7 +83,7 @@ v1.*)
 	mod=$here/kube-${minor%.*}
 	[ -f "$mod/go.mod" ] || die "no module for Kubernetes $set (there are: $(versions | tr '\n' ' '))"
 	;;
-*) die "usage: build.sh [vX.Y.Z|runtime|flannel|platform|versions|all]" ;;
+*) die "usage: build.sh [vX.Y.Z|runtime|flannel|platform|versions|all|demo|cached SET...]" ;;
 esac
 if [ "$set" != runtime ] && [ "$set" != flannel ] && [ "$set" != platform ]; then
 	got=$(modversion "$mod" k8s.io/kubernetes)
@@ -75,6 +96,7 @@ if [ -f "$out/.complete" ]; then
 	echo "$out"
 	exit 0
 fi
+[ -z "${BUILD_SH_CACHED_ONLY:-}" ] || exit 1
 mkdir -p "$cache"
 exec 9>"$cache/.lock"
 flock 9
@@ -86,6 +108,9 @@ tmp=$cache/.build-$set-$key
 rm -rf "$tmp"
 mkdir -p "$tmp"
 began=$SECONDS
+# The compiler collects garbage less often: 13 % less wall time for a cold
+# kubectl on 2 cores (209 s -> 182 s; GOGC=off: 197 s), at 0.7 GB per compile.
+export GOGC=${GOGC:-400}
 
 build_kube() {
 	local minor=${set#v1.} ldflags="-s -w" p cmds=()
@@ -125,7 +150,8 @@ build_runtime() {
 	# needs a Rust library Debian does not ship.
 	CGO_ENABLED=1 go build -trimpath -tags "seccomp urfave_cli_no_docs" -ldflags "-s -w -X main.extraVersion=+gpukit-lab" -o "$tmp/runc" github.com/opencontainers/runc >&2
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$(modversion . sigs.k8s.io/cri-tools)" -o "$tmp/" sigs.k8s.io/cri-tools/cmd/crictl >&2
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/coredns" github.com/coredns/coredns >&2
+	# CoreDNS without its cloud DNS providers and tracer (cmd/coredns): 477 packages fewer
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/coredns" ./cmd/coredns >&2
 	for m in github.com/containerd/containerd/v2 github.com/opencontainers/runc sigs.k8s.io/cri-tools github.com/coredns/coredns; do
 		printf '%s %s\n' "${m%/v2}" "$(modversion . "$m")"
 	done | sed 's|^[^ ]*/||' >"$tmp/versions"
