@@ -10,7 +10,7 @@ LDFLAGS    := -s -w -X $(PKG).Version=$(VERSION) -X $(PKG).Commit=$(COMMIT) -X $
 BIN        := bin/gpukit
 HOSTS      ?= 3
 LAB        := test/lab/lab.sh
-# 60m: test/e2e, the longest package (the end-to-end lab tests, the kubeadm ones alone first), took 25-32 min on 2 CPUs
+# 60m: test/e2e, the longest package (the end-to-end lab tests, the kubeadm ones alone first), took 25-41 min on 2 CPUs
 GO_TEST    ?= go test -count=1 -timeout 60m
 FUZZTIME   ?= 2m
 # The Go toolchain gpukit's binary is built with, and go.mod's toolchain line (`go install` with

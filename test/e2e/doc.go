@@ -3,7 +3,7 @@
 // (test/lab) with simulated GPUs (test/gpusim), from an air-gapped site's
 // mirrors (test/cluster). They need root and skip without a lab
 // (GPUKIT_LAB=0; GPUKIT_LAB=1 makes them mandatory); the package takes
-// 25-32 minutes on 2 CPUs.
+// 25-41 minutes on 2 CPUs (41 on 2026-12-05, warm caches).
 //
 // Order: the two kubeadm tests (TestLabKubernetes, TestLabKubernetesVariants)
 // do not call t.Parallel, so Go runs them - with the other sequential tests,
