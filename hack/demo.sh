@@ -28,9 +28,9 @@
 #
 # A first run compiles on both cores from its start while the lab base is
 # made (I/O: debootstrap): the Kubernetes build runs in the background
-# beside make build, and the demo's own tools are compiled with make build's
-# toolchain and flags, so they reuse its packages instead of compiling gpukit
-# again.
+# beside make build, and the demo's own tools (make demo-tools) are compiled
+# with make build's toolchain and flags, so they reuse its packages instead of
+# compiling gpukit again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 began=$SECONDS
@@ -65,9 +65,7 @@ if [ "$orchestrator" = kubernetes ]; then
 	k8s_build=$!
 	trap 'kill -- -$k8s_build 2>/dev/null || true' EXIT
 fi
-make -s build
-# The same toolchain and flags as make build: its compiled packages are reused.
-GOTOOLCHAIN=${RELEASE_GO:-local} CGO_ENABLED=0 go build -trimpath -o "$tools/" ./test/gpusim/cmd/gpusim-install ./test/cluster/cmd/kube-site
+make -s build demo-tools # into $tools
 make -s fixtures || echo "demo: without the chart archives above, the cluster gets no pod network (nodes stay NotReady)" >&2
 
 up_args=("$hosts")
