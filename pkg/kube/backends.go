@@ -113,11 +113,11 @@ func podNeeds(d *unstructured.Unstructured, needs map[string]bool) {
 		}
 	}
 	spec, _, _ := unstructured.NestedMap(d.Object, "spec", "template", "spec")
-	if sa, _, _ := unstructured.NestedString(spec, "serviceAccountName"); sa != "" {
-		ref(spec, "ServiceAccount", "serviceAccountName")
-	} else {
-		ref(spec, "ServiceAccount", "serviceAccount") // its deprecated spelling
+	sa := "serviceAccountName"
+	if name, _, _ := unstructured.NestedString(spec, sa); name == "" {
+		sa = "serviceAccount" // its deprecated spelling
 	}
+	ref(spec, "ServiceAccount", sa)
 	each(spec, func(v map[string]any) {
 		ref(v, "ConfigMap", "configMap", "name")
 		ref(v, "Secret", "secret", "secretName")
