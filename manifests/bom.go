@@ -14,6 +14,7 @@ import (
 	"io"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -37,6 +38,33 @@ type BOM struct {
 	// generation runs, and how a host's GPU is recognised, oldest first.
 	GPUArchitectures []GPUArchitecture `json:"gpuArchitectures" yaml:"gpuArchitectures"`
 	SigningKeys      []SigningKey      `json:"signingKeys" yaml:"signingKeys"`
+	// MIGGPUs are the GPU-instance profiles of each MIG-capable GPU model.
+	MIGGPUs []MIGGPU `json:"migGPUs" yaml:"migGPUs"`
+}
+
+// MIGGPU is one MIG-capable GPU model and the GPU instances it can hold.
+type MIGGPU struct {
+	Name string `json:"name" yaml:"name"`
+	// Names are product names as nvidia-smi writes them, less "NVIDIA ".
+	Names      []string `json:"names" yaml:"names"`
+	PCIDevices []string `json:"pciDevices" yaml:"pciDevices"`
+	// MemorySlices and ComputeSlices are what a GPU instance is cut from.
+	MemorySlices  int          `json:"memorySlices" yaml:"memorySlices"`
+	ComputeSlices int          `json:"computeSlices" yaml:"computeSlices"`
+	Profiles      []MIGProfile `json:"profiles" yaml:"profiles"`
+}
+
+// MIGProfile is a GPU-instance profile: Max instances at once, each taking
+// Slices memory slices from one of Starts (nvidia-smi mig -lgipp's
+// placements); its compute slices are the name's "Ng".
+type MIGProfile struct {
+	Name   string `json:"name" yaml:"name"`
+	ID     int    `json:"id" yaml:"id"`
+	Max    int    `json:"max" yaml:"max"`
+	Slices int    `json:"slices" yaml:"slices"`
+	Starts []int  `json:"starts" yaml:"starts"`
+	// MinBranch is the first driver branch that offers it (0: all do).
+	MinBranch int `json:"minBranch,omitempty" yaml:"minBranch,omitempty"`
 }
 
 // Defaults are the versions a host gets when the inventory names none.
@@ -252,6 +280,7 @@ func (b *BOM) check() error {
 		need(fmt.Sprintf("cudaDrivers[%d].minDriver", i), r.MinDriver)
 	}
 	errs = append(errs, checkArchitectures(b.GPUArchitectures)...)
+	errs = append(errs, checkMIG(b.MIGGPUs)...)
 	for _, repo := range []string{RepoCUDA, RepoContainerToolkit, RepoKubernetes, RepoDocker} {
 		for _, pm := range []string{"apt", "dnf"} {
 			if _, ok := b.SigningKey(repo, pm); !ok {
@@ -370,4 +399,75 @@ func checkArchitectures(archs []GPUArchitecture) []string {
 		}
 	}
 	return errs
+}
+
+// checkMIG keeps the MIG table self-consistent: every placement inside the
+// GPU, a profile's compute slices no more than the GPU has, names and ids
+// unique per model.
+func checkMIG(gpus []MIGGPU) []string {
+	var errs []string
+	for i, g := range gpus {
+		at := fmt.Sprintf("migGPUs[%d] (%s)", i, g.Name)
+		if len(g.Names) == 0 || g.MemorySlices <= 0 || g.ComputeSlices <= 0 || len(g.Profiles) == 0 {
+			errs = append(errs, at+": names, memorySlices, computeSlices and profiles are all needed")
+		}
+		seen := map[string]bool{}
+		for _, p := range g.Profiles {
+			c, ok := ComputeSlices(p.Name)
+			switch {
+			case !ok:
+				errs = append(errs, fmt.Sprintf("%s: profile %q: want a name such as 1g.10gb", at, p.Name))
+			case c > g.ComputeSlices:
+				errs = append(errs, fmt.Sprintf("%s: profile %s takes %d compute slices of %d", at, p.Name, c, g.ComputeSlices))
+			}
+			if seen[p.Name] || seen[fmt.Sprint(p.ID)] {
+				errs = append(errs, fmt.Sprintf("%s: profile %s (id %d) listed twice", at, p.Name, p.ID))
+			}
+			seen[p.Name], seen[fmt.Sprint(p.ID)] = true, true
+			if p.Max <= 0 || p.Slices <= 0 || len(p.Starts) == 0 {
+				errs = append(errs, fmt.Sprintf("%s: profile %s: max, slices and starts are all needed", at, p.Name))
+			}
+			for _, st := range p.Starts {
+				if st < 0 || st%p.Slices != 0 && p.Slices > 1 || st+p.Slices > g.MemorySlices {
+					errs = append(errs, fmt.Sprintf("%s: profile %s: placement %d:%d is not within %d slices", at, p.Name, st, p.Slices, g.MemorySlices))
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// ComputeSlices reads a GPU-instance profile name's compute slices (the 3
+// of 3g.40gb).
+func ComputeSlices(profile string) (int, bool) {
+	g, rest, ok := strings.Cut(profile, "g.")
+	if !ok || !strings.Contains(rest, "gb") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(g)
+	return n, err == nil && n > 0
+}
+
+// MIGGPU is the table's entry for a GPU: by the longest of its names
+// contained in product (nvidia-smi's name), else by its PCI device id.
+func (b *BOM) MIGGPU(product, deviceID string) (MIGGPU, bool) {
+	best, bestLen := -1, 0
+	up := strings.ToUpper(product)
+	for i, g := range b.MIGGPUs {
+		for _, n := range g.Names {
+			if len(n) > bestLen && strings.Contains(up, strings.ToUpper(n)) {
+				best, bestLen = i, len(n)
+			}
+		}
+	}
+	if best >= 0 {
+		return b.MIGGPUs[best], true
+	}
+	id := strings.TrimPrefix(strings.ToLower(deviceID), "0x")
+	for _, g := range b.MIGGPUs {
+		if id != "" && slices.Contains(g.PCIDevices, id) {
+			return g, true
+		}
+	}
+	return MIGGPU{}, false
 }

@@ -37,6 +37,9 @@ type Facts struct {
 	// "Driver/library version mismatch".
 	NvidiaSMIError string `json:"nvidiaSMIError,omitempty"`
 	GPUs           []GPU  `json:"gpus,omitempty"`
+	// MIG are the GPU-instance profiles of the GPUs whose MIG mode is on
+	// (nvidia-smi mig -lgip).
+	MIG []MIGProfile `json:"mig,omitempty"`
 	// LoadedDriver is the version of the nvidia kernel module in memory.
 	LoadedDriver  string `json:"loadedDriver,omitempty"`
 	NouveauLoaded bool   `json:"nouveauLoaded"`
@@ -95,6 +98,11 @@ type GPU struct {
 	Persistence string `json:"persistence,omitempty"`
 	// BusID is its PCI address as nvidia-smi writes it (00000000:81:00.0).
 	BusID string `json:"busID,omitempty"`
+	// MIGPending is the MIG mode the GPU takes at its next reset ("" where
+	// the GPU has none).
+	MIGPending string `json:"migPending,omitempty"`
+	// MIGDevices are the GPU's MIG devices (nvidia-smi -L).
+	MIGDevices []MIGDevice `json:"migDevices,omitempty"`
 }
 
 // SecureBootEnabled reports whether the probe saw Secure Boot switched on.
@@ -178,7 +186,22 @@ func (f *Facts) Listening(p int) bool {
 func Parse(out []byte) (*Facts, error) {
 	f := &Facts{}
 	ports := map[int]bool{}
-	if err := ScanKV(out, "probe output", func(key, value string) error { return f.set(key, value, ports) }); err != nil {
+	var list, lgip strings.Builder
+	err := ScanKV(out, "probe output", func(key, value string) error {
+		switch key {
+		case "nvidia_smi.list": // nvidia-smi -L, a line at a time
+			list.WriteString(value + "\n")
+		case "nvidia_smi.lgip": // nvidia-smi mig -lgip, a line at a time
+			lgip.WriteString(value + "\n")
+		default:
+			return f.set(key, value, ports)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := f.setMIG(list.String(), lgip.String()); err != nil {
 		return nil, err
 	}
 	for p := range ports {
@@ -291,6 +314,27 @@ func (f *Facts) set(key, value string, ports map[int]bool) error {
 	return err
 }
 
+// setMIG attaches what nvidia-smi -L and -lgip said to the GPUs.
+func (f *Facts) setMIG(list, lgip string) error {
+	if list != "" {
+		devs, err := ParseMIGDevices(list)
+		if err != nil {
+			return err
+		}
+		for i := range f.GPUs {
+			f.GPUs[i].MIGDevices = devs[f.GPUs[i].Index]
+		}
+	}
+	if lgip != "" {
+		ps, err := ParseMIGProfiles(lgip)
+		if err != nil {
+			return err
+		}
+		f.MIG = ps
+	}
+	return nil
+}
+
 func parseDisk(v string) (Disk, error) {
 	name, size, _ := strings.Cut(v, " ")
 	n, err := strconv.ParseInt(size, 10, 64)
@@ -301,7 +345,7 @@ func parseDisk(v string) (Disk, error) {
 // for, in the order ParseGPU reads them: the one list, which the probe
 // template receives as a parameter.
 func GPUQueryFields() []string {
-	return []string{"index", "uuid", "name", "memory.total", "driver_version", "mig.mode.current", "persistence_mode", "pci.bus_id"}
+	return []string{"index", "uuid", "name", "memory.total", "driver_version", "mig.mode.current", "persistence_mode", "pci.bus_id", "mig.mode.pending"}
 }
 
 // ParseGPU reads one line of
@@ -331,6 +375,9 @@ func ParseGPU(line string) (GPU, error) {
 	}
 	if len(fields) > 7 {
 		g.BusID = fields[7]
+	}
+	if len(fields) > 8 && fields[8] != "[N/A]" {
+		g.MIGPending = fields[8]
 	}
 	return g, nil
 }

@@ -214,6 +214,7 @@ func applyDefaults(c *Cluster, machines []Machine, sources []source) {
 		machines[i].Access = access(mergeSSH(s.SSH, entry.SSH))
 		machines[i].CUDAToolkit = cudaToolkit(n.CUDAToolkitRoles, machines[i].Roles, entry.CUDAToolkit)
 		machines[i].NvidiaDriver, machines[i].CUDA = entry.NvidiaDriver, entry.CUDA
+		machines[i].MIG = entry.MIG
 		machines[i].Proxy = s.Proxy
 		if entry.Proxy != nil {
 			machines[i].Proxy = *entry.Proxy

@@ -1,5 +1,10 @@
 package inventory
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Inventory is a loaded and validated cluster file: the document as written
 // (with defaults applied, except spec.ssh and the hosts, which stay as
 // written because they are layers) and the machines it describes, one per
@@ -41,6 +46,9 @@ type Machine struct {
 	// defaulted to HTTP). Its NoProxy is the written list only; the cluster's
 	// own networks are added where it is used (Inventory.NoProxy).
 	Proxy Proxy
+	// MIG is the host's own MIG layout (its entry's mig); "" means the rules'
+	// or spec.nvidia.mig.layout (MIGLayout).
+	MIG string
 	// Pos is where the host is written; every machine of a range shares
 	// the position of the range's entry.
 	Pos Position
@@ -62,6 +70,36 @@ func (m Machine) DriverVersion(spec *Spec) string {
 		return m.NvidiaDriver
 	}
 	return spec.Versions.NvidiaDriver
+}
+
+// MIGLayout is the MIG layout the host's GPUs get, and where it comes
+// from: its own, else the first rule its labels and GPU model (gpu, the
+// product name nvidia-smi gives its GPUs; "" before the host was probed
+// matches no rule naming a GPU) match, else spec.nvidia.mig.layout. ""
+// leaves MIG alone.
+func (m Machine) MIGLayout(spec *Spec, gpu string) (layout, from string) {
+	if m.MIG != "" {
+		return m.MIG, "the host's mig"
+	}
+	for i, r := range spec.NVIDIA.MIG.Rules {
+		if r.Matches(m.Labels, gpu) {
+			return r.Layout, fmt.Sprintf("spec.nvidia.mig.rules[%d]", i)
+		}
+	}
+	if l := spec.NVIDIA.MIG.Layout; l != "" {
+		return l, "spec.nvidia.mig.layout"
+	}
+	return "", ""
+}
+
+// Matches says whether a host with these labels and GPU model is the rule's.
+func (r MIGRule) Matches(labels map[string]string, gpu string) bool {
+	for k, v := range r.Labels {
+		if have, ok := labels[k]; !ok || have != v {
+			return false
+		}
+	}
+	return r.GPU == "" || gpu != "" && strings.Contains(strings.ToUpper(gpu), strings.ToUpper(r.GPU))
 }
 
 // CUDAVersion is the CUDA toolkit version the host gets when it gets one:

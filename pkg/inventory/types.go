@@ -246,6 +246,9 @@ type Host struct {
 	// Proxy replaces spec.proxy on this host (or range), as a whole: another proxy, or {} for
 	// none (a host with a route of its own).
 	Proxy *Proxy `yaml:"proxy,omitempty" json:"proxy,omitempty"`
+	// MIG is the MIG layout of this host's (or range's) GPUs, whatever spec.nvidia.mig's rules
+	// say: a built-in layout or one of spec.nvidia.mig.layouts.
+	MIG string `yaml:"mig,omitempty" json:"mig,omitempty"`
 }
 
 // Versions pins what is installed. The NVIDIA driver may be an exact version
@@ -290,6 +293,48 @@ type NVIDIA struct {
 	// RebootTimeout is how long a host may take to come back from a reboot (servers with many
 	// GPUs take minutes to POST), as a Go duration. Default 20m.
 	RebootTimeout string `yaml:"rebootTimeout,omitempty" json:"rebootTimeout,omitempty"`
+	// MIG partitions MIG-capable GPUs (A100, A30, H100, H200, GH200) into GPU instances.
+	// Without it gpukit leaves every GPU's MIG mode and instances as they are.
+	MIG MIG `yaml:"mig,omitempty" json:"mig,omitempty"`
+}
+
+// MIG is how the GPUs are partitioned. A host's layout is its own (spec.hosts[].mig), else
+// the first rule that matches it, else Layout. A layout is a built-in one: all-disabled (MIG
+// off), all-enabled (MIG on, no instance), all-balanced (two 1g, one 2g and one 3g instance
+// on each GPU, where they exist), all-<profile> (as many instances of one profile as the GPU
+// holds, e.g. all-1g.10gb); or one of Layouts. A layout a GPU cannot hold is refused by plan
+// and preflight, naming the host and GPU.
+type MIG struct {
+	// Layout is the layout of every MIG-capable GPU host no rule or host entry names one for.
+	// Default none: MIG left alone.
+	Layout string `yaml:"layout,omitempty" json:"layout,omitempty"`
+	// Rules pick a layout by host labels and GPU model; the first that matches a host wins.
+	Rules []MIGRule `yaml:"rules,omitempty" json:"rules,omitempty"`
+	// Layouts are the site's own layouts by name (lowercase letters, digits, - and .).
+	Layouts map[string][]MIGGroup `yaml:"layouts,omitempty" json:"layouts,omitempty"`
+}
+
+// MIGRule gives the hosts it matches a layout.
+type MIGRule struct {
+	// Labels the host must have (spec.hosts[].labels), all of them.
+	Labels map[string]string `yaml:"labels,omitempty" json:"labels,omitempty"`
+	// GPU is part of the product name of the host's GPUs, as nvidia-smi writes it (H100,
+	// A100-SXM4-40GB); empty: any.
+	GPU string `yaml:"gpu,omitempty" json:"gpu,omitempty"`
+	// Layout is the layout the matched hosts get.
+	Layout string `yaml:"layout" json:"layout"`
+}
+
+// MIGGroup is part of a layout: some of a host's GPUs and what they hold.
+type MIGGroup struct {
+	// GPUs are the GPU indexes (nvidia-smi -i) of this group; empty: every GPU no other group
+	// of the layout names.
+	GPUs []int `yaml:"gpus,omitempty" json:"gpus,omitempty"`
+	// Enabled is the GPUs' MIG mode. Default true.
+	Enabled *bool `yaml:"enabled,omitempty" json:"enabled,omitempty"`
+	// Profiles are the GPU instances of each GPU, profile name to count ({3g.40gb: 1,
+	// 1g.10gb: 4}), each with one compute instance taking all of it.
+	Profiles map[string]int `yaml:"profiles,omitempty" json:"profiles,omitempty"`
 }
 
 // Network is the Kubernetes network layout.

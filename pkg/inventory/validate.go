@@ -35,6 +35,7 @@ func (c *checker) validate(cl *Cluster, machines []Machine) {
 	c.checkRoleCounts(cl, machines)
 	c.checkVersions(cl)
 	c.checkNVIDIA(cl)
+	c.checkMIG(cl)
 	c.checkNetwork(cl, machines)
 	c.checkAddons(cl, machines)
 	c.checkMirrors(&cl.Spec.Mirrors)

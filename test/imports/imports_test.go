@@ -30,8 +30,8 @@ var layers = []struct {
 }{
 	{"leaves: data, text and names, nothing of gpukit", []string{
 		"manifests", "internal/version", "pkg/event", "pkg/safetext", "pkg/redact", "pkg/osfamily", "pkg/compat", "pkg/atomicfile", "pkg/download", "pkg/localdir", "pkg/safe"}},
-	{"the model: the inventory and a host's facts", []string{
-		"pkg/facts", "pkg/inventory", "pkg/inventory/ansible"}},
+	{"the model: the inventory, a host's facts, and the MIG layouts decided from both", []string{
+		"pkg/facts", "pkg/inventory", "pkg/inventory/ansible", "pkg/mig"}},
 	{"transport: SSH and the scripts sent over it", []string{
 		"pkg/ssh", "pkg/scripts"}},
 	{"the clusters' APIs and the names gpukit gives nodes (Kubernetes', the swarm's)", []string{
