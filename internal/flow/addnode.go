@@ -66,6 +66,7 @@ func NewAddNode(inv *inventory.Inventory, names []string, o InitOptions) (*AddNo
 		gpu.ContainerToolkit(),     //
 		gpu.Reboot(),               //
 		gpu.Verify(),               //
+		gpu.MIG(),                  //
 	)...)
 	if kube {
 		k := kubeadm.New(inv)

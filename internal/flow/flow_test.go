@@ -77,7 +77,7 @@ func TestInitFlow(t *testing.T) {
 	want := []string{
 		"preflight/facts", "preflight/checks", "preflight/cluster", "host/proxy",
 		"nvidia/prepare", "nvidia/driver", "nvidia/fabricmanager", "nvidia/persistenced", "nvidia/cuda",
-		"nvidia/container-toolkit", "nvidia/reboot", "nvidia/verify",
+		"nvidia/container-toolkit", "nvidia/reboot", "nvidia/verify", "nvidia/mig",
 	}
 	if got := phaseNames(f.Phases); !reflect.DeepEqual(got, want) {
 		t.Errorf("phases %v, want %v", got, want)

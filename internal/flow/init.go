@@ -71,6 +71,7 @@ func NewInit(inv *inventory.Inventory, o InitOptions) *Init {
 		gpu.ContainerToolkit(),     // nvidia/container-toolkit pinned toolkit, the runtime pointed at it
 		gpu.Reboot(),               // nvidia/reboot            only where the new driver needs it, a few hosts at a time
 		gpu.Verify(),               // nvidia/verify            nvidia-smi, GPU count, driver version, persistence mode
+		gpu.MIG(),                  // nvidia/mig               the host's MIG layout, and the boot unit that applies it again
 	)
 	if inv.Cluster.Spec.Orchestrator == inventory.Swarm {
 		sw := swarm.New(inv)

@@ -29,7 +29,7 @@ func kubeInv() *inventory.Inventory {
 func TestInitFlowKubernetes(t *testing.T) {
 	f := NewInit(kubeInv(), InitOptions{})
 	got := phaseNames(f.Phases)
-	want := []string{"nvidia/verify", "kubernetes/prepare", "kubernetes/packages", "kubernetes/containerd", "kubernetes/init",
+	want := []string{"nvidia/verify", "nvidia/mig", "kubernetes/prepare", "kubernetes/packages", "kubernetes/containerd", "kubernetes/init",
 		"kubernetes/join-control-planes", "kubernetes/join-workers", "kubernetes/kubeconfig", "kubernetes/labels", "kubernetes/cni", "kubernetes/gpu",
 		"platform/storage", "platform/ingress", "platform/monitoring", "platform/gpu-metrics", "platform/training-metrics", "platform/dashboards", "kubeflow/manifests", "platform/routes"}
 	if !reflect.DeepEqual(got[len(got)-len(want):], want) {
@@ -54,7 +54,7 @@ func TestAddNodeFlowKubernetes(t *testing.T) {
 		t.Errorf("machines %v", got)
 	}
 	got := phaseNames(f.Phases)
-	want := []string{"nvidia/verify", "kubernetes/prepare", "kubernetes/packages", "kubernetes/containerd", "kubernetes/join-control-planes", "kubernetes/join-workers", "kubernetes/labels"}
+	want := []string{"nvidia/verify", "nvidia/mig", "kubernetes/prepare", "kubernetes/packages", "kubernetes/containerd", "kubernetes/join-control-planes", "kubernetes/join-workers", "kubernetes/labels"}
 	if !reflect.DeepEqual(got[len(got)-len(want):], want) {
 		t.Errorf("phases %v", got)
 	}

@@ -32,7 +32,7 @@ func machineNames(ms []inventory.Machine) []string {
 func TestInitFlowSwarm(t *testing.T) {
 	f := NewInit(swarmInv(), InitOptions{})
 	got := phaseNames(f.Phases)
-	want := []string{"nvidia/verify", "swarm/engine", "swarm/runtime", "swarm/init", "swarm/join-managers", "swarm/join-workers", "swarm/labels"}
+	want := []string{"nvidia/verify", "nvidia/mig", "swarm/engine", "swarm/runtime", "swarm/init", "swarm/join-managers", "swarm/join-workers", "swarm/labels"}
 	if !reflect.DeepEqual(got[len(got)-len(want):], want) {
 		t.Errorf("phases %v", got)
 	}

@@ -316,23 +316,28 @@ func (f *Facts) set(key, value string, ports map[int]bool) error {
 
 // setMIG attaches what nvidia-smi -L and -lgip said to the GPUs.
 func (f *Facts) setMIG(list, lgip string) error {
+	var err error
+	f.MIG, err = AttachMIG(f.GPUs, list, lgip)
+	return err
+}
+
+// AttachMIG gives gpus their MIG devices from list (nvidia-smi -L) and
+// returns the profiles lgip (nvidia-smi mig -lgip) lists; either may be
+// empty (not read).
+func AttachMIG(gpus []GPU, list, lgip string) ([]MIGProfile, error) {
 	if list != "" {
 		devs, err := ParseMIGDevices(list)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		for i := range f.GPUs {
-			f.GPUs[i].MIGDevices = devs[f.GPUs[i].Index]
+		for i := range gpus {
+			gpus[i].MIGDevices = devs[gpus[i].Index]
 		}
 	}
-	if lgip != "" {
-		ps, err := ParseMIGProfiles(lgip)
-		if err != nil {
-			return err
-		}
-		f.MIG = ps
+	if lgip == "" {
+		return nil, nil
 	}
-	return nil
+	return ParseMIGProfiles(lgip)
 }
 
 func parseDisk(v string) (Disk, error) {

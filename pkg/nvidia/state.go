@@ -41,6 +41,13 @@ type State struct {
 	// SMI are the GPUs nvidia-smi lists; SMIError what it said instead.
 	SMI      []facts.GPU
 	SMIError string
+	// MIG are the GPU-instance profiles of the GPUs with MIG on.
+	MIG []facts.MIGProfile
+	// MIGScript is the sha256 of gpukit's MIG script on the host, MIGUnit
+	// whether its boot unit is enabled ("" for neither).
+	MIGScript, MIGUnit string
+
+	list, lgip strings.Builder
 }
 
 // Package is one installed package.
@@ -59,6 +66,10 @@ type Service struct {
 func ParseState(out []byte) (*State, error) {
 	s := &State{Packages: map[string]Package{}, Services: map[string]Service{}, NVSwitchDriver: -1}
 	if err := facts.ScanKV(out, "nvidia state", s.set); err != nil {
+		return nil, err
+	}
+	var err error
+	if s.MIG, err = facts.AttachMIG(s.SMI, s.list.String(), s.lgip.String()); err != nil {
 		return nil, err
 	}
 	sort.Strings(s.RebootRequired)
@@ -120,6 +131,14 @@ func (s *State) set(key, value string) error {
 		s.SMI = append(s.SMI, g)
 	case "smi.error":
 		s.SMIError = strings.TrimSpace(value)
+	case "smi.list":
+		s.list.WriteString(value + "\n")
+	case "smi.lgip":
+		s.lgip.WriteString(value + "\n")
+	case "mig.script":
+		s.MIGScript = value
+	case "mig.unit":
+		s.MIGUnit = value
 	}
 	return err
 }

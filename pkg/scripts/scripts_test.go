@@ -78,6 +78,18 @@ func cases() []goldenCase {
 			return GPUConsumersStop(GPUConsumersStopParams{Units: GPUConsumerUnits, Force: true})
 		}},
 		{gpuStatusTemplate.name, anyFamily, "", GPUStatus},
+		{migTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			script, err := MIGScript(migExample)
+			return ssh.Command{Name: "mig", Script: script}, err
+		}},
+		{migInstallTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			script, err := MIGScript(migExample)
+			if err != nil {
+				return ssh.Command{}, err
+			}
+			return MIGInstall(MIGInstallParams{Script: script, Unit: MIGUnit})
+		}},
+		{migInstallTemplate.name, anyFamily, "remove", func() (ssh.Command, error) { return MIGInstall(MIGInstallParams{}) }},
 		{etcdSnapshotTemplate.name, anyFamily, "", func() (ssh.Command, error) {
 			return EtcdSnapshot(EtcdSnapshotParams{Dir: "/var/lib/gpukit/etcd-snapshots", Name: "before-driver-580.95.05-20261202T170000Z.db"})
 		}},
@@ -121,6 +133,14 @@ func bomKey(repo, pm string) manifests.SigningKey {
 	}
 	return k
 }
+
+// migExample is an H100 host: a mixed layout on GPU 0, seven 1g.10gb on GPU
+// 1, MIG off on GPU 2.
+var migExample = MIGParams{Units: GPUConsumerUnits, GPUs: []MIGGPU{
+	{Index: 0, Enabled: true, Profiles: []string{"3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"}, IDs: []int{9, 14, 19, 19}},
+	{Index: 1, Enabled: true, Profiles: []string{"1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb"}, IDs: []int{19, 19, 19, 19, 19, 19, 19}},
+	{Index: 2},
+}}
 
 // familyCases are the scripts that differ per OS family, with the
 // parameters pkg/nvidia gives a typical host of the family.

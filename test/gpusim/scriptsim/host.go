@@ -67,6 +67,9 @@ type Host struct {
 	// --query-compute-apps prints them (CSV lines).
 	ComputeApps string
 
+	// MIG is the GPUs' partitioning (SIMULATED, mig.go).
+	MIG MIGState
+
 	// Writes are the write scripts run on the host, by name, in order.
 	Writes []string
 }
@@ -185,6 +188,11 @@ func (h *Host) nvidiaState(script string) (string, int, string) {
 	kv("nvswitch.pci", "0")
 	if h.smiInstalled() {
 		h.smiRows(script, "smi.gpu", "smi.error", kv)
+		if fail, _ := h.smi(); fail == "" {
+			if err := h.migState(kv); err != nil {
+				return "", 2, err.Error()
+			}
+		}
 	}
 	return b.String(), 0, ""
 }
@@ -202,6 +210,7 @@ func (h *Host) smiRows(script, rowKey, errKey string, kv func(k, v string)) {
 			fail = err.Error()
 		} else {
 			rows = out
+			h.migRows(strings.Split(fields[1], ","), rows)
 		}
 	}
 	if fail != "" {

@@ -235,6 +235,8 @@ func (h *Host) answer(name string, cmd ssh.Command) (out string, code int, stder
 		return h.health()
 	case "etcd snapshot":
 		return "gpukit: etcd snapshot (1024 bytes)\n", 0, ""
+	case "partition the GPUs (MIG)", "remove the MIG boot unit":
+		return h.migInstall(cmd.Script)
 	}
 	return "", 127, fmt.Sprintf("scriptsim: %s has no answer to %q", name, cmd.Name)
 }
@@ -310,6 +312,7 @@ func (h *Host) boot() {
 	if h.BreakAtBoot {
 		h.SMIBroken = true
 	}
+	h.migBoot()
 }
 
 // upstream is a package version without its revision.
