@@ -483,7 +483,7 @@ func TestGroupVarsToVersionsAndNetwork(t *testing.T) {
 		{
 			name:  "unknown variables are listed once per file",
 			vars:  "dashboard_enabled: true\nk8s_gpu_mig_strategy: mixed\nhelm_enabled: true\nkubeconfig_localhost: true\n",
-			notes: []string{"k8s_cluster.yml:1: group k8s_cluster: 1 variable(s) with no gpukit equivalent, not converted: dashboard_enabled", "variable k8s_gpu_mig_strategy: not converted: MIG", "variables helm_enabled, kubeconfig_localhost: not converted"},
+			notes: []string{"k8s_cluster.yml:1: group k8s_cluster: 1 variable(s) with no gpukit equivalent, not converted: dashboard_enabled", "variable k8s_gpu_mig_strategy: not converted: MIG layouts are written as spec.nvidia.mig", "variables helm_enabled, kubeconfig_localhost: not converted"},
 		},
 	}
 	for _, tt := range tests {

@@ -48,7 +48,7 @@ func classifyVar(key string) (varClass, string) {
 	case "etcd_member_name":
 		return varAdvice, "gpukit runs etcd stacked on the control-plane hosts and names the members itself"
 	case "k8s_gpu_mig_strategy", "mig_strategy", "enable_mig", "mig_profile", "nvidia_driver_mig":
-		return varAdvice, "MIG partitioning is not part of the gpukit inventory; configure it after the cluster is up"
+		return varAdvice, "MIG layouts are written as spec.nvidia.mig (layout, rules by label and GPU model, or layouts of your own); the device plugin's MIG strategy is not set from the inventory yet"
 	case "deepops_gpu_operator_enabled", "enable_gpu_operator", "gpu_operator_preinstalled_nvidia_software", "gpu_operator_version":
 		return varAdvice, "gpukit installs the NVIDIA driver, CUDA and the container toolkit on every host itself, not through the GPU Operator; GPU monitoring comes with spec.addons.monitoring"
 	case "docker_version", "docker_install", "docker_storage_options", "docker_iptables_enabled", "docker_daemon_json":

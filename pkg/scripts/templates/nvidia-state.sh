@@ -63,14 +63,7 @@ if [ -e /etc/dgx-release ]; then kv dgx yes; fi
 if command -v nvidia-smi >/dev/null 2>&1; then
   if out=$(smi --query-gpu={{ join .GPUFields "," | quote }} --format=csv,noheader,nounits 2>&1); then
     while IFS= read -r line; do kv smi.gpu "$line"; done <<<"$out"
-    # MIG: the devices (-L) and, where MIG is on (the sixth field), the
-    # GPU-instance profiles.
-    if list=$(smi -L 2>/dev/null); then
-      while IFS= read -r line; do kv smi.list "$line"; done <<<"$list"
-    fi
-    if awk -F', *' '$6 == "Enabled" {f = 1} END {exit !f}' <<<"$out" && lgip=$(smi mig -lgip 2>/dev/null); then
-      while IFS= read -r line; do kv smi.lgip "$line"; done <<<"$lgip"
-    fi
+    {{template "migread" "smi"}}
   else
     kv smi.error "$(printf '%s' "$out" | tr '\n' ' ')"
   fi
