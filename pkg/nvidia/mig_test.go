@@ -45,7 +45,7 @@ func migDevices(sim *scriptsim.Sim, host string, gpu int) string {
 	if g == nil {
 		return "<none>"
 	}
-	return g.Mode + " " + strings.Join(g.Devices, ",")
+	return g.Mode + " " + strings.Join(scriptsim.Devices(g), ",")
 }
 
 // Fresh H100 hosts (real -lgip profiles, SIMULATED GPUs) get the layout

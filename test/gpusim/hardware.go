@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/ssh"
 	"github.com/gpukit/gpukit/test/gpusim/hoststate"
+	"github.com/gpukit/gpukit/test/gpusim/migsim"
 )
 
 // Hardware is what one full lab host simulates: GPUs, NVSwitches, what its
@@ -152,6 +153,10 @@ func hardwareFiles(hw Hardware) ([]byte, error) {
 			return nil, err
 		}
 		out[filepath.Join("/usr/share/gpusim/captures", filepath.Base(f))] = b
+	}
+	// The model's -lgip, where one was captured: the stand-in's MIG.
+	if b, err := os.ReadFile(migsim.LGIPFile(c.Prefix)); err == nil {
+		out[filepath.Join("/usr/share/gpusim/captures", filepath.Base(migsim.LGIPFile(c.Prefix)))] = b
 	}
 	out[hoststate.CaptureFile] = []byte(onHost + "\n")
 	yes := map[bool]string{true: "yes", false: "no"}

@@ -55,6 +55,16 @@ const (
 	LoadedFlavorFile = "/run/gpusim/loaded-flavor"
 	// PersistencedPIDFile is where nvidia-persistenced records its pid.
 	PersistencedPIDFile = "/run/nvidia-persistenced/nvidia-persistenced.pid"
+	// MIGStateFile is the simulated GPUs' MIG modes and instances (JSON,
+	// written by the stand-in nvidia-smi); the instances it holds are of the
+	// boot it names: a later boot finds none, and the pending modes current.
+	MIGStateFile = "/var/lib/gpusim/mig.json"
+	// MIGNeedsResetFile makes a MIG mode change wait for a GPU reset or a
+	// reboot, as on Ampere (A100, A30); without it the change is immediate,
+	// as on Hopper.
+	MIGNeedsResetFile = "/etc/gpusim/mig-needs-reset"
+	// BootIDFile is the kernel's id of this boot.
+	BootIDFile = "/proc/sys/kernel/random/boot_id"
 	// NVMLDir holds the stand-in NVML library (libnvidia-ml.so.1 ->
 	// libnvidia-ml.so.VERSION), where Debian keeps NVIDIA's libraries.
 	NVMLDir = "/usr/lib/%s/nvidia/current"
@@ -113,6 +123,18 @@ func (h Host) Hardware() map[string]string {
 		}
 	}
 	return m
+}
+
+// WriteFile replaces file p (creating its directory).
+func (h Host) WriteFile(p string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(h.path(p)), 0o755); err != nil {
+		return err
+	}
+	tmp := h.path(p) + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, h.path(p))
 }
 
 // Loaded is the version and flavor of the module in memory ("" for none).

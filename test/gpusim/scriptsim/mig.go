@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -14,63 +13,58 @@ import (
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/test/fixtures"
+	"github.com/gpukit/gpukit/test/gpusim/migsim"
 )
 
-// GPU partitioning (MIG), SIMULATED: each GPU's MIG mode and MIG devices,
-// the profiles a real `nvidia-smi mig -lgip` of the host's GPU model lists
-// (test/testdata/nvidia-smi/<model>__mig-lgip.txt), and gpukit's boot
-// unit, which applies its layout again at every boot (the instances do not
-// survive one; the mode does).
+// GPU partitioning (MIG), SIMULATED with test/gpusim/migsim: each GPU's
+// MIG mode and instances, the profiles a real `nvidia-smi mig -lgip` of the
+// host's GPU model lists (test/testdata/nvidia-smi/<model>__mig-lgip.txt),
+// and gpukit's boot unit, which applies its layout again at every boot (the
+// instances do not survive one; the mode does).
 
-// MIGGPU is one GPU's MIG state.
-type MIGGPU struct {
-	Mode    string   // Enabled, Disabled
-	Devices []string // the MIG devices' profiles, in creation order
-}
-
-// MIGState is a host's: its GPUs by index, and gpukit's script and unit.
+// MIGState is a host's: its GPUs by index (test/gpusim/migsim, the model
+// the lab's stand-in nvidia-smi keeps too), and gpukit's script and unit.
 type MIGState struct {
-	GPUs map[int]*MIGGPU
+	GPUs map[int]*migsim.GPU
 	// Script is the installed script (its text: the boot re-runs it);
 	// Unit says its boot unit is enabled.
 	Script string
 	Unit   bool
 }
 
-// migProfiles are the GPU-instance profiles the capture's model lists
-// (GPU 0's rows of the real -lgip), none for a model without a capture.
-func migProfiles(capture string) ([]facts.MIGProfile, string, error) {
-	model, _, _ := strings.Cut(filepath.Base(capture), "__")
-	dir, why := fixtures.Find("nvidia-smi")
-	if dir == "" {
-		return nil, "", fmt.Errorf("scriptsim: the nvidia-smi captures: %s", why)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, model+"__mig-lgip.txt"))
-	if os.IsNotExist(err) {
-		return nil, "", nil
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	ps, err := facts.ParseMIGProfiles(string(b))
-	var gpu0 []facts.MIGProfile
-	for _, p := range ps {
-		if p.GPU == 0 {
-			gpu0 = append(gpu0, p)
+// migModel is the capture's model: the real -lgip beside the captures.
+func migModel(capture string) (migsim.Model, bool, error) {
+	prefix := capture
+	if !strings.Contains(capture, "/") {
+		dir, why := fixtures.Find("nvidia-smi")
+		if dir == "" {
+			return migsim.Model{}, false, fmt.Errorf("scriptsim: the nvidia-smi captures: %s", why)
 		}
+		prefix = filepath.Join(dir, capture)
 	}
-	return gpu0, string(b), err
+	return migsim.Load(migsim.LGIPFile(prefix))
 }
 
-func (h *Host) migGPU(i int) *MIGGPU {
+// Devices are a GPU's MIG devices' profiles (instances with a compute
+// instance), in creation order.
+func Devices(g *migsim.GPU) []string {
+	var out []string
+	for _, in := range g.Instances {
+		if in.Compute {
+			out = append(out, in.Profile)
+		}
+	}
+	return out
+}
+
+func (h *Host) migGPU(i int) *migsim.GPU {
 	if h.MIG.GPUs == nil {
-		h.MIG.GPUs = map[int]*MIGGPU{}
+		h.MIG.GPUs = map[int]*migsim.GPU{}
 	}
 	g := h.MIG.GPUs[i]
 	if g == nil {
-		g = &MIGGPU{Mode: "Disabled"}
+		g = &migsim.GPU{Mode: "Disabled", Pending: "Disabled"}
 		h.MIG.GPUs[i] = g
 	}
 	return g
@@ -107,7 +101,9 @@ func (h *Host) migInstall(script string) (string, int, string) {
 	return h.migRun(installed)
 }
 
-// migRun runs gpukit's MIG script: each set_mode and set_instances line.
+// migRun runs gpukit's MIG script: each set_mode and set_instances line,
+// as the script does them (modes at once, as on Hopper; instances
+// destroyed and created again where they differ).
 func (h *Host) migRun(script string) (string, int, string) {
 	if fail, code := h.smi(); fail != "" {
 		return "", code, fail
@@ -116,7 +112,7 @@ func (h *Host) migRun(script string) (string, int, string) {
 	if err != nil {
 		return "", 2, err.Error()
 	}
-	profiles, _, err := migProfiles(set.c.Prefix)
+	model, hasMIG, err := migModel(set.c.Prefix)
 	if err != nil {
 		return "", 2, err.Error()
 	}
@@ -127,34 +123,40 @@ func (h *Host) migRun(script string) (string, int, string) {
 		if i >= len(listed) {
 			return out.String(), 6, fmt.Sprintf("No devices were found (GPU %d)", i)
 		}
-		if len(profiles) == 0 {
+		if !hasMIG {
 			return out.String(), 3, "Unable to enable MIG Mode for GPU " + listed[i].BusID + ": Not Supported"
 		}
 		g := h.migGPU(i)
 		if g.Mode != m[2] {
-			g.Mode, g.Devices = m[2], nil
-			fmt.Fprintf(&out, "%s MIG Mode for GPU %s\nAll done.\n", strings.TrimSuffix(m[2], "d")+"d", listed[i].BusID)
+			g.Mode, g.Pending, g.Instances = m[2], m[2], nil
+			fmt.Fprintf(&out, "gpukit: GPU %d: MIG mode %s\n", i, m[2])
 		}
 	}
 	for _, m := range migSetInstances.FindAllStringSubmatch(script, -1) {
 		i, _ := strconv.Atoi(m[1])
 		g := h.migGPU(i)
-		if g.Mode != "Enabled" {
-			return out.String(), 5, fmt.Sprintf("GPU %d: MIG mode is not enabled", i)
-		}
-		var want []string
+		var want []migsim.Profile
 		for _, id := range strings.Split(m[2], ",") {
-			n, err := strconv.Atoi(id)
-			k := slices.IndexFunc(profiles, func(p facts.MIGProfile) bool { return p.ID == n })
-			if err != nil || k < 0 {
-				return out.String(), 2, fmt.Sprintf("Unable to create a GPU instance on GPU %2d using profile %s: Invalid Argument", i, id)
+			p, ok := model.Profile(id)
+			if !ok {
+				return out.String(), 2, fmt.Sprintf("Unable to create a GPU instance on GPU %2d using profile %s: Not Found", i, id)
 			}
-			want = append(want, profiles[k].Name)
+			want = append(want, p)
 		}
-		if !sameSet(g.Devices, want) {
-			g.Devices = want
-			fmt.Fprintf(&out, "gpukit SIMULATOR: GPU %d: created %s\n", i, strings.Join(want, ","))
+		var names []string
+		for _, p := range want {
+			names = append(names, p.Name)
 		}
+		if sameSet(Devices(g), names) {
+			continue
+		}
+		g.Instances = nil
+		for _, p := range want {
+			if _, err := g.Create(model, p, true); err != nil {
+				return out.String(), 23, fmt.Sprintf("Unable to create a GPU instance on GPU %2d using profile %d: %v", i, p.ID, err)
+			}
+		}
+		fmt.Fprintf(&out, "gpukit SIMULATOR: GPU %d: created %s\n", i, strings.Join(names, ","))
 	}
 	return out.String(), 0, ""
 }
@@ -179,17 +181,17 @@ func (h *Host) migState(kv func(k, v string)) error {
 		kv("smi.list", fmt.Sprintf("GPU %d: %s (UUID: %s)", i, g.Name, g.UUID))
 		if mg := h.MIG.GPUs[i]; mg != nil && mg.Mode == "Enabled" {
 			anyOn = true
-			for k, d := range mg.Devices {
+			for k, d := range Devices(mg) {
 				kv("smi.list", fmt.Sprintf("  MIG %-11s Device %2d: (UUID: MIG-gpusim-%d-%d)", d, k, i, k))
 			}
 		}
 	}
 	if anyOn {
-		_, lgip, err := migProfiles(set.c.Prefix)
+		model, _, err := migModel(set.c.Prefix)
 		if err != nil {
 			return err
 		}
-		for _, line := range strings.Split(strings.TrimSuffix(lgip, "\n"), "\n") {
+		for _, line := range strings.Split(strings.TrimSuffix(migsim.RenderLGIP(model, h.MIG.GPUs), "\n"), "\n") {
 			kv("smi.lgip", line)
 		}
 	}
@@ -207,7 +209,7 @@ func (h *Host) migState(kv func(k, v string)) error {
 // creates them again.
 func (h *Host) migBoot() {
 	for _, g := range h.MIG.GPUs {
-		g.Devices = nil
+		g.Mode, g.Instances = g.Pending, nil
 	}
 	if h.MIG.Unit && h.Loaded != "" && !h.SMIBroken {
 		h.migRun(h.MIG.Script)
@@ -221,8 +223,14 @@ func (h *Host) migRows(fields []string, rows []string) {
 		vals := strings.Split(r, ", ")
 		g := h.MIG.GPUs[i]
 		for j, f := range fields {
-			if (f == "mig.mode.current" || f == "mig.mode.pending") && j < len(vals) && vals[j] != "[N/A]" && g != nil {
+			if j >= len(vals) || vals[j] == "[N/A]" || g == nil {
+				continue
+			}
+			switch f {
+			case "mig.mode.current":
 				vals[j] = g.Mode
+			case "mig.mode.pending":
+				vals[j] = g.Pending
 			}
 		}
 		rows[i] = strings.Join(vals, ", ")

@@ -28,7 +28,7 @@ func TestMIGInstallAndBoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := h.MIG.GPUs[0]
-	if g == nil || g.Mode != "Enabled" || strings.Join(g.Devices, ",") != "4g.40gb,2g.20gb,1g.10gb" || h.MIG.Script != script || !h.MIG.Unit {
+	if g == nil || g.Mode != "Enabled" || strings.Join(Devices(g), ",") != "4g.40gb,2g.20gb,1g.10gb" || h.MIG.Script != script || !h.MIG.Unit {
 		t.Fatalf("after the install: %+v %+v", g, h.MIG)
 	}
 	res, err := h.Run("h", ssh.Command{Name: "nvidia state", Script: "nvidia-smi --query-gpu=index,uuid,name,memory.total,driver_version,mig.mode.current,persistence_mode,pci.bus_id,mig.mode.pending --format=csv"})
@@ -41,14 +41,14 @@ func TestMIGInstallAndBoot(t *testing.T) {
 			t.Errorf("nvidia state lacks %q:\n%s", want, out)
 		}
 	}
-	h.MIG.GPUs[0].Devices = []string{"1g.10gb"} // someone changed it by hand
+	h.MIG.GPUs[0].Instances = h.MIG.GPUs[0].Instances[:1] // someone changed it by hand
 	h.boot()
-	if g := h.MIG.GPUs[0]; g.Mode != "Enabled" || strings.Join(g.Devices, ",") != "4g.40gb,2g.20gb,1g.10gb" {
+	if g := h.MIG.GPUs[0]; g.Mode != "Enabled" || strings.Join(Devices(g), ",") != "4g.40gb,2g.20gb,1g.10gb" {
 		t.Errorf("after a boot: %+v", g)
 	}
 	h.MIG.Unit = false
 	h.boot()
-	if g := h.MIG.GPUs[0]; g.Mode != "Enabled" || len(g.Devices) != 0 {
+	if g := h.MIG.GPUs[0]; g.Mode != "Enabled" || len(g.Instances) != 0 {
 		t.Errorf("after a boot without the unit: %+v", g)
 	}
 

@@ -128,13 +128,58 @@ func run(h hoststate.Host, args []string, stdout, stderr io.Writer) int {
 			live.Persistence = "Enabled"
 		}
 	}
-	out, err := replay(capture.Capture{Prefix: prefix}, args, live)
+	ma, isMIG, err := parseMIG(args)
+	if err != nil {
+		fmt.Fprintln(stdout, err)
+		return exitInvalidArgument
+	}
+	c := capture.Capture{Prefix: prefix}
+	if isMIG && hw != nil {
+		return runMIG(h, c, ma, stdout)
+	}
+	if isMIG || (ma.index >= 0 && hw == nil) {
+		fmt.Fprintln(stderr, capture.Unsupported(strings.Join(args, " ")+" (MIG and -i are simulated on hosts with simulated hardware only)"))
+		return 2
+	}
+	out, err := replay(c, ma.rest, live)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
+	if hw != nil {
+		out = withMIG(h, c, ma, out)
+	}
 	fmt.Fprint(stdout, out)
 	return 0
+}
+
+// withMIG adds the simulated MIG state to a replayed answer: the MIG
+// devices under -L, the modes in --query-gpu rows (one row with -i).
+func withMIG(h hoststate.Host, c capture.Capture, a migArgs, out string) string {
+	gpus, err := c.GPUs()
+	if err != nil {
+		return out
+	}
+	var fields []string
+	header := true
+	for i, arg := range a.rest {
+		switch {
+		case arg == "-L" || arg == "--list-gpus":
+			return migList(h, out, len(gpus))
+		case strings.HasPrefix(arg, "--query-gpu="):
+			fields = strings.Split(strings.TrimPrefix(arg, "--query-gpu="), ",")
+		case arg == "--query-gpu" && i+1 < len(a.rest):
+			fields = strings.Split(a.rest[i+1], ",")
+		case strings.HasPrefix(arg, "--format=") && strings.Contains(arg, "noheader"):
+			header = false
+		case arg == "--format" && i+1 < len(a.rest) && strings.Contains(a.rest[i+1], "noheader"):
+			header = false
+		}
+	}
+	if fields == nil {
+		return out
+	}
+	return migRows(h, out, fields, header, a.index, len(gpus))
 }
 
 func noDriver(stdout io.Writer) int {
