@@ -41,6 +41,8 @@ type upgradeOptions struct {
 	deleteEmptyDirData bool
 	gpuTimeout         time.Duration
 	skipEtcdSnapshot   bool
+	// mig: `gpukit mig apply`, the rollout of the inventory's MIG layouts.
+	mig bool
 }
 
 const upgradeDriverLong = `Upgrade the NVIDIA driver (and, with --cuda and --toolkit, the CUDA toolkit and the
@@ -105,21 +107,8 @@ func newUpgradeDriverCmd(s Streams) *cobra.Command {
 	o.addVersionFlags(f)
 	o.addRebootFlags(f)
 	f.BoolVar(&o.dryRun, "dry-run", false, "show the order of the nodes and each node's steps and scripts; change nothing")
-	f.StringVar(&o.maxUnavailable, "max-unavailable", "1", "GPU nodes out of service at once, at most: N, or P% of the GPU nodes")
-	o.addHostsFlag(cmd, "upgrade only these hosts (comma-separated inventory names), even if someone else cordoned them")
-	f.StringVar(&o.selector, "selector", "", "upgrade only the nodes with these labels (a label selector: gpu=h100,zone in (a,b))")
-	f.IntVar(&o.canary, "canary", 0, "upgrade this many nodes first; go on only if all of them verified")
-	f.DurationVar(&o.waitForJobs, "wait-for-jobs", 0, "how long to wait for a node's training to finish before leaving the node alone")
-	f.BoolVar(&o.force, "force", false, "evict training pods (after their checkpoint hook) and let the reboot end processes computing on the GPUs")
-	f.BoolVar(&o.continueOnFailure, "continue-on-failure", false, "go on after a node fails (it stays cordoned and counts against --max-unavailable)")
-	f.BoolVar(&o.resume, "resume", false, "continue the rollout that stopped (its versions, unless given again)")
-	f.StringVar(&o.statePath, "state", "", "the rollout's state file (default ~/.gpukit/upgrades/<cluster>.driver.json)")
-	o.kube.addFlags(cmd)
+	o.addRolloutFlags(cmd, "upgrade")
 	f.BoolVar(&o.writeInventory, "write-inventory", false, "when every node is done, record the new versions in the inventory's spec.versions")
-	f.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Minute, "how long a node's drain may take (PodDisruptionBudgets may hold it)")
-	f.DurationVar(&o.gracePeriod, "grace-period", -1, "termination grace period for drained pods (default: each pod's own)")
-	f.BoolVar(&o.deleteEmptyDirData, "delete-emptydir-data", false, "drain pods with emptyDir volumes too (their data is lost)")
-	f.DurationVar(&o.gpuTimeout, "gpu-timeout", 5*time.Minute, "how long a node may take to advertise its GPUs again")
 	f.BoolVar(&o.skipEtcdSnapshot, "skip-etcd-snapshot", false, "take no etcd snapshot before the first node")
 	o.phaseFlags(cmd, func(inv *inventory.Inventory) (flow.Flow, error) {
 		f, err := flow.NewUpgradeDriver(inv, flow.UpgradeOptions{NVIDIA: o.nvidiaOptions()})
@@ -129,6 +118,30 @@ func newUpgradeDriverCmd(s Streams) *cobra.Command {
 		return f.Flow, nil
 	})
 	return cmd
+}
+
+// addRolloutFlags are the flags of a rolling change (upgrade driver, mig
+// apply): the budget, the nodes, training safety, the drain, the state.
+func (o *upgradeOptions) addRolloutFlags(cmd *cobra.Command, verb string) {
+	f := cmd.Flags()
+	kind := "driver"
+	if o.mig {
+		kind = "mig"
+	}
+	f.StringVar(&o.maxUnavailable, "max-unavailable", "1", "GPU nodes out of service at once, at most: N, or P% of the GPU nodes")
+	o.addHostsFlag(cmd, verb+" only these hosts (comma-separated inventory names), even if someone else cordoned them")
+	f.StringVar(&o.selector, "selector", "", verb+" only the nodes with these labels (a label selector: gpu=h100,zone in (a,b))")
+	f.IntVar(&o.canary, "canary", 0, verb+" this many nodes first; go on only if all of them verified")
+	f.DurationVar(&o.waitForJobs, "wait-for-jobs", 0, "how long to wait for a node's training to finish before leaving the node alone")
+	f.BoolVar(&o.force, "force", false, "evict training pods (after their checkpoint hook) and let the change end processes computing on the GPUs")
+	f.BoolVar(&o.continueOnFailure, "continue-on-failure", false, "go on after a node fails (it stays cordoned and counts against --max-unavailable)")
+	f.BoolVar(&o.resume, "resume", false, "continue the rollout that stopped (its versions, unless given again)")
+	f.StringVar(&o.statePath, "state", "", "the rollout's state file (default ~/.gpukit/upgrades/<cluster>."+kind+".json)")
+	o.kube.addFlags(cmd)
+	f.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Minute, "how long a node's drain may take (PodDisruptionBudgets may hold it)")
+	f.DurationVar(&o.gracePeriod, "grace-period", -1, "termination grace period for drained pods (default: each pod's own)")
+	f.BoolVar(&o.deleteEmptyDirData, "delete-emptydir-data", false, "drain pods with emptyDir volumes too (their data is lost)")
+	f.DurationVar(&o.gpuTimeout, "gpu-timeout", 5*time.Minute, "how long a node may take to advertise its GPUs again")
 }
 
 func (o *upgradeOptions) run(cmd *cobra.Command, s Streams) error {
@@ -159,12 +172,17 @@ func (o *upgradeOptions) run(cmd *cobra.Command, s Streams) error {
 	// The inventory, read once, and the rollout: a new one, or the one to
 	// resume (its versions unless the flags give them again, and then they
 	// must be its own).
-	r, err := flow.DecideUpgrade(o.inventory, o.statePath, o.resume, o.dryRun, o.overrides)
+	var r *flow.UpgradeRollout
+	if o.mig {
+		r, err = flow.DecideMIG(o.inventory, o.statePath, o.resume, o.dryRun)
+	} else {
+		r, err = flow.DecideUpgrade(o.inventory, o.statePath, o.resume, o.dryRun, o.overrides)
+	}
 	if err != nil {
 		return err
 	}
 	o.data, o.overrides = r.Data, r.Versions
-	if o.overrides.NvidiaDriver.Value == "" {
+	if o.overrides.NvidiaDriver.Value == "" && !o.mig {
 		return usage(errors.New("--driver VERSION: the release (or branch) to upgrade to"))
 	}
 	l, err := o.load(s)
@@ -237,15 +255,26 @@ func (o *upgradeOptions) writeUpgradeResult(out ui.Output, res *flow.UpgradeResu
 	}
 	if len(res.Order) > 0 {
 		verb := "Upgraded"
+		if o.mig {
+			verb = "Applied the MIG layouts"
+		}
 		if res.DryRun {
 			verb = "Would upgrade"
+			if o.mig {
+				verb = "Would apply the MIG layouts"
+			}
 		}
 		fmt.Fprintf(w, "%s in %d waves: %s\n", verb, res.Waves, strings.Join(res.Order, ", "))
 	}
 	switch {
 	case res.DryRun:
 	case !res.Complete:
-		fmt.Fprintf(w, "The rollout is not finished (state in %s): fix what is named above, then gpukit upgrade driver -i %s --resume\n", res.State, o.inventory)
+		command := "upgrade driver"
+		if o.mig {
+			command = "mig apply"
+		}
+		fmt.Fprintf(w, "The rollout is not finished (state in %s): fix what is named above, then gpukit %s -i %s --resume\n", res.State, command, o.inventory)
+	case o.mig:
 	case res.Written != "":
 		fmt.Fprintf(w, "Recorded in %s: %s\n", res.Written, strings.Join(res.Record, ", "))
 	default:

@@ -35,6 +35,9 @@ type UpgradeRollout struct {
 	state  *upgrade.State
 	inv    *inventory.Inventory
 	driver *UpgradeDriver
+	// kind is "mig" for `gpukit mig apply` (DecideMIG), whose target is
+	// migDigest; "" is the driver's.
+	kind, migDigest string
 }
 
 // DecideUpgrade reads the inventory file and decides the rollout
@@ -97,10 +100,17 @@ func (r *UpgradeRollout) Start(inv *inventory.Inventory, o UpgradeOptions, write
 	if fresh {
 		name := inv.Cluster.Metadata.Name
 		target := upgrade.Target{Driver: inv.Cluster.Spec.Versions.NvidiaDriver, CUDA: r.Versions.CUDA.Value, Toolkit: r.Versions.ContainerToolkit.Value}
-		r.state = upgrade.NewState(cmp.Or(r.statePath, upgrade.DefaultStatePath(name)), name, r.File, target, time.Now())
+		if r.kind == "mig" {
+			target = upgrade.Target{MIG: r.migDigest}
+		}
+		r.state = upgrade.NewState(cmp.Or(r.statePath, upgrade.StatePath(name, cmp.Or(r.kind, "driver"))), name, r.File, target, time.Now())
 	}
 	o.Upgrade.State = r.state
-	f, err := NewUpgradeDriver(inv, o)
+	build := NewUpgradeDriver
+	if r.kind == "mig" {
+		build = NewMIGApply
+	}
+	f, err := build(inv, o)
 	if err != nil {
 		return nil, badInput(err)
 	}
@@ -121,7 +131,7 @@ func (r *UpgradeRollout) Finish(sum *engine.Summary) (*UpgradeResult, error) {
 	res := r.driver.Result(sum, r.dryRun)
 	values := r.versions()
 	for _, k := range []string{"nvidiaDriver", "cuda", "containerToolkit"} {
-		if values[k] != "" {
+		if values[k] != "" && r.kind == "" {
 			res.Record = append(res.Record, "spec.versions."+k+": "+values[k])
 		}
 	}

@@ -47,6 +47,13 @@ func NewUpgradeDriver(inv *inventory.Inventory, o UpgradeOptions) (*UpgradeDrive
 		gpu.Reboot(),           // nvidia/reboot            only where the new driver needs it
 	}
 	verify := []engine.Phase{gpu.Verify()} // nvidia/verify  nvidia-smi: every GPU, the versions
+	return newRollout("gpukit upgrade driver", inv, o, change, verify)
+}
+
+// newRollout is a rolling flow of change and verify over the GPU nodes,
+// through the cluster's orchestrator: `gpukit upgrade driver`'s, and
+// `gpukit mig apply`'s.
+func newRollout(name string, inv *inventory.Inventory, o UpgradeOptions, change, verify []engine.Phase) (*UpgradeDriver, error) {
 	var (
 		first   inventory.Machine
 		ok      bool
@@ -95,7 +102,7 @@ func NewUpgradeDriver(inv *inventory.Inventory, o UpgradeOptions) (*UpgradeDrive
 	// rollout of change and verify wave by wave: `gpukit upgrade driver
 	// --list-phases` prints the list as this builds it.
 	phases := append([]engine.Phase{preflight.New(inv).Facts()}, up.Phases()...)
-	return &UpgradeDriver{Upgrade: up, Flow: Flow{Name: "gpukit upgrade driver", Machines: machines, Phases: phases}}, nil
+	return &UpgradeDriver{Upgrade: up, Flow: Flow{Name: name, Machines: machines, Phases: phases}}, nil
 }
 
 // Result is how far the rollout got: complete only when nothing failed, the

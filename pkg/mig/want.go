@@ -1,6 +1,9 @@
 package mig
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -199,4 +202,21 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// Digest names an inventory's MIG layouts (spec.nvidia.mig and the hosts'
+// own): a rollout of them resumes only with the same.
+func Digest(inv *inventory.Inventory) string {
+	hosts := map[string]string{}
+	for _, m := range inv.Machines {
+		if m.MIG != "" {
+			hosts[m.Name] = m.MIG
+		}
+	}
+	b, _ := json.Marshal(struct {
+		Spec  inventory.MIG
+		Hosts map[string]string
+	}{inv.Cluster.Spec.NVIDIA.MIG, hosts})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:6])
 }

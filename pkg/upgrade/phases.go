@@ -464,6 +464,9 @@ func (p *gpusPhase) Run(ctx context.Context, h *engine.Host) error {
 	// device plugin does not run (yet) is waited for until Ready only.
 	p.u.mu.Lock()
 	want := p.u.nodes[h.Name()].GPUs
+	if p.u.o.ReadyOnly {
+		want = 0
+	}
 	p.u.mu.Unlock()
 	if dp, ok := k.(devicePluginRestarter); ok {
 		if err := h.WriteAPI(ctx, "restart the device plugin on "+name, "delete the NVIDIA device plugin's pod on "+name+" (its DaemonSet starts it on the new driver)", func(ctx context.Context) error {
@@ -484,7 +487,7 @@ func (p *gpusPhase) Run(ctx context.Context, h *engine.Host) error {
 	if err := k.WaitGPUs(ctx, name, want, timeout); err != nil {
 		return fmt.Errorf("the node stays cordoned: %w", err)
 	}
-	h.Logf("%s: %s is Ready with %d GPUs advertised", PhaseGPUs, name, want)
+	h.Logf("%s: %s is Ready with at least %d GPUs advertised", PhaseGPUs, name, want)
 	return nil
 }
 

@@ -43,19 +43,19 @@ func Decide(path string, resume bool, want Target) (*State, Target, error) {
 	unfinished := st.Finished == nil && len(st.Nodes) > 0
 	if !resume {
 		if unfinished {
-			return nil, want, &ResumeError{msg: fmt.Sprintf("a rollout to driver %s started %s is unfinished (%s): --resume to go on, or remove %s to start over",
-				st.Target.Driver, st.Started.Format(time.RFC3339), st.Describe(), path)}
+			return nil, want, &ResumeError{msg: fmt.Sprintf("a rollout to %s started %s is unfinished (%s): --resume to go on, or remove %s to start over",
+				st.Target, st.Started.Format(time.RFC3339), st.Describe(), path)}
 		}
 		return nil, want, nil // a finished rollout: a new one replaces it
 	}
 	if st.Finished != nil {
-		return nil, want, &ResumeError{msg: fmt.Sprintf("the rollout to driver %s finished %s; nothing to resume", st.Target.Driver, st.Finished.Format(time.RFC3339))}
+		return nil, want, &ResumeError{msg: fmt.Sprintf("the rollout to %s finished %s; nothing to resume", st.Target, st.Finished.Format(time.RFC3339))}
 	}
 	for _, c := range []struct {
 		field string
 		want  *string
 		have  string
-	}{{"driver", &want.Driver, st.Target.Driver}, {"cuda", &want.CUDA, st.Target.CUDA}, {"toolkit", &want.Toolkit, st.Target.Toolkit}} {
+	}{{"driver", &want.Driver, st.Target.Driver}, {"cuda", &want.CUDA, st.Target.CUDA}, {"toolkit", &want.Toolkit, st.Target.Toolkit}, {"mig", &want.MIG, st.Target.MIG}} {
 		switch {
 		case *c.want == "":
 			*c.want = c.have

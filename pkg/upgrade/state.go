@@ -33,6 +33,17 @@ type Target struct {
 	Driver  string `json:"driver"`
 	CUDA    string `json:"cuda,omitempty"`
 	Toolkit string `json:"toolkit,omitempty"`
+	// MIG is a MIG rollout's layouts (a digest of the inventory's), for
+	// `gpukit mig apply`: its Driver is then "".
+	MIG string `json:"mig,omitempty"`
+}
+
+// String names the target in messages: the driver, or the MIG layouts.
+func (t Target) String() string {
+	if t.MIG != "" {
+		return "the MIG layouts " + t.MIG
+	}
+	return "driver " + t.Driver
 }
 
 // NodeState is one node's progress.
@@ -66,12 +77,16 @@ type State struct {
 }
 
 // DefaultStatePath is where a cluster's rollout state lives.
-func DefaultStatePath(cluster string) string {
+func DefaultStatePath(cluster string) string { return StatePath(cluster, "driver") }
+
+// StatePath is where a cluster's rollout of one kind (driver, mig) is kept
+// by default.
+func StatePath(cluster, kind string) string {
 	dir := os.Getenv("GPUKIT_STATE_DIR")
 	if dir == "" {
 		dir = localdir.Dir("upgrades")
 	}
-	return filepath.Join(dir, cluster+".driver.json")
+	return filepath.Join(dir, cluster+"."+kind+".json")
 }
 
 // ErrNoState is LoadState's error when no rollout was recorded.

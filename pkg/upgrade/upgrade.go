@@ -1,6 +1,7 @@
 package upgrade
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -53,6 +54,12 @@ type Options struct {
 	GPUTimeout time.Duration
 	// SkipEtcdSnapshot leaves the snapshot out.
 	SkipEtcdSnapshot bool
+	// What names the change in the rollout's title and its nothing-to-do
+	// reason ("" is the driver's: `gpukit upgrade driver`).
+	What, Converged string
+	// ReadyOnly waits for a node to be Ready again, not for as many GPUs
+	// as it advertised before (a MIG layout changes what it advertises).
+	ReadyOnly bool
 	// State is the rollout's record; nil in a dry-run.
 	State *State
 	// Poll overrides the API waits' interval (tests).
@@ -187,8 +194,12 @@ func (u *Upgrade) record(name, status, reason string) error {
 
 // Phases are the rollout's, in order.
 func (u *Upgrade) Phases() []engine.Phase {
+	title := "Upgrade the GPU nodes, a wave at a time"
+	if u.o.What != "" {
+		title = "Change the GPU nodes' " + u.o.What + ", a wave at a time"
+	}
 	ro := &engine.Rollout{
-		Name: PhaseRollout, Title: "Upgrade the GPU nodes, a wave at a time",
+		Name: PhaseRollout, Title: title,
 		Next: u.next,
 		Leave: func(h *engine.Host) string {
 			u.mu.Lock()
@@ -200,7 +211,8 @@ func (u *Upgrade) Phases() []engine.Phase {
 	ro.Phases = append(ro.Phases, u.nvidia...)
 	ro.Phases = append(ro.Phases, u.verify...)
 	ro.Phases = append(ro.Phases, &gpusPhase{u}, &uncordonPhase{u})
-	if u.inv.Cluster.Spec.Orchestrator == inventory.Swarm {
+	if u.inv.Cluster.Spec.Orchestrator == inventory.Swarm || u.o.What != "" {
+		// A MIG layout does not touch the cluster's state either.
 		// A swarm keeps its state in the managers' raft log, which every
 		// manager holds; a driver change does not touch it.
 		return []engine.Phase{&checkPhase{u}, &planPhase{u}, ro.Phase()}
@@ -253,7 +265,7 @@ func (p *checkPhase) Run(ctx context.Context, h *engine.Host) error {
 	p.u.mu.Lock()
 	defer p.u.mu.Unlock()
 	if len(todo) == 0 {
-		p.u.skips[h.Name()] = "the driver, CUDA and the container toolkit are as asked"
+		p.u.skips[h.Name()] = cmp.Or(p.u.o.Converged, "the driver, CUDA and the container toolkit are as asked")
 		h.Logf("%s: nothing to change", PhaseCheck)
 		return nil
 	}
