@@ -118,6 +118,48 @@ type KubernetesSpec struct {
 	// DevicePlugin: nvidia (NVIDIA's device plugin, GPU feature discovery and node feature
 	// discovery, one Helm release: nodes advertise nvidia.com/gpu) or none. Default nvidia.
 	DevicePlugin string `yaml:"devicePlugin,omitempty" json:"devicePlugin,omitempty" jsonschema:"enum=nvidia,enum=none"`
+	// GPUSharing is the device plugin's configuration: how MIG devices are advertised, and
+	// GPUs shared by time-slicing or MPS, per node group.
+	GPUSharing GPUSharing `yaml:"gpuSharing,omitempty" json:"gpuSharing,omitempty"`
+}
+
+// GPUSharing configures NVIDIA's device plugin (and GPU feature discovery). A node takes the
+// configuration its label nvidia.com/device-plugin.config (spec.hosts[].labels) names, else
+// Default; each is checked with the device plugin's own config package.
+type GPUSharing struct {
+	// MIGStrategy: none (MIG devices not advertised), single (each node's MIG devices, all of
+	// one profile, as nvidia.com/gpu) or mixed (nvidia.com/mig-<profile>). Default: mixed when
+	// spec.nvidia.mig gives any host a layout, else none.
+	MIGStrategy string `yaml:"migStrategy,omitempty" json:"migStrategy,omitempty" jsonschema:"enum=none,enum=single,enum=mixed"`
+	// Default is the configuration of nodes without the label; a name in Configs. Default: the
+	// MIG strategy alone, no sharing.
+	Default string `yaml:"default,omitempty" json:"default,omitempty"`
+	// Configs are the configurations by name (a label value).
+	Configs map[string]GPUSharingConfig `yaml:"configs,omitempty" json:"configs,omitempty"`
+}
+
+// GPUSharingConfig is one device plugin configuration.
+type GPUSharingConfig struct {
+	// MIGStrategy replaces spec.kubernetes.gpuSharing.migStrategy for these nodes.
+	MIGStrategy string `yaml:"migStrategy,omitempty" json:"migStrategy,omitempty" jsonschema:"enum=none,enum=single,enum=mixed"`
+	// TimeSlicing advertises each GPU as Replicas that take turns on it (no memory isolation).
+	TimeSlicing *GPUReplicas `yaml:"timeSlicing,omitempty" json:"timeSlicing,omitempty"`
+	// MPS advertises each GPU as Replicas sharing it through CUDA MPS (memory and compute split
+	// evenly); not with TimeSlicing.
+	MPS *GPUReplicas `yaml:"mps,omitempty" json:"mps,omitempty"`
+}
+
+// GPUReplicas shares devices among Replicas.
+type GPUReplicas struct {
+	// Replicas each device is advertised as (at least 2).
+	Replicas int `yaml:"replicas" json:"replicas"`
+	// Resources are the resources shared. Default [nvidia.com/gpu]; with MIG strategy mixed,
+	// nvidia.com/mig-<profile> names too.
+	Resources []string `yaml:"resources,omitempty" json:"resources,omitempty"`
+	// RenameByDefault advertises the shares as <resource>.shared.
+	RenameByDefault bool `yaml:"renameByDefault,omitempty" json:"renameByDefault,omitempty"`
+	// FailRequestsGreaterThanOne refuses pods asking for more than one share.
+	FailRequestsGreaterThanOne bool `yaml:"failRequestsGreaterThanOne,omitempty" json:"failRequestsGreaterThanOne,omitempty"`
 }
 
 // KubeletSpec are the kubelet settings gpukit passes on.

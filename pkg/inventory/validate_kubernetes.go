@@ -34,6 +34,7 @@ func (c *checker) checkKubernetes(cl *Cluster, ms []Machine) {
 			c.warnf("spec.hosts", "%d control-plane hosts but no spec.kubernetes.controlPlaneEndpoint: nodes and clients reach the API at the first one's address and lose it when that host is down; give the address of a load balancer in front of them (port 6443)", cps)
 		}
 	}
+	c.checkGPUSharing(cl, ms)
 	for i, san := range k.CertSANs {
 		if err := checkAddress(san); err != nil {
 			c.errorf(fmt.Sprintf("%s.certSANs[%d]", p, i), "invalid certificate name: %v", err)

@@ -131,6 +131,17 @@ func GPURelease(inv *inventory.Inventory) (charts.Release, bool) {
 	if k.Containerd.NVIDIARuntime == inventory.NVIDIARuntimeClass {
 		values["runtimeClassName"] = kube.NVIDIARuntimeName
 	}
+	// The MIG strategy and GPU sharing (spec.kubernetes.gpuSharing): one
+	// configuration per node group, chosen by the node's
+	// nvidia.com/device-plugin.config label (the chart's config manager
+	// follows it), checked at load with the plugin's own config package.
+	if files, def, err := inv.Cluster.DevicePluginConfigs(); err == nil && files != nil {
+		m := map[string]any{}
+		for name, f := range files {
+			m[name] = f
+		}
+		values["config"] = map[string]any{"map": m, "default": def}
+	}
 	return charts.Release{Name: "nvidia-device-plugin", Namespace: "nvidia-device-plugin", Chart: DevicePluginChart, NamespaceLabels: privileged,
 		Values: values, Wait: true, Timeout: addonTimeout}, true
 }
