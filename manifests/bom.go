@@ -40,6 +40,34 @@ type BOM struct {
 	SigningKeys      []SigningKey      `json:"signingKeys" yaml:"signingKeys"`
 	// MIGGPUs are the GPU-instance profiles of each MIG-capable GPU model.
 	MIGGPUs []MIGGPU `json:"migGPUs" yaml:"migGPUs"`
+	// NCCLThresholds are gpukit verify's bandwidth floors.
+	NCCLThresholds []NCCLThreshold `json:"ncclThresholds" yaml:"ncclThresholds"`
+}
+
+// NCCLThreshold is the lowest all_reduce bus bandwidth (GB/s) GPUs of a
+// model reach within a node (Scope node, with GPUs of them: 0 any) or
+// across nodes (Scope cluster).
+type NCCLThreshold struct {
+	GPU      string  `json:"gpu" yaml:"gpu"`
+	GPUs     int     `json:"gpus,omitempty" yaml:"gpus,omitempty"`
+	Scope    string  `json:"scope" yaml:"scope"`
+	MinBusBW float64 `json:"minBusBW" yaml:"minBusBW"`
+}
+
+// NCCLThreshold is the floor for GPUs named product (nvidia-smi's name),
+// gpus of them per node, in scope ("node", "cluster"): the entry with the
+// longest matching name; 0 when none matches.
+func (b *BOM) NCCLThreshold(product string, gpus int, scope string) float64 {
+	best, bestLen := 0.0, 0
+	for _, t := range b.NCCLThresholds {
+		if t.Scope != scope || t.GPUs != 0 && t.GPUs != gpus || !strings.Contains(strings.ToUpper(product), strings.ToUpper(t.GPU)) {
+			continue
+		}
+		if len(t.GPU) > bestLen {
+			best, bestLen = t.MinBusBW, len(t.GPU)
+		}
+	}
+	return best
 }
 
 // MIGGPU is one MIG-capable GPU model and the GPU instances it can hold.
@@ -281,6 +309,11 @@ func (b *BOM) check() error {
 	}
 	errs = append(errs, checkArchitectures(b.GPUArchitectures)...)
 	errs = append(errs, checkMIG(b.MIGGPUs)...)
+	for i, t := range b.NCCLThresholds {
+		if t.GPU == "" || t.MinBusBW <= 0 || t.Scope != "node" && t.Scope != "cluster" {
+			errs = append(errs, fmt.Sprintf("ncclThresholds[%d]: a gpu, scope node or cluster, and a positive minBusBW", i))
+		}
+	}
 	for _, repo := range []string{RepoCUDA, RepoContainerToolkit, RepoKubernetes, RepoDocker} {
 		for _, pm := range []string{"apt", "dnf"} {
 			if _, ok := b.SigningKey(repo, pm); !ok {

@@ -44,6 +44,7 @@ func newMIGApplyCmd(s Streams) *cobra.Command {
 	}
 	f := cmd.Flags()
 	o.runOptions.addFlags(cmd, honours{writes: true, fanOut: true})
+	o.addRebootFlags(f)
 	f.BoolVar(&o.dryRun, "dry-run", false, "show the order of the nodes and each node's steps and scripts; change nothing")
 	o.addRolloutFlags(cmd, "change")
 	o.phaseFlags(cmd, func(inv *inventory.Inventory) (flow.Flow, error) {

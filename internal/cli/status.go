@@ -302,9 +302,18 @@ func writeKubeStatus(out ui.Output, r *flow.KubernetesStatus) error {
 			if v, err := strconv.Atoi(n.GPUs); err == nil && !n.Unschedulable {
 				schedulable += v
 			}
-			if n.Unschedulable {
-				g += " (cordoned)"
+		}
+		// MIG devices and shared GPUs, as the device plugin advertises them.
+		for _, k := range slices.Sorted(maps.Keys(n.Resources)) {
+			if g == "-" {
+				g = ""
+			} else {
+				g += " "
 			}
+			g += strings.TrimPrefix(k, "nvidia.com/") + ":" + n.Resources[k]
+		}
+		if n.Unschedulable && g != "-" {
+			g += " (cordoned)"
 		}
 		var labels []string
 		for _, k := range slices.Sorted(maps.Keys(n.Labels)) {

@@ -6,7 +6,23 @@ import (
 	"github.com/gpukit/gpukit/pkg/gpuhealth"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
 	"github.com/gpukit/gpukit/pkg/swarmapi"
+	"github.com/gpukit/gpukit/pkg/verify"
 )
+
+// VerifyResult is `gpukit verify`'s final object: each GPU node's tests
+// (passed, warning, failed, or not run, with why) and the test across
+// nodes. Passed only when every test that was asked for ran and passed.
+type VerifyResult struct {
+	Header
+	Passed bool `json:"passed"`
+	// Failed are the nodes with a failed test; NotRun says which tests did
+	// not run where, and why.
+	Failed  []string      `json:"failed,omitempty"`
+	NotRun  []string      `json:"notRun,omitempty"`
+	Nodes   []verify.Node `json:"nodes"`
+	Cluster verify.Test   `json:"cluster"`
+	DryRun  bool          `json:"dryRun,omitempty"`
+}
 
 // ResultAPIVersion versions every command's final object (-o json: the last
 // line, after the events). A field keeps its meaning within a version;
@@ -28,6 +44,7 @@ const (
 	KindKubeflowStatus   Kind = "kubeflow-status"
 	KindReset            Kind = "reset"
 	KindPhases           Kind = "phases"
+	KindVerify           Kind = "verify"
 )
 
 // Header starts every final object.

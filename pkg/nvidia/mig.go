@@ -144,5 +144,18 @@ func (p *migPhase) Run(ctx context.Context, h *engine.Host) error {
 		h.Logf("%s: %s", PhaseMIG, why)
 	}
 	cmd, err := scripts.MIGInstall(plan.cmd)
-	return p.l.apply(ctx, h, "partition the GPUs", cmd, err)
+	if err := p.l.apply(ctx, h, "partition the GPUs", cmd, err); err != nil || h.DryRun() {
+		return err
+	}
+	// The MIG devices become the host's facts: the swarm advertises them.
+	s, err := p.l.state(ctx, h)
+	if err != nil {
+		return err
+	}
+	if h.Facts != nil {
+		f := *h.Facts
+		f.GPUs, f.MIG = s.SMI, s.MIG
+		h.Facts = &f
+	}
+	return nil
 }

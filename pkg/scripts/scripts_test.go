@@ -90,6 +90,10 @@ func cases() []goldenCase {
 			return MIGInstall(MIGInstallParams{Script: script, Unit: MIGUnit})
 		}},
 		{migInstallTemplate.name, anyFamily, "remove", func() (ssh.Command, error) { return MIGInstall(MIGInstallParams{}) }},
+		{gpuDiagTemplate.name, anyFamily, "", func() (ssh.Command, error) { return GPUDiag(GPUDiagParams{Level: 2, TimeoutSeconds: 900}) }},
+		{ncclNodeTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return NCCLNode(NCCLNodeParams{Paths: []string{"/usr/local/bin/all_reduce_perf", "/opt/nccl-tests/build/all_reduce_perf"}, MinBytes: "8M", MaxBytes: "4G", TimeoutSeconds: 600})
+		}},
 		{etcdSnapshotTemplate.name, anyFamily, "", func() (ssh.Command, error) {
 			return EtcdSnapshot(EtcdSnapshotParams{Dir: "/var/lib/gpukit/etcd-snapshots", Name: "before-driver-580.95.05-20261202T170000Z.db"})
 		}},

@@ -20,6 +20,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/swarmapi"
 	"github.com/gpukit/gpukit/test/gpusim"
+	"github.com/gpukit/gpukit/test/gpusim/migsim"
 	"github.com/gpukit/gpukit/test/lab"
 )
 
@@ -499,6 +500,43 @@ q --name agent --mode global gpukit-lab/busybox:1 sleep 3600`)
 			t.Errorf("init once lab-4's tasks are gone: exit %d %+v, labels %v\n%s", r.code, r.counts, nodeNamed(swarmNodes(t, l), "lab-4").Labels, r.out)
 		}
 	})
+
+	t.Run("mig apply partitions lab-2, which the swarm then knows by its MIG devices", func(t *testing.T) {
+		raw, err := os.ReadFile(inv4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The driver the rollout above left (verify checks it).
+		invMIG := withMIG(t, strings.TrimRight(string(raw), "\n")+"\n  versions: {nvidiaDriver: 590.48.01}", "swarm-mig.yaml",
+			"{layouts: {seven: [{profiles: {1g.10gb: 7}}]}}", map[string]string{"lab-2": "seven"})
+		state := filepath.Join(t.TempDir(), "swarm.mig.json")
+		start := time.Now()
+		r := runInit(t, "mig", "apply", "-i", invMIG, "--state", state)
+		if r.code != cli.ExitOK || r.counts.Changed != 1 || r.counts.Failed != 0 {
+			t.Fatalf("mig apply: exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
+		}
+		t.Logf("mig apply on the swarm (lab-2 partitioned): %s", time.Since(start).Round(100*time.Millisecond))
+		if got := migDevices(t, l, "lab-2"); got != strings.TrimSuffix(strings.Repeat("1g.10gb,", 7), ",") {
+			t.Errorf("lab-2's MIG devices: %q", got)
+		}
+		n := nodeNamed(swarmNodes(t, l), "lab-2")
+		migs := 0
+		for _, g := range n.GPUs {
+			if strings.HasPrefix(g, "MIG-") {
+				migs++
+			}
+		}
+		if migs != 7 || len(n.GPUs) != 7 || n.Availability != "active" {
+			t.Errorf("lab-2 as the swarm knows it: %s, GPUs %v; want its 7 MIG devices", n.Availability, n.GPUs)
+		}
+		if n3 := nodeNamed(swarmNodes(t, l), "lab-3"); len(n3.GPUs) != 1 || !strings.HasPrefix(n3.GPUs[0], "GPU-") {
+			t.Errorf("lab-3, without a layout: GPUs %v", n3.GPUs)
+		}
+		r = runInit(t, "mig", "apply", "-i", invMIG, "--state", state)
+		if r.code != cli.ExitOK || r.counts.Changed != 0 {
+			t.Errorf("mig apply again: exit %d %+v, writes %v", r.code, r.counts, r.writeSteps())
+		}
+	})
 }
 
 // busyboxImage builds the test image on a host: no registry is reachable
@@ -526,6 +564,12 @@ func withUUID(t *testing.T, c gpusim.Capture, uuid string) gpusim.Capture {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), zero.ReplaceAll(b, []byte(uuid)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The model's MIG profiles (-lgip) go with it.
+	if b, err := os.ReadFile(migsim.LGIPFile(c.Prefix)); err == nil {
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(migsim.LGIPFile(c.Prefix))), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -29,6 +29,10 @@ type NodeStatus struct {
 	Runtime string `json:"runtime"`
 	// GPUs is the allocatable nvidia.com/gpu ("" when the node advertises none).
 	GPUs string `json:"gpus,omitempty"`
+	// Resources are every allocatable nvidia.com/ resource but nvidia.com/gpu:
+	// MIG devices (nvidia.com/mig-1g.10gb, MIG strategy mixed) and shared
+	// GPUs (nvidia.com/gpu.shared, time-slicing or MPS renamed), by name.
+	Resources map[string]string `json:"resources,omitempty"`
 	// Labels are the GPU labels (nvidia.com/...) and the inventory's.
 	Labels map[string]string `json:"labels,omitempty"`
 	Taints []string          `json:"taints,omitempty"`
@@ -71,6 +75,14 @@ func ParseNodes(out []byte) ([]NodeStatus, error) {
 		n := NodeStatus{Name: it.Metadata.Name, Ready: "Unknown", Kubelet: it.Status.NodeInfo.KubeletVersion,
 			Runtime: it.Status.NodeInfo.ContainerRuntimeVersion, GPUs: it.Status.Allocatable[kube.GPUResource], Labels: map[string]string{},
 			Unschedulable: it.Spec.Unschedulable}
+		for k, v := range it.Status.Allocatable {
+			if strings.HasPrefix(k, "nvidia.com/") && k != kube.GPUResource && v != "0" {
+				if n.Resources == nil {
+					n.Resources = map[string]string{}
+				}
+				n.Resources[k] = v
+			}
+		}
 		for k, v := range it.Metadata.Labels {
 			if role, ok := strings.CutPrefix(k, "node-role.kubernetes.io/"); ok {
 				n.Roles = append(n.Roles, role)

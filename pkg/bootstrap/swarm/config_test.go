@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/swarmapi"
 	"github.com/gpukit/gpukit/test/golden"
 )
@@ -94,4 +96,20 @@ ldconfig = "@/sbin/ldconfig.real"
 // fileName turns a test name into a portable file name.
 func fileName(name string) string {
 	return strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(name), "-"), "-")
+}
+
+// A GPU with MIG on is advertised as its MIG devices (their UUIDs are what
+// the NVIDIA runtime hands a container); one with MIG on and no device is
+// not advertised; a GPU without MIG as itself.
+func TestGPUUUIDsWithMIG(t *testing.T) {
+	h := &engine.Host{Facts: &facts.Facts{GPUs: []facts.GPU{
+		{Index: 0, UUID: "GPU-a", MIGMode: "Enabled", MIGDevices: []facts.MIGDevice{{Profile: "3g.40gb", UUID: "MIG-1"}, {Profile: "3g.40gb", UUID: "MIG-2"}}},
+		{Index: 1, UUID: "GPU-b", MIGMode: "Enabled"},
+		{Index: 2, UUID: "GPU-c", MIGMode: "Disabled"},
+		{Index: 3, UUID: "GPU-d"},
+	}}}
+	got, err := gpuUUIDs(h)
+	if err != nil || strings.Join(got, ",") != "MIG-1,MIG-2,GPU-c,GPU-d" {
+		t.Errorf("gpuUUIDs = %v, %v", got, err)
+	}
 }

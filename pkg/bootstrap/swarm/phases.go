@@ -86,8 +86,9 @@ func (p *runtimePhase) want(ctx context.Context, h *engine.Host) (daemon, runtim
 	return daemon, runtime, dChanged || rChanged, len(uuids), nil
 }
 
-// gpuUUIDs are the host's GPUs as nvidia-smi lists them (the facts, which
-// nvidia/verify refreshes). A host with NVIDIA GPUs on the PCI bus that
+// gpuUUIDs are the host's GPUs as nvidia-smi lists them, a GPU with MIG on
+// as its MIG devices (the facts, which nvidia/verify and nvidia/mig
+// refresh). A host with NVIDIA GPUs on the PCI bus that
 // nvidia-smi does not list cannot advertise them yet.
 func gpuUUIDs(h *engine.Host) ([]string, error) {
 	f := h.Facts
@@ -96,7 +97,14 @@ func gpuUUIDs(h *engine.Host) ([]string, error) {
 	}
 	var out []string
 	for _, g := range f.GPUs {
-		if g.UUID != "" {
+		switch {
+		case g.MIGEnabled():
+			// A partitioned GPU is its MIG devices: each is a device the
+			// NVIDIA runtime hands a container by its UUID.
+			for _, d := range g.MIGDevices {
+				out = append(out, d.UUID)
+			}
+		case g.UUID != "":
 			out = append(out, g.UUID)
 		}
 	}

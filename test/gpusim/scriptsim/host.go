@@ -69,6 +69,10 @@ type Host struct {
 
 	// MIG is the GPUs' partitioning (SIMULATED, mig.go).
 	MIG MIGState
+	// DCGMDiag and NCCL are the acceptance tests' real outputs the host
+	// replays (files in test/testdata/dcgm-diag and nccl-tests); "": the
+	// host has no DCGM, no nccl-tests.
+	DCGMDiag, NCCL string
 
 	// Writes are the write scripts run on the host, by name, in order.
 	Writes []string

@@ -45,6 +45,7 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/engine/enginetest"
 	"github.com/gpukit/gpukit/pkg/ssh"
+	"github.com/gpukit/gpukit/test/fixtures"
 )
 
 // Sim is a fleet of simulated hosts. Each host's state is kept as JSON,
@@ -174,7 +175,8 @@ func (h *Host) Run(name string, cmd ssh.Command) (ssh.Result, error) {
 }
 
 // reads are the scripts that change nothing (the others are Host.Writes).
-var reads = map[string]bool{"probe facts": true, "nvidia state": true, "nvidia health": true, "wait for the boot to finish": true}
+var reads = map[string]bool{"probe facts": true, "nvidia state": true, "nvidia health": true, "wait for the boot to finish": true,
+	"dcgm diagnostics": true, "nccl bandwidth": true}
 
 // Values the scripts carry, as rendered.
 var (
@@ -237,6 +239,10 @@ func (h *Host) answer(name string, cmd ssh.Command) (out string, code int, stder
 		return "gpukit: etcd snapshot (1024 bytes)\n", 0, ""
 	case "partition the GPUs (MIG)", "remove the MIG boot unit":
 		return h.migInstall(cmd.Script)
+	case "dcgm diagnostics":
+		return h.replayTest("dcgm-diag", h.DCGMDiag, "no dcgmi on the host (NVIDIA's datacenter-gpu-manager package)")
+	case "nccl bandwidth":
+		return h.replayTest("nccl-tests", h.NCCL, "no nccl-tests on the host (all_reduce_perf)")
 	}
 	return "", 127, fmt.Sprintf("scriptsim: %s has no answer to %q", name, cmd.Name)
 }
@@ -321,4 +327,24 @@ func upstream(v string) string {
 		return v[:i]
 	}
 	return v
+}
+
+// replayTest answers an acceptance test with the real output the host was
+// given (a file of test/testdata/DIR), or the script's "not run" line.
+func (h *Host) replayTest(dir, file, missing string) (string, int, string) {
+	if fail, code := h.smi(); fail != "" {
+		return "", code, fail
+	}
+	if file == "" {
+		return "gpukit: not run: " + missing + "\n", 0, ""
+	}
+	root, why := fixtures.Find(dir)
+	if root == "" {
+		return "", 2, "scriptsim: the " + dir + " captures: " + why
+	}
+	b, err := os.ReadFile(filepath.Join(root, file))
+	if err != nil {
+		return "", 2, err.Error()
+	}
+	return string(b), 0, ""
 }
