@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/gpukit/gpukit/pkg/acceptance"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/engine/enginetest"
@@ -113,4 +115,53 @@ func hostResultOf(sum *engine.Summary, name string) engine.HostResult {
 		}
 	}
 	return engine.HostResult{}
+}
+
+// --taint-failed on a real API server with kwok GPU nodes: the node whose
+// replayed DCGM diagnostic fails is tainted gpukit.dev/acceptance=failed:
+// NoSchedule, the one that passes is not; a second run leaves the taint as
+// it is.
+func TestVerifyTaintsFailedNodes(t *testing.T) {
+	workers := []string{"gpu-1", "gpu-2"}
+	_, cs, kc := kubeSetup(t, workers...)
+	sim, err := newUpgradeSim(t.TempDir(), workers, []string{"cp-1"}, "580.95.05")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for w, diag := range map[string]string{"gpu-1": "a100-sxm4-80gb-x8__dcgm3.3.3__diag-r2-pass.txt", "gpu-2": "deepops-prolog__diag-r1-fail.txt"} {
+		if err := sim.Update(w, func(h *scriptsim.Host) { h.DCGMDiag = diag }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inv, err := inventory.Parse("up.yaml", []byte(upgradeInventory(workers...)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		f, err := NewVerify(inv, VerifyOptions{Verify: verify.Options{Level: 1}, TaintFailed: true, Kubeconfig: kc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &engine.Runner{Name: f.Name, Phases: f.Phases, Sink: &enginetest.Recorder{}, ReconnectInterval: 10 * time.Millisecond}
+		sum, _ := r.Run(context.Background(), f.Machines, sim.Fleet().Dial)
+		res := f.Result(sum, false)
+		if strings.Join(res.Failed, ",") != "gpu-2" {
+			t.Fatalf("failed %v", res.Failed)
+		}
+		for _, w := range workers {
+			n, err := cs.CoreV1().Nodes().Get(context.Background(), w, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tainted := 0
+			for _, taint := range n.Spec.Taints {
+				if taint.Key == verify.TaintKey && taint.Value == "failed" && taint.Effect == "NoSchedule" {
+					tainted++
+				}
+			}
+			if want := map[string]int{"gpu-1": 0, "gpu-2": 1}[w]; tainted != want {
+				t.Errorf("%s: %d acceptance taints, want %d: %v", w, tainted, want, n.Spec.Taints)
+			}
+		}
+	}
 }

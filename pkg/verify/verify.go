@@ -120,7 +120,13 @@ func (v *Verify) Nodes() []Node {
 	var out []Node
 	for _, m := range v.inv.Machines {
 		if n := v.nodes[m.Name]; n != nil {
-			out = append(out, *n)
+			c := *n
+			for _, t := range []*Test{&c.DCGM, &c.NCCL} {
+				if t.Status == acceptance.NotRun && len(t.Detail) == 0 {
+					t.Detail = []string{"not reached: the host failed an earlier test or left the run"}
+				}
+			}
+			out = append(out, c)
 		}
 	}
 	return out
@@ -176,20 +182,25 @@ func notRun(out string) (string, bool) {
 }
 
 // skip is the common ShouldRun: hosts without GPUs, a test not asked for,
-// a dry-run (which runs no test: it says what it would run).
-func (v *Verify) skip(ctx context.Context, h *engine.Host, asked bool, what string) (bool, string, error) {
+// a dry-run (which runs no test: it says what it would run); test is the
+// node's record of it.
+func (v *Verify) skip(ctx context.Context, h *engine.Host, asked bool, what string, test func(*Node) *Test) (bool, string, error) {
 	n, err := v.node(ctx, h)
+	why := ""
 	switch {
 	case err != nil:
 		return false, "", err
 	case n == nil:
 		return false, "no NVIDIA GPU on this host", nil
 	case !asked:
-		return false, what + " not asked for", nil
+		why = what + " not asked for"
 	case h.DryRun():
-		return false, "dry-run: " + what + " would run", nil
+		why = "dry-run: " + what + " would run"
+	default:
+		return true, "", nil
 	}
-	return true, "", nil
+	v.set(n, func(n *Node) { *test(n) = Test{Status: acceptance.NotRun, Detail: []string{why}} })
+	return false, why, nil
 }
 
 // ---- verify/dcgm
@@ -203,7 +214,7 @@ func (p *diagPhase) Title() string {
 }
 
 func (p *diagPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
-	return p.v.skip(ctx, h, p.v.o.Level > 0, fmt.Sprintf("dcgmi diag -r %d", p.v.o.Level))
+	return p.v.skip(ctx, h, p.v.o.Level > 0, fmt.Sprintf("dcgmi diag -r %d", p.v.o.Level), func(n *Node) *Test { return &n.DCGM })
 }
 
 func (p *diagPhase) Run(ctx context.Context, h *engine.Host) error {
@@ -249,7 +260,7 @@ func (*ncclPhase) Title() string {
 }
 
 func (p *ncclPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
-	return p.v.skip(ctx, h, p.v.o.NCCL, "all_reduce_perf")
+	return p.v.skip(ctx, h, p.v.o.NCCL, "all_reduce_perf", func(n *Node) *Test { return &n.NCCL })
 }
 
 // ncclPaths are where nccl-tests are found besides PATH: its build
