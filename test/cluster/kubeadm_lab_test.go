@@ -110,12 +110,16 @@ conntrack: {maxPerCore: 0}
 	// lab: cgroup v1 and the lab kernel's modules fail SystemVerification;
 	// br_netfilter's sysctl is the machine's, not the host's
 	ignore := "--ignore-preflight-errors=SystemVerification,FileContent--proc-sys-net-bridge-bridge-nf-call-iptables"
+	// kubeadm's preflight gives containerd a few seconds to answer, which a
+	// loaded 2-CPU machine running other lab tests beside this one can
+	// miss (containerd 1.6 answered late once): wait until it answers.
+	criReady := "for i in $(seq 60); do crictl info >/dev/null 2>&1 && break; sleep 2; done; "
 	start := time.Now()
-	l.SSH(t, cp.Name, "cat >/root/kubeadm.yaml <<'EOF'\n"+config+"EOF\nkubeadm init --config /root/kubeadm.yaml "+ignore+" >/root/kubeadm-init.log 2>&1 || { tail -n 30 /root/kubeadm-init.log; exit 1; }")
+	l.SSH(t, cp.Name, criReady+"cat >/root/kubeadm.yaml <<'EOF'\n"+config+"EOF\nkubeadm init --config /root/kubeadm.yaml "+ignore+" >/root/kubeadm-init.log 2>&1 || { tail -n 30 /root/kubeadm-init.log; exit 1; }")
 	t.Logf("kubeadm init on %s: %s", cp.Name, time.Since(start).Round(time.Millisecond))
 	join := l.SSH(t, cp.Name, "kubeadm token create --print-join-command --ttl 10m")
 	start = time.Now()
-	l.SSH(t, l.Hosts[1].Name, join+" "+ignore+" >/root/kubeadm-join.log 2>&1 || { tail -n 30 /root/kubeadm-join.log; exit 1; }")
+	l.SSH(t, l.Hosts[1].Name, criReady+join+" "+ignore+" >/root/kubeadm-join.log 2>&1 || { tail -n 30 /root/kubeadm-join.log; exit 1; }")
 	t.Logf("kubeadm join on %s: %s", l.Hosts[1].Name, time.Since(start).Round(time.Millisecond))
 
 	kubectl := "KUBECONFIG=/etc/kubernetes/admin.conf kubectl "
