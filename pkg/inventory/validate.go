@@ -106,15 +106,7 @@ func (c *checker) checkHostEntry(i int, h *Host, spec *Spec) {
 		}
 		seen[r] = true
 	}
-	for _, k := range sortedKeys(h.Labels) {
-		kpath := joinKey(path+".labels", k)
-		if err := checkLabelKey(k); err != nil {
-			c.errorAtKey(kpath, "invalid label: %v", err)
-		}
-		if err := checkLabelValue(h.Labels[k]); err != nil {
-			c.errorf(kpath, "invalid label: %v", err)
-		}
-	}
+	c.checkLabels(path+".labels", h.Labels)
 	for j, t := range h.Taints {
 		if err := checkTaint(t); err != nil {
 			c.errorf(fmt.Sprintf("%s.taints[%d]", path, j), "invalid taint: %v", err)
@@ -126,6 +118,19 @@ func (c *checker) checkHostEntry(i int, h *Host, spec *Spec) {
 	c.checkHostVersions(path, h, spec)
 	if h.Proxy != nil {
 		c.checkProxy(path+".proxy", h.Proxy)
+	}
+}
+
+// checkLabels checks node labels' keys and values, each at its place.
+func (c *checker) checkLabels(path string, labels map[string]string) {
+	for _, k := range sortedKeys(labels) {
+		kpath := joinKey(path, k)
+		if err := checkLabelKey(k); err != nil {
+			c.errorAtKey(kpath, "invalid label: %v", err)
+		}
+		if err := checkLabelValue(labels[k]); err != nil {
+			c.errorf(kpath, "invalid label: %v", err)
+		}
 	}
 }
 

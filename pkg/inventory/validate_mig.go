@@ -71,15 +71,7 @@ func (c *checker) checkMIG(cl *Cluster) {
 	for i, r := range m.Rules {
 		path := fmt.Sprintf("%s.rules[%d]", p, i)
 		known(path+".layout", r.Layout)
-		for _, k := range sortedKeys(r.Labels) {
-			kpath := joinKey(path+".labels", k)
-			if err := checkLabelKey(k); err != nil {
-				c.errorAtKey(kpath, "invalid label: %v", err)
-			}
-			if err := checkLabelValue(r.Labels[k]); err != nil {
-				c.errorf(kpath, "invalid label: %v", err)
-			}
-		}
+		c.checkLabels(path+".labels", r.Labels)
 	}
 	for i, h := range cl.Spec.Hosts {
 		if h.MIG != "" {

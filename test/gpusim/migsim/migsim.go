@@ -253,3 +253,21 @@ func sortedKeys(gpus map[int]*GPU) []int {
 	slices.Sort(out)
 	return out
 }
+
+// SetModes puts g's MIG mode and pending mode into one --query-gpu row of
+// fields (a GPU whose capture reports no MIG mode, [N/A], keeps it).
+func SetModes(fields []string, row string, g *GPU) string {
+	vals := strings.Split(row, ", ")
+	for j, f := range fields {
+		if j >= len(vals) || g == nil || strings.Contains(vals[j], "N/A") {
+			continue
+		}
+		switch f {
+		case "mig.mode.current":
+			vals[j] = g.Mode
+		case "mig.mode.pending":
+			vals[j] = g.Pending
+		}
+	}
+	return strings.Join(vals, ", ")
+}

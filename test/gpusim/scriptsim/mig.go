@@ -220,19 +220,6 @@ func (h *Host) migBoot() {
 // where the capture reports a MIG mode at all.
 func (h *Host) migRows(fields []string, rows []string) {
 	for i, r := range rows {
-		vals := strings.Split(r, ", ")
-		g := h.MIG.GPUs[i]
-		for j, f := range fields {
-			if j >= len(vals) || vals[j] == "[N/A]" || g == nil {
-				continue
-			}
-			switch f {
-			case "mig.mode.current":
-				vals[j] = g.Mode
-			case "mig.mode.pending":
-				vals[j] = g.Pending
-			}
-		}
-		rows[i] = strings.Join(vals, ", ")
+		rows[i] = migsim.SetModes(fields, r, h.MIG.GPUs[i])
 	}
 }

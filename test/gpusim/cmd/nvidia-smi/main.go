@@ -165,6 +165,9 @@ func withMIG(h hoststate.Host, c capture.Capture, a migArgs, out string) string 
 	for i, arg := range a.rest {
 		switch {
 		case arg == "-L" || arg == "--list-gpus":
+			if !h.Exists(hoststate.MIGStateFile) {
+				return out // no MIG change yet: the capture as recorded
+			}
 			return migList(h, out, len(gpus))
 		case strings.HasPrefix(arg, "--query-gpu="):
 			fields = strings.Split(strings.TrimPrefix(arg, "--query-gpu="), ",")
@@ -179,7 +182,7 @@ func withMIG(h hoststate.Host, c capture.Capture, a migArgs, out string) string 
 	if fields == nil {
 		return out
 	}
-	return migRows(h, out, fields, header, a.index, len(gpus))
+	return migRows(h, out, fields, header, a.index, len(gpus), h.Exists(hoststate.MIGStateFile))
 }
 
 func noDriver(stdout io.Writer) int {

@@ -331,8 +331,10 @@ func migList(h hoststate.Host, list string, n int) string {
 }
 
 // migRows puts the GPUs' MIG modes in --query-gpu rows (where the capture
-// has a MIG mode at all) and keeps only GPU index's row when -i asked.
-func migRows(h hoststate.Host, out string, fields []string, header bool, index, n int) string {
+// has a MIG mode at all; once a MIG command changed one: before, the
+// capture's recorded modes stand) and keeps only GPU index's row when -i
+// asked.
+func migRows(h hoststate.Host, out string, fields []string, header bool, index, n int, touched bool) string {
 	s := loadMIG(h, n)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	var kept []string
@@ -348,20 +350,10 @@ func migRows(h hoststate.Host, out string, fields []string, header bool, index, 
 		if index >= 0 && row != index {
 			continue
 		}
-		vals := strings.Split(line, ", ")
-		for j, f := range fields {
-			g := s.GPUs[row]
-			if j >= len(vals) || g == nil || strings.Contains(vals[j], "N/A") {
-				continue
-			}
-			switch f {
-			case "mig.mode.current":
-				vals[j] = g.Mode
-			case "mig.mode.pending":
-				vals[j] = g.Pending
-			}
+		if touched {
+			line = migsim.SetModes(fields, line, s.GPUs[row])
 		}
-		kept = append(kept, strings.Join(vals, ", "))
+		kept = append(kept, line)
 	}
 	return strings.Join(kept, "\n") + "\n"
 }
