@@ -372,6 +372,10 @@ type MIGGroup struct {
 	// GPUs are the GPU indexes (nvidia-smi -i) of this group; empty: every GPU no other group
 	// of the layout names.
 	GPUs []int `yaml:"gpus,omitempty" json:"gpus,omitempty"`
+	// DeviceFilter narrows the group to GPUs of these models: part of the product name
+	// (A100-SXM4-80GB) or a PCI device id (20b2, 0x20b2, or mig-parted's 0x20B210DE). Hosts
+	// with GPUs of two models (a DGX Station) give each its own group.
+	DeviceFilter []string `yaml:"deviceFilter,omitempty" json:"deviceFilter,omitempty"`
 	// Enabled is the GPUs' MIG mode. Default true.
 	Enabled *bool `yaml:"enabled,omitempty" json:"enabled,omitempty"`
 	// Profiles are the GPU instances of each GPU, profile name to count ({3g.40gb: 1,

@@ -95,17 +95,22 @@ func (c *checker) checkMIGGroups(path string, groups []MIGGroup) {
 	rest := false
 	for j, g := range groups {
 		gpath := fmt.Sprintf("%s[%d]", path, j)
-		if len(g.GPUs) == 0 {
+		if len(g.GPUs) == 0 && len(g.DeviceFilter) == 0 {
 			if rest {
-				c.errorf(gpath+".gpus", "two groups name no GPUs; only one may take the GPUs the others do not name")
+				c.errorf(gpath+".gpus", "two groups name no GPUs and no model; only one may take the GPUs the others do not name")
 			}
 			rest = true
+		}
+		for k, f := range g.DeviceFilter {
+			if strings.TrimSpace(f) == "" {
+				c.errorf(fmt.Sprintf("%s.deviceFilter[%d]", gpath, k), "an empty device filter; expected part of a product name (A100-SXM4-80GB) or a PCI device id (20b2)")
+			}
 		}
 		for k, i := range g.GPUs {
 			switch {
 			case i < 0 || i > 63:
 				c.errorf(fmt.Sprintf("%s.gpus[%d]", gpath, k), "GPU index %d out of range; expected 0 to 63 (nvidia-smi -i)", i)
-			case seen[i]:
+			case seen[i] && len(g.DeviceFilter) == 0:
 				c.errorf(fmt.Sprintf("%s.gpus[%d]", gpath, k), "GPU %d is in two groups of the layout", i)
 			}
 			seen[i] = true

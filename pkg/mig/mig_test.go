@@ -231,3 +231,29 @@ func TestDiffers(t *testing.T) {
 		}
 	}
 }
+
+// A DGX Station: four A100 80GB and a display GPU without MIG. A layout in
+// mig-parted's shape picks each by its PCI device id (device-filter
+// 0x20B210DE, 0x1FB010DE): the A100s get their instances, the display GPU
+// stays as it is; asking MIG of the display GPU is refused.
+func TestResolveDeviceFilter(t *testing.T) {
+	no := false
+	f := &facts.Facts{PCIGPUs: []facts.PCIDevice{{Address: "0000:01:00.0", DeviceID: "0x20b2"}, {Address: "0000:02:00.0", DeviceID: "0x1fb0"}}}
+	f.GPUs = []facts.GPU{gpu(0, "NVIDIA A100-SXM4-80GB", "Disabled"), {Index: 1, Name: "NVIDIA T1000"}}
+	f.GPUs[0].BusID, f.GPUs[1].BusID = "00000000:01:00.0", "00000000:02:00.0"
+	spec := &inventory.Spec{}
+	spec.NVIDIA.MIG.Layouts = map[string][]inventory.MIGGroup{
+		"station": {
+			{DeviceFilter: []string{"0x20B210DE"}, Profiles: map[string]int{"1g.10gb": 7}},
+			{DeviceFilter: []string{"0x1FB010DE"}, Enabled: &no},
+		},
+		"bad": {{DeviceFilter: []string{"T1000"}, Profiles: map[string]int{"1g.10gb": 1}}},
+	}
+	hw, ok, err := mig.Resolve(spec, inventory.Machine{Name: "station", MIG: "station"}, f, 580)
+	if err != nil || !ok || len(hw.GPUs) != 1 || hw.GPUs[0].Index != 0 || len(hw.GPUs[0].Profiles) != 7 || len(hw.Skipped) != 1 {
+		t.Fatalf("station: %+v %v %v", hw, ok, err)
+	}
+	if _, _, err := mig.Resolve(spec, inventory.Machine{Name: "station", MIG: "bad"}, f, 580); err == nil || !strings.Contains(err.Error(), "GPU 1 (NVIDIA T1000)") {
+		t.Errorf("MIG asked of the display GPU: %v", err)
+	}
+}

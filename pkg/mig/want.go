@@ -60,17 +60,18 @@ func Resolve(spec *inventory.Spec, m inventory.Machine, f *facts.Facts, branch i
 		return hw, false, nil
 	}
 	site, isSite := spec.NVIDIA.MIG.Layouts[hw.Layout]
+	ids := deviceIDs(f)
 	for _, g := range f.GPUs {
 		fail := func(err error) error {
 			return &Error{Host: m.Name, Layout: hw.Layout, From: hw.From, GPU: g.Index, Product: g.Name, Err: err}
 		}
-		group, named := groupOf(site, g.Index)
+		group, named := groupOf(site, g, ids[g.BusID])
 		if isSite && group == nil {
 			hw.Skipped = append(hw.Skipped, fmt.Sprintf("GPU %d: no group of layout %s names it", g.Index, hw.Layout))
 			continue
 		}
 		if !g.MIGCapable() {
-			if named {
+			if named && (group.Enabled == nil || *group.Enabled) {
 				return hw, true, fail(fmt.Errorf("%s has no MIG mode", g.Name))
 			}
 			hw.Skipped = append(hw.Skipped, fmt.Sprintf("GPU %d (%s): no MIG mode", g.Index, g.Name))
@@ -113,20 +114,57 @@ func Resolve(spec *inventory.Spec, m inventory.Machine, f *facts.Facts, branch i
 	return hw, true, nil
 }
 
-// groupOf is the group of a site layout that holds GPU i: the one naming
-// it, else the one naming none. named says it was named.
-func groupOf(groups []inventory.MIGGroup, i int) (g *inventory.MIGGroup, named bool) {
-	for k := range groups {
-		if slices.Contains(groups[k].GPUs, i) {
-			return &groups[k], true
-		}
-	}
-	for k := range groups {
-		if len(groups[k].GPUs) == 0 {
-			return &groups[k], false
+// groupOf is the group of a site layout that holds GPU g: the first naming
+// its index, else the first naming none, among the groups whose device
+// filter (if any) matches its model (deviceID: its PCI device id, "" when
+// not known). named says it was named.
+func groupOf(groups []inventory.MIGGroup, g facts.GPU, deviceID string) (grp *inventory.MIGGroup, named bool) {
+	for _, byIndex := range []bool{true, false} {
+		for k := range groups {
+			gr := &groups[k]
+			if !matchesDevice(gr.DeviceFilter, g.Name, deviceID) {
+				continue
+			}
+			if byIndex && slices.Contains(gr.GPUs, g.Index) || !byIndex && len(gr.GPUs) == 0 {
+				return gr, byIndex || len(gr.DeviceFilter) > 0
+			}
 		}
 	}
 	return nil, false
+}
+
+// matchesDevice says whether a GPU named product with PCI device id
+// deviceID (0x20b2) is one of filter's: part of its name, or its device
+// id in any of the forms 20b2, 0x20b2, 0x20B210DE (mig-parted's, vendor
+// appended).
+func matchesDevice(filter []string, product, deviceID string) bool {
+	if len(filter) == 0 {
+		return true
+	}
+	id := strings.TrimPrefix(strings.ToLower(deviceID), "0x")
+	for _, f := range filter {
+		lf := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(f)), "0x")
+		if strings.HasSuffix(lf, "10de") && len(lf) == 8 {
+			lf = lf[:4]
+		}
+		if id != "" && lf == id || strings.Contains(strings.ToLower(product), strings.ToLower(strings.TrimSpace(f))) {
+			return true
+		}
+	}
+	return false
+}
+
+// deviceIDs are the PCI device ids of a host's GPUs by nvidia-smi's bus id.
+func deviceIDs(f *facts.Facts) map[string]string {
+	out := map[string]string{}
+	for _, g := range f.GPUs {
+		for _, d := range f.PCIGPUs {
+			if facts.SamePCIAddress(g.BusID, d.Address) {
+				out[g.BusID] = d.DeviceID
+			}
+		}
+	}
+	return out
 }
 
 // builtIn lists the instances of a built-in layout on a model.

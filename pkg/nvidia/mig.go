@@ -43,14 +43,16 @@ func (p *migPhase) decide(ctx context.Context, h *engine.Host) (migPlan, error) 
 	if err != nil || why != "" {
 		return migPlan{skip: why}, err
 	}
-	f := &facts.Facts{GPUs: s.SMI, MIG: s.MIG}
+	pf, err := p.l.facts(ctx, h)
+	if err != nil {
+		return migPlan{}, err
+	}
+	// The GPUs as nvidia-smi sees them now, their PCI ids (a layout may
+	// pick GPUs by model) from the probe.
+	f := &facts.Facts{GPUs: s.SMI, MIG: s.MIG, PCIGPUs: pf.PCIGPUs}
 	if len(s.SMI) == 0 {
 		// No driver yet (a plan of a fresh host): the GPUs on the PCI bus,
 		// as the bill knows their models.
-		pf, err := p.l.facts(ctx, h)
-		if err != nil {
-			return migPlan{}, err
-		}
 		f.GPUs = pciGPUs(pf.PCIGPUs)
 	}
 	branch := 0
