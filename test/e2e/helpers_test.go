@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpukit/gpukit/internal/cli"
+	"github.com/gpukit/gpukit/test/gpusim"
 )
 
 // run executes the gpukit command line in-process, as a user would run it.
@@ -27,4 +28,21 @@ func writeFile(t *testing.T, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// labCapture is the fixtures' capture called name (h100-80gb-hbm3__drv590.48.01),
+// which the GPU simulator stands up; the test is skipped without it.
+func labCapture(t *testing.T, name string) gpusim.Capture {
+	t.Helper()
+	captures, err := gpusim.Captures(gpusim.FixturesDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range captures {
+		if filepath.Base(c.Prefix) == name {
+			return c
+		}
+	}
+	t.Skipf("no %s capture among the fixtures", name)
+	return gpusim.Capture{}
 }

@@ -47,19 +47,7 @@ func TestLabKubernetes(t *testing.T) {
 	// Not parallel: Go runs it before the parallel lab tests, alone in this
 	// package. Kubeadm clusters beside them starved the NVIDIA tests' hosts
 	// of CPU on a 2-core machine (reboots past their timeout, found by CI).
-	captures, err := gpusim.Captures(gpusim.FixturesDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var h100 gpusim.Capture
-	for _, c := range captures {
-		if strings.HasSuffix(c.Prefix, "/h100-80gb-hbm3__drv590.48.01") {
-			h100 = c
-		}
-	}
-	if h100.Prefix == "" {
-		t.Skip("no h100-80gb-hbm3__drv590.48.01 capture among the fixtures")
-	}
+	h100 := labCapture(t, "h100-80gb-hbm3__drv590.48.01")
 	l := lab.Start(t, lab.Options{Hosts: 4, Kube: true})
 	all := []string{"lab-1", "lab-2", "lab-3", "lab-4"}
 	repo := gpusim.Simulate(t, l, map[string]gpusim.Hardware{

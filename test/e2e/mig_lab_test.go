@@ -46,19 +46,7 @@ func migDevices(t *testing.T, l *lab.Lab, host string) string {
 func TestLabMIG(t *testing.T) {
 	lab.Require(t)
 	t.Parallel()
-	captures, err := gpusim.Captures(gpusim.FixturesDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var h100 gpusim.Capture
-	for _, c := range captures {
-		if strings.Contains(c.Prefix, "/h100-80gb-hbm3__") {
-			h100 = c
-		}
-	}
-	if h100.Prefix == "" {
-		t.Skip("no H100 capture among the fixtures")
-	}
+	h100 := labCapture(t, "h100-80gb-hbm3__drv590.48.01")
 	l := lab.Start(t, lab.Options{Hosts: 2})
 	hosts := []string{"lab-1", "lab-2"}
 	repo := gpusim.Simulate(t, l, map[string]gpusim.Hardware{"lab-1": {Capture: h100}, "lab-2": {Capture: h100}})

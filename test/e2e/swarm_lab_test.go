@@ -39,19 +39,7 @@ import (
 func TestLabSwarm(t *testing.T) {
 	lab.Require(t)
 	t.Parallel()
-	captures, err := gpusim.Captures(gpusim.FixturesDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var h100 gpusim.Capture
-	for _, c := range captures {
-		if strings.HasSuffix(c.Prefix, "/h100-80gb-hbm3__drv590.48.01") {
-			h100 = c
-		}
-	}
-	if h100.Prefix == "" {
-		t.Skip("no h100-80gb-hbm3__drv590.48.01 capture among the fixtures")
-	}
+	h100 := labCapture(t, "h100-80gb-hbm3__drv590.48.01")
 	// Real GPUs have distinct UUIDs; the captures' are redacted to zeros.
 	// Each worker replays a copy with its own, so that a container seeing
 	// "a" GPU can be told from one seeing its node's.

@@ -24,19 +24,7 @@ import (
 func TestLabVerify(t *testing.T) {
 	lab.Require(t)
 	t.Parallel()
-	captures, err := gpusim.Captures(gpusim.FixturesDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var h100 gpusim.Capture
-	for _, c := range captures {
-		if strings.Contains(c.Prefix, "h100-80gb-hbm3__") {
-			h100 = c
-		}
-	}
-	if h100.Prefix == "" {
-		t.Skip("no H100 capture among the fixtures")
-	}
+	h100 := labCapture(t, "h100-80gb-hbm3__drv590.48.01")
 	diag := fixtures.Dir(t, "dcgm-diag")
 	nccl := fixtures.Dir(t, "nccl-tests")
 	l := lab.Start(t, lab.Options{Hosts: 3})
