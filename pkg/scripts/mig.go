@@ -2,11 +2,11 @@ package scripts
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/ssh"
 )
 
@@ -68,15 +68,13 @@ func (p MIGParams) Validate() error {
 			return fmt.Errorf("GPU %d: %d profiles, %d ids", g.Index, len(g.Profiles), len(g.IDs))
 		}
 		for i, name := range g.Profiles {
-			if !migProfile.MatchString(name) || g.IDs[i] < 0 {
+			if !inventory.MIGProfileName(name) || g.IDs[i] < 0 {
 				return fmt.Errorf("GPU %d: profile %q (id %d)", g.Index, name, g.IDs[i])
 			}
 		}
 	}
 	return nil
 }
-
-var migProfile = regexp.MustCompile(`^[1-9]g\.[0-9]+gb[a-z0-9.+-]*$`)
 
 // MIGScript renders the script that puts the GPUs in that state (the
 // script gpukit installs and its boot unit runs).
