@@ -80,17 +80,17 @@ func ModelOf(f *facts.Facts, g facts.GPU, branch int) (Model, error) {
 		}
 		return m, nil
 	case len(listed) > 0:
-		return fromListing(g.Name, listed), nil
+		return FromListing(g.Name, listed), nil
 	}
 	return Model{}, fmt.Errorf("%s: gpukit's table of MIG profiles does not know this GPU, and with MIG off it lists none: turn MIG on (layout all-enabled) first, or name it in a rule with a layout it can hold", g.Name)
 }
 
-// fromListing models a GPU the bill lacks from its -lgip: a profile's
+// FromListing models a GPU the bill lacks from its -lgip: a profile's
 // memory slices from its memory against the whole GPU's (eight slices, as
 // every MIG GPU but A30 has); as many aligned placements as the GPU holds
 // instances of it, as NVIDIA's placements go on every MIG GPU; a media
 // variant (1g.10gb+me) placed as its base profile.
-func fromListing(name string, listed []facts.MIGProfile) Model {
+func FromListing(name string, listed []facts.MIGProfile) Model {
 	whole := 0.0
 	for _, l := range listed {
 		whole = math.Max(whole, l.MemGiB)

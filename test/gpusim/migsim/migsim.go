@@ -5,24 +5,24 @@
 //
 // The profiles are a real `nvidia-smi mig -lgip` of the GPU's model
 // (test/testdata/nvidia-smi/<model>__mig-lgip.txt): names, ids, how many
-// of each. Where each instance goes is the simulator's own: a profile takes
-// memory slices in proportion to its memory (of eight), at the aligned
-// starts its count allows (a media variant, 1g.10gb+me, where its base
-// profile goes), and a new instance takes the start that leaves the most
-// placements free for later ones, the lowest on a tie. That choice matches
+// of each; their memory slices and placements as pkg/mig reads a listing
+// (mig.FromListing: slices in proportion to memory, of eight; the aligned
+// starts the count allows; a media variant where its base profile goes).
+// Which placement a new instance takes is the simulator's own: the start
+// that leaves the most placements free for later ones, the lowest on a tie. That choice matches
 // the real placements published for A100 sessions: 3g.20gb first goes to
 // slice 4, a 1g.5gb after a 2g.10gb at 4 goes to 6.
 package migsim
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/gpukit/gpukit/pkg/facts"
+	"github.com/gpukit/gpukit/pkg/mig"
 )
 
 // Profile is a GPU-instance profile with its simulated placements.
@@ -85,36 +85,13 @@ func Load(file string) (Model, bool, error) {
 }
 
 func model(listed []facts.MIGProfile, lgip string) Model {
-	whole := 0.0
-	for _, l := range listed {
-		whole = math.Max(whole, l.MemGiB)
-	}
+	// Memory slices and placements as gpukit reads a listing (mig.FromListing);
+	// which placement an instance takes is the simulator's own (Create).
+	placed := mig.FromListing("", listed)
 	m := Model{LGIP: lgip}
-	for _, l := range listed {
-		slices := int(math.Round(l.MemGiB * 8 / whole))
-		switch {
-		case slices >= 5:
-			slices = 8
-		case slices == 3:
-			slices = 4
-		case slices < 1:
-			slices = 1
-		}
-		compute := 0
-		fmt.Sscanf(l.Name, "%dg.", &compute)
-		places := l.Total
-		if base, _, ok := strings.Cut(l.Name, "+"); ok {
-			for _, b := range listed {
-				if b.Name == base {
-					places = b.Total
-				}
-			}
-		}
-		p := Profile{MIGProfile: l, Slices: slices, Compute: compute}
-		for st := 0; st+slices <= 8 && len(p.Starts) < places; st += slices {
-			p.Starts = append(p.Starts, st)
-		}
-		m.Profiles = append(m.Profiles, p)
+	for i, l := range listed {
+		p := placed.Profiles[i]
+		m.Profiles = append(m.Profiles, Profile{MIGProfile: l, Slices: p.Slices, Compute: p.Compute, Starts: p.Starts})
 	}
 	return m
 }
