@@ -18,6 +18,9 @@ const DevicePluginConfigLabel = "nvidia.com/device-plugin.config"
 // without the label when spec.kubernetes.gpuSharing.default names none.
 const DefaultSharingConfig = "default"
 
+// migStrategies are the device plugin's MIG strategies.
+var migStrategies = []string{dp.MigStrategyNone, dp.MigStrategySingle, dp.MigStrategyMixed}
+
 // MIGStrategy is the cluster's MIG strategy: the written one, else mixed
 // when any host gets a MIG layout, else none.
 func (c *Cluster) MIGStrategy() string {
@@ -71,7 +74,7 @@ func (c *Cluster) DevicePluginConfigs() (map[string]string, string, error) {
 
 func devicePluginConfig(sc GPUSharingConfig, strategy string) (string, error) {
 	strategy = cmp.Or(sc.MIGStrategy, strategy)
-	if !slices.Contains([]string{dp.MigStrategyNone, dp.MigStrategySingle, dp.MigStrategyMixed}, strategy) {
+	if !slices.Contains(migStrategies, strategy) {
 		return "", fmt.Errorf("unknown MIG strategy %q; expected %s, %s or %s", strategy, dp.MigStrategyNone, dp.MigStrategySingle, dp.MigStrategyMixed)
 	}
 	if sc.TimeSlicing != nil && sc.MPS != nil {
@@ -131,7 +134,7 @@ func (c *checker) checkGPUSharing(cl *Cluster, ms []Machine) {
 	g := cl.Spec.Kubernetes.GPUSharing
 	const p = "spec.kubernetes.gpuSharing"
 	strategy := cl.MIGStrategy()
-	if !slices.Contains([]string{dp.MigStrategyNone, dp.MigStrategySingle, dp.MigStrategyMixed}, strategy) {
+	if !slices.Contains(migStrategies, strategy) {
 		strategy = dp.MigStrategyNone // reported once below, not per configuration
 	}
 	for _, name := range slices.Sorted(maps.Keys(g.Configs)) {
@@ -143,7 +146,7 @@ func (c *checker) checkGPUSharing(cl *Cluster, ms []Machine) {
 			c.errorf(path, "%v", err)
 		}
 	}
-	if s := g.MIGStrategy; s != "" && !slices.Contains([]string{dp.MigStrategyNone, dp.MigStrategySingle, dp.MigStrategyMixed}, s) {
+	if s := g.MIGStrategy; s != "" && !slices.Contains(migStrategies, s) {
 		c.errorf(p+".migStrategy", "unknown MIG strategy %s; expected none, single or mixed", q(s))
 	}
 	if _, ok := g.Configs[g.Default]; g.Default != "" && !ok {
