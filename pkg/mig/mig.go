@@ -210,15 +210,6 @@ func countOf(names []string, name string) int {
 	return n
 }
 
-func sumCompute(m Model, names []string) int {
-	n := 0
-	for _, x := range names {
-		p, _ := m.Profile(x)
-		n += p.Compute
-	}
-	return n
-}
-
 // describe writes a list of instances as 3g.40gb x1 + 1g.10gb x4.
 func describe(names []string) string {
 	counts := map[string]int{}

@@ -72,7 +72,7 @@ type migArgs struct {
 
 func parseMIG(args []string) (migArgs, bool, error) {
 	a := migArgs{index: -1}
-	any := false
+	isMIG := false
 	for i := 0; i < len(args); i++ {
 		next := func() string {
 			if i+1 < len(args) {
@@ -90,11 +90,11 @@ func parseMIG(args []string) (migArgs, bool, error) {
 			}
 			a.index = n
 		case "-mig", "--multi-instance-gpu":
-			a.mig, any = next(), true
+			a.mig, isMIG = next(), true
 		case "-r", "--gpu-reset":
-			a.reset, any = true, true
+			a.reset, isMIG = true, true
 		case "mig":
-			a.sub, any = true, true
+			a.sub, isMIG = true, true
 		case "-lgip", "--list-gpu-instance-profiles":
 			a.lgip = true
 		case "-lgi", "--list-gpu-instances":
@@ -111,11 +111,11 @@ func parseMIG(args []string) (migArgs, bool, error) {
 			a.rest = append(a.rest, args[i])
 		}
 	}
-	if a.index >= 0 && !any {
+	if a.index >= 0 && !isMIG {
 		// -i with a query: replay answers it, this filters the rows.
 		return a, false, nil
 	}
-	return a, any, nil
+	return a, isMIG, nil
 }
 
 // runMIG answers a MIG command line on a host whose driver answers.
