@@ -15,6 +15,8 @@ pm_run() {
   local log rc=0 pid out err
   mkdir -p /var/log/gpukit
   log=$(mktemp "/var/log/gpukit/packages.$(date +%Y%m%dT%H%M%S).XXXXXX")
+  # made here, not by the background job's redirection: tail must find it
+  : >"$log.err"
   setsid "$@" </dev/null >"$log" 2>"$log.err" &
   pid=$!
   tail -n +1 -s 0.2 -f --pid="$pid" "$log" &
