@@ -272,7 +272,9 @@ func kubeSetup(t *testing.T, workers ...string) (*cluster.Cluster, kubernetes.In
 // than --max-unavailable GPU nodes unschedulable, the training pod neither
 // evicted nor its node touched, serving pods drained through their PDB, a
 // node that fails verification stops the rollout and stays cordoned, and
-// --resume finishes without redoing the finished node.
+// --resume finishes without redoing the finished node. gpu-4, whose old
+// modules nothing holds, gets its new driver without a reboot; the others'
+// modules are held, so they reboot.
 func TestUpgradeDriverRollsThroughTheAPI(t *testing.T) {
 	workers := []string{"gpu-1", "gpu-2", "gpu-3", "gpu-4"}
 	c, cs, kc := kubeSetup(t, workers...)
@@ -283,6 +285,10 @@ func TestUpgradeDriverRollsThroughTheAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := sim.Update("gpu-2", func(h *scriptsim.Host) { h.BreakAtBoot = true }); err != nil {
+		t.Fatal(err)
+	}
+	// gpu-4's modules can be swapped: its new driver loads without a reboot.
+	if err := sim.Update("gpu-4", func(h *scriptsim.Host) { h.RuntimeModules = true }); err != nil {
 		t.Fatal(err)
 	}
 	watch := watchUnschedulable(t, cs)
@@ -350,7 +356,8 @@ func TestUpgradeDriverRollsThroughTheAPI(t *testing.T) {
 	if st, _ := state.Node("gpu-1"); st.Status != upgrade.Done {
 		t.Errorf("state of gpu-1: %+v", st)
 	}
-	if got := sim.Host("gpu-1"); got.Loaded != "590.48.01" || !slices.Contains(got.Writes, "install the driver") || !slices.Contains(got.Writes, "reboot") {
+	if got := sim.Host("gpu-1"); got.Loaded != "590.48.01" || !slices.Contains(got.Writes, "install the driver") ||
+		!slices.Contains(got.Writes, "swap the driver's kernel modules") || !slices.Contains(got.Writes, "reboot") {
 		t.Errorf("gpu-1: driver %s loaded, writes %v", got.Loaded, got.Writes)
 	}
 	if got := sim.Host("cp-1").Writes; !slices.Equal(got, []string{"etcd snapshot"}) {
@@ -375,6 +382,10 @@ func TestUpgradeDriverRollsThroughTheAPI(t *testing.T) {
 		if h := hostResult(sum, w); h.Status != engine.StatusOK {
 			t.Errorf("%s after the resume: %s in %s: %v %s", w, h.Status, h.Phase, h.Err, h.Reason)
 		}
+	}
+	if got := sim.Host("gpu-4"); got.Loaded != "590.48.01" || got.Boot != 1 || slices.Contains(got.Writes, "reboot") ||
+		!slices.Contains(got.Writes, "swap the driver's kernel modules") || !got.PersistencedActive {
+		t.Errorf("gpu-4: driver %s loaded, boot %d, persistence daemon %v, writes %v; want swapped without a reboot", got.Loaded, got.Boot, got.PersistencedActive, got.Writes)
 	}
 	if h := hostResult(sum, "gpu-1"); h.Status != engine.StatusSkipped || len(sim.Host("gpu-1").Writes) != before {
 		t.Errorf("gpu-1 after the resume: %s %q, writes %v: redone", h.Status, h.Reason, sim.Host("gpu-1").Writes[before:])

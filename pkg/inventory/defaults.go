@@ -49,6 +49,7 @@ const (
 	DefaultSecureBoot    = SecureBootRefuse
 	DefaultFabricManager = FabricManagerAuto
 	DefaultRebootTimeout = "20m"
+	DefaultRebootPolicy  = RebootWhenNeeded
 )
 
 // Values of the enumerated string fields.
@@ -91,6 +92,9 @@ const (
 	FabricManagerAuto   = "auto"
 	FabricManagerAlways = "always"
 	FabricManagerNever  = "never"
+
+	RebootWhenNeeded = "when-needed"
+	RebootAlways     = "always"
 )
 
 // Kubernetes minor versions this gpukit installs and upgrades (the bill's).
@@ -142,6 +146,7 @@ func Defaults() []Default {
 		{"spec.nvidia.cudaToolkitRoles", "[] (no host gets the CUDA toolkit)"},
 		{"spec.nvidia.fabricManager", DefaultFabricManager},
 		{"spec.nvidia.rebootTimeout", DefaultRebootTimeout},
+		{"spec.nvidia.rebootPolicy", DefaultRebootPolicy},
 	}
 }
 
@@ -208,6 +213,7 @@ func applyDefaults(c *Cluster, machines []Machine, sources []source) {
 	setDefault(&n.SecureBoot, DefaultSecureBoot)
 	setDefault(&n.FabricManager, DefaultFabricManager)
 	setDefault(&n.RebootTimeout, DefaultRebootTimeout)
+	setDefault(&n.RebootPolicy, DefaultRebootPolicy)
 
 	for i := range machines {
 		entry := s.Hosts[sources[i].entry]

@@ -335,6 +335,12 @@ type NVIDIA struct {
 	// RebootTimeout is how long a host may take to come back from a reboot (servers with many
 	// GPUs take minutes to POST), as a Go duration. Default 20m.
 	RebootTimeout string `yaml:"rebootTimeout,omitempty" json:"rebootTimeout,omitempty"`
+	// RebootPolicy says how a changed driver gets into memory. when-needed: the old modules
+	// are unloaded and the new ones loaded, with the host drained, its GPU consumers stopped
+	// and nothing holding /dev/nvidia*; the host reboots only when that fails (nouveau loaded,
+	// a module in use, the OS asking for a reboot), and gpukit says why. always: every driver
+	// change reboots. Default when-needed.
+	RebootPolicy string `yaml:"rebootPolicy,omitempty" json:"rebootPolicy,omitempty" jsonschema:"enum=when-needed,enum=always"`
 	// MIG partitions MIG-capable GPUs (A100, A30, H100, H200, GH200) into GPU instances.
 	// Without it gpukit leaves every GPU's MIG mode and instances as they are.
 	MIG MIG `yaml:"mig,omitempty" json:"mig,omitempty"`

@@ -20,6 +20,7 @@ func (c *checker) checkNVIDIA(cl *Cluster) {
 		{"kernelModules", n.KernelModules, []string{ModulesAuto, ModulesOpen, ModulesProprietary}},
 		{"secureBoot", n.SecureBoot, []string{SecureBootRefuse, SecureBootSigned, SecureBootMOK}},
 		{"fabricManager", n.FabricManager, []string{FabricManagerAuto, FabricManagerAlways, FabricManagerNever}},
+		{"rebootPolicy", n.RebootPolicy, []string{RebootWhenNeeded, RebootAlways}},
 	} {
 		if !slices.Contains(f.allowed, f.v) {
 			c.errorf(p+"."+f.name, "unknown %s %s; expected %s", f.name, q(f.v), joinWords(f.allowed, "or"))

@@ -2,6 +2,7 @@ package nvidia_test
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -244,6 +245,118 @@ func TestUpstream(t *testing.T) {
 	} {
 		if got := nvidia.Upstream(in); got != want {
 			t.Errorf("Upstream(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A driver change gets into memory without a reboot where nothing holds the
+// old modules: they are swapped on the host, which keeps its boot. Where
+// the swap cannot be done (the modules held, processes computing, nouveau,
+// or the inventory asks for reboots) the host reboots instead, and the
+// reason is in its log. A dry-run plans the swap, not a reboot.
+func TestDriverChangeSwapsModulesWithoutAReboot(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, nvidia string
+		host         func(h *scriptsim.Host)
+		reboots      bool
+		swapTried    bool
+		why          string
+	}{
+		{name: "modules free", host: func(h *scriptsim.Host) { h.RuntimeModules = true }, swapTried: true},
+		{name: "modules held", host: func(*scriptsim.Host) {}, reboots: true, swapTried: true,
+			why: "gpukit: not swapped: modprobe -r nvidia: modprobe: FATAL: Module nvidia is in use."},
+		{name: "processes computing", host: func(h *scriptsim.Host) {
+			h.RuntimeModules, h.ComputeApps = true, "4242, python, 1024 MiB"
+		}, reboots: true, swapTried: true, why: "gpukit: not swapped: processes compute on the GPUs: 4242, python, 1024 MiB"},
+		{name: "policy always", nvidia: "rebootPolicy: always", host: func(h *scriptsim.Host) { h.RuntimeModules = true },
+			reboots: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			inv := testInventory(t, c.nvidia)
+			hosts := map[string]scriptsim.Host{}
+			for _, name := range []string{"gpu-001", "gpu-002"} {
+				h := scriptsim.Installed("570.172.08", 1)
+				c.host(&h)
+				hosts[name] = h
+			}
+			sim, err := scriptsim.New("", hosts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, _, rec := initRun(t, inv, sim, false)
+			if n := sum.HostCounts(); n.Changed != 2 || n.Failed != 0 {
+				t.Fatalf("counts %+v %+v", n, sum.Hosts)
+			}
+			w := strings.Join(writes(rec), "\n")
+			const swapStep = "gpu-001:load driver 580.95.05 without a reboot (a reboot if its modules are in use)"
+			if strings.Contains(w, swapStep) != c.swapTried || strings.Contains(w, "gpu-001:reboot") != c.reboots {
+				t.Errorf("writes (swap tried %v, reboot %v):\n%s", c.swapTried, c.reboots, w)
+			}
+			h := sim.Host("gpu-001")
+			if boots := h.Boot - 1; h.Loaded != "580.95.05" || (boots == 1) != c.reboots || h.RebootRequired {
+				t.Errorf("gpu-001: loaded %s after %d reboots, marker %v", h.Loaded, boots, h.RebootRequired)
+			}
+			var said strings.Builder
+			for _, e := range rec.OfType(event.Output) {
+				if e.Host == "gpu-001" {
+					said.WriteString(e.Line + "\n")
+				}
+			}
+			if c.why != "" && !strings.Contains(said.String(), c.why) {
+				t.Errorf("gpu-001's output does not say %q:\n%s", c.why, said.String())
+			}
+			if !c.reboots && !h.PersistencedActive {
+				t.Errorf("the persistence daemon was not started again")
+			}
+			if sum, _, _ := initRun(t, inv, sim, false); sum.HostCounts().Changed != 0 {
+				t.Errorf("second run: %+v", sum.HostCounts())
+			}
+		})
+	}
+
+	t.Run("dry-run", func(t *testing.T) {
+		t.Parallel()
+		inv := testInventory(t, "")
+		h := scriptsim.Installed("570.172.08", 1)
+		h.RuntimeModules = true
+		sim, err := scriptsim.New("", map[string]scriptsim.Host{"gpu-001": h, "gpu-002": h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, rec := initRun(t, inv, sim, true)
+		var planned []string
+		for _, e := range rec.OfType(event.Planned) {
+			if e.Host == "gpu-001" {
+				planned = append(planned, e.Step)
+			}
+		}
+		if !slices.Contains(planned, "load driver 580.95.05 without a reboot (a reboot if its modules are in use)") || slices.Contains(planned, "reboot") {
+			t.Errorf("planned %v", planned)
+		}
+	})
+}
+
+// Only a reboot helps where nouveau holds the GPUs or something other than
+// the driver's install asked for one; a driver mismatch alone may be swapped.
+func TestSwapBlocker(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		s    nvidia.State
+		want string
+	}{
+		{"driver mismatch", nvidia.State{ModuleLoaded: "580.95.05", ModuleInstalled: "590.48.01", RebootRequired: []string{"gpukit"},
+			RebootWhy: []string{"driver 580.95.05 loaded, 590.48.01 installed"}}, ""},
+		{"nothing loaded", nvidia.State{ModuleInstalled: "590.48.01"}, ""},
+		{"nouveau", nvidia.State{NouveauLoaded: true, ModuleInstalled: "590.48.01"}, "nouveau is loaded"},
+		{"the OS asks", nvidia.State{RebootRequired: []string{"system"}}, "the OS asks for a reboot (/var/run/reboot-required)"},
+		{"nouveau blacklisted this run", nvidia.State{RebootRequired: []string{"gpukit"}, RebootWhy: []string{"nouveau", "driver none loaded, 590.48.01 installed"}},
+			"a reboot is required (nouveau)"},
+	} {
+		if got := c.s.SwapBlocker(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}
 }

@@ -8,8 +8,10 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/facts"
+	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/osfamily"
 	"github.com/gpukit/gpukit/pkg/scripts"
+	"github.com/gpukit/gpukit/pkg/ssh"
 )
 
 // ---- nvidia/prepare
@@ -281,7 +283,9 @@ type rebootPhase struct{ l *Layer }
 
 func (*rebootPhase) Name() string    { return PhaseReboot }
 func (*rebootPhase) HostLocal() bool { return true }
-func (*rebootPhase) Title() string   { return "Reboot where the new driver needs it" }
+func (*rebootPhase) Title() string {
+	return "Load the new driver: its kernel modules swapped, else a reboot"
+}
 
 // MaxParallel bounds the hosts down at once.
 func (p *rebootPhase) MaxParallel() int { return p.l.opts.MaxParallelReboots }
@@ -306,6 +310,9 @@ func (p *rebootPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, stri
 func (p *rebootPhase) Run(ctx context.Context, h *engine.Host) error {
 	s, err := p.l.state(ctx, h)
 	if err != nil {
+		return err
+	}
+	if swapped, err := p.swap(ctx, h, s); swapped || err != nil {
 		return err
 	}
 	cmd, err := scripts.Reboot()
@@ -334,6 +341,62 @@ func (p *rebootPhase) Run(ctx context.Context, h *engine.Host) error {
 		p.l.changed(h)
 		return true, nil
 	})
+}
+
+// swap tries to bring the installed driver into memory without a reboot:
+// true when it is there. A refusal (the policy, nouveau, a module in use)
+// is logged with its reason and the host reboots instead; a step that
+// could not run at all (the connection) is the error.
+func (p *rebootPhase) swap(ctx context.Context, h *engine.Host, s *State) (bool, error) {
+	why := s.SwapBlocker()
+	if p.l.inv.Cluster.Spec.NVIDIA.RebootPolicy == inventory.RebootAlways {
+		why = "spec.nvidia.rebootPolicy is always"
+	}
+	installed := s.InstalledDriver()
+	if w, err := p.l.want(ctx, h); err == nil && h.DryRun() {
+		installed = w.Driver // what the planned install leaves on disk
+	}
+	if why == "" && !strings.Contains(installed, ".") {
+		why = fmt.Sprintf("the release on disk is not known (%q)", installed)
+	}
+	if why != "" {
+		h.Logf("nvidia/reboot: rebooting, not swapping the modules: %s", why)
+		return false, nil
+	}
+	cmd, err := scripts.ModuleSwap(scripts.ModuleSwapParams{Driver: installed, Units: scripts.GPUConsumerUnits})
+	if err != nil {
+		return false, err
+	}
+	res, err := h.Apply(ctx, "load driver "+installed+" without a reboot (a reboot if its modules are in use)", cmd)
+	p.l.changed(h)
+	switch {
+	case h.DryRun():
+		return true, nil
+	case err != nil && res.ExitCode <= 0:
+		return false, err
+	case err != nil:
+		h.Logf("nvidia/reboot: the modules were not swapped (%s): rebooting", swapRefusal(res))
+		return false, nil
+	}
+	now, err := p.l.state(ctx, h)
+	if err != nil {
+		return false, err
+	}
+	if why := now.NeedsReboot(); why != "" {
+		h.Logf("nvidia/reboot: after the swap %s: rebooting", why)
+		return false, nil
+	}
+	return true, nil
+}
+
+// swapRefusal is the reason the swap script gave, or its exit status.
+func swapRefusal(res ssh.Result) string {
+	for l := range strings.Lines(string(res.Stderr)) {
+		if why, ok := strings.CutPrefix(strings.TrimSpace(l), scripts.NotSwappedPrefix); ok {
+			return why
+		}
+	}
+	return fmt.Sprintf("exit status %d", res.ExitCode)
 }
 
 // bootSettle bounds the wait for a booted host's units, in seconds.

@@ -3,6 +3,7 @@ package nvidia
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,6 +25,9 @@ type State struct {
 	// RebootRequired lists who asked for a reboot: "gpukit" (a marker on
 	// /run, gone after a boot) or "system" (/var/run/reboot-required).
 	RebootRequired []string
+	// RebootWhy are the reasons gpukit's marker gives ("nouveau", "driver
+	// 580.95.05 loaded, 590.48.01 installed").
+	RebootWhy []string
 	// Packages are the installed packages of the stack, by name.
 	Packages map[string]Package
 	// UnattendedBlacklist: unattended-upgrades is told to keep off.
@@ -96,6 +100,8 @@ func (s *State) set(key, value string) error {
 		s.NouveauBlacklisted = value == "yes"
 	case "reboot.required":
 		s.RebootRequired = append(s.RebootRequired, value)
+	case "reboot.why":
+		s.RebootWhy = append(s.RebootWhy, value)
 	case "pkg":
 		if len(f) != 3 {
 			return fmt.Errorf("want name, version and hold, got %q", value)
@@ -186,6 +192,26 @@ func Upstream(v string) string {
 // 580.95.05).
 func versionMatches(have, want string) bool {
 	return have != "" && (have == want || strings.HasPrefix(have, want+"."))
+}
+
+// SwapBlocker says why only a reboot can bring the installed driver into
+// memory, or "" when unloading the old modules and loading the new ones may
+// (the modules' users decide on the host). nouveau lets go of the GPUs only
+// at a boot, and a reboot the OS or gpukit asks for other than the driver's
+// is not avoided by a swap.
+func (s *State) SwapBlocker() string {
+	switch {
+	case s.NouveauLoaded:
+		return "nouveau is loaded"
+	case slices.Contains(s.RebootRequired, "system"):
+		return "the OS asks for a reboot (/var/run/reboot-required)"
+	}
+	for _, why := range s.RebootWhy {
+		if !strings.HasPrefix(why, "driver ") {
+			return "a reboot is required (" + why + ")"
+		}
+	}
+	return ""
 }
 
 // NeedsReboot says why the host needs a reboot for its driver, or "" when it

@@ -23,6 +23,7 @@ var (
 	cudaToolkitTemplate      = parse[CUDAToolkitParams]("cuda-toolkit.sh")
 	containerToolkitTemplate = parse[ContainerToolkitParams]("nvidia-container-toolkit.sh")
 	rebootTemplate           = parse[NoParams]("reboot.sh")
+	moduleSwapTemplate       = parse[ModuleSwapParams]("nvidia-module-swap.sh")
 	nvidiaHealthTemplate     = parse[NoParams]("nvidia-health.sh")
 	waitBootTemplate         = parse[WaitBootParams]("wait-boot.sh")
 )
@@ -345,6 +346,33 @@ func ContainerToolkit(p ContainerToolkitParams) (ssh.Command, error) {
 func Reboot() (ssh.Command, error) {
 	return command("reboot", rebootTemplate, NoParams{})
 }
+
+// ModuleSwapParams put the driver release on disk into memory without a
+// reboot, the host's GPU consumers (Units) stopped around it.
+type ModuleSwapParams struct {
+	// Driver is the release on disk, which must end up loaded.
+	Driver string
+	Units  []string
+}
+
+// Validate checks the release and the unit names.
+func (p ModuleSwapParams) Validate() error {
+	if !strings.Contains(p.Driver, ".") || !driverVersion.MatchString(p.Driver) {
+		return fmt.Errorf("driver release %q", p.Driver)
+	}
+	return GPUConsumersStopParams{Units: p.Units}.Validate()
+}
+
+// ModuleSwap returns the command that unloads the NVIDIA kernel modules and
+// loads the ones on disk. Exit 3 with a line starting with NotSwappedPrefix
+// says why it could not (the modules are in use): the host must reboot.
+func ModuleSwap(p ModuleSwapParams) (ssh.Command, error) {
+	return command("swap the driver's kernel modules", moduleSwapTemplate, p)
+}
+
+// NotSwappedPrefix starts the line ModuleSwap's script explains a refusal
+// with.
+const NotSwappedPrefix = "gpukit: not swapped: "
 
 // WaitBootParams wait for a boot to finish.
 type WaitBootParams struct{ TimeoutSeconds int }

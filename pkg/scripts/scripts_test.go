@@ -39,6 +39,9 @@ func cases() []goldenCase {
 			return NVIDIAState(NVIDIAStateParams{GPUFields: facts.GPUQueryFields()})
 		}},
 		{rebootTemplate.name, anyFamily, "", Reboot},
+		{moduleSwapTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return ModuleSwap(ModuleSwapParams{Driver: "590.48.01", Units: GPUConsumerUnits})
+		}},
 		{kubePrepareTemplate.name, anyFamily, "", func() (ssh.Command, error) { return KubePrepare(KubePrepareParams{}) }},
 		{kubePrepareTemplate.name, anyFamily, "check", func() (ssh.Command, error) { return KubePrepare(KubePrepareParams{Check: true}) }},
 		{kubeadmInitTemplate.name, anyFamily, "", func() (ssh.Command, error) {

@@ -3,13 +3,16 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpukit/gpukit/internal/cli"
 	"github.com/gpukit/gpukit/test/gpusim"
+	"github.com/gpukit/gpukit/test/lab"
 )
 
 // run executes the gpukit command line in-process, as a user would run it.
@@ -45,4 +48,31 @@ func labCapture(t *testing.T, name string) gpusim.Capture {
 	}
 	t.Skipf("no %s capture among the fixtures", name)
 	return gpusim.Capture{}
+}
+
+// gpuLab is a lab of full hosts lab-1..N with the simulated hardware hw
+// (by host name), each host's reboot a second long and Debian's packages
+// from the lab's mirror. It returns the lab, the hosts in order and the
+// lab inventory's text with the stand-in NVIDIA repositories.
+func gpuLab(t *testing.T, hw map[string]gpusim.Hardware) (*lab.Lab, []string, string) {
+	t.Helper()
+	l := lab.Start(t, lab.Options{Hosts: len(hw)})
+	var hosts []string
+	for i := range len(hw) {
+		hosts = append(hosts, fmt.Sprintf("lab-%d", i+1))
+	}
+	repo := gpusim.Simulate(t, l, hw)
+	base, err := repo.Inventory(l, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hosts {
+		l.SetRebootDelay(t, h, time.Second)
+		l.UseDebianMirror(t, h)
+	}
+	return l, hosts, string(raw)
 }

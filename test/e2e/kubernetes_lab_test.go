@@ -676,6 +676,51 @@ spec:
 			t.Errorf("a second upgrade: exit %d %+v writes %v\n%s", r.code, r.counts, r.writeSteps(), r.out)
 		}
 	})
+
+	// MIG on the kubeadm cluster: mig apply takes lab-2 through the
+	// rollout (cordoned, drained: the serving pod moves through its PDB),
+	// partitions its simulated H100 with the balanced layout, waits for the
+	// node to be Ready and gives it back. The layout's boot unit runs
+	// before the kubelet. A second run changes nothing.
+	t.Run("mig apply partitions lab-2 through the drain", func(t *testing.T) {
+		raw, err := os.ReadFile(inv4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		invMIG := withMIG(t, string(raw), "kube-mig.yaml", "{}", map[string]string{"lab-2": "all-balanced"})
+		state := filepath.Join(t.TempDir(), "kube.mig.json")
+		start := time.Now()
+		r := runInit(t, "mig", "apply", "-i", invMIG, "--state", state, "--drain-timeout", "3m", "--delete-emptydir-data")
+		if r.code != cli.ExitOK || r.counts.Changed != 1 || r.counts.Failed != 0 {
+			t.Fatalf("mig apply: exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
+		}
+		t.Logf("mig apply on the kubeadm cluster (lab-2 partitioned): %s", time.Since(start).Round(100*time.Millisecond))
+		w := r.writeSteps()["lab-2"]
+		for _, step := range []string{"cordon lab-2", "drain lab-2", "partition the GPUs", "uncordon lab-2"} {
+			if !slices.Contains(w, step) {
+				t.Errorf("lab-2's writes lack %q: %v", step, w)
+			}
+		}
+		for _, h := range []string{"lab-3", "lab-4"} {
+			if len(r.writeSteps()[h]) != 0 {
+				t.Errorf("%s has no layout and was changed: %v", h, r.writeSteps()[h])
+			}
+		}
+		if got := migDevices(t, l, "lab-2"); got != "1g.10gb,1g.10gb,2g.20gb,3g.40gb" {
+			t.Errorf("lab-2's MIG devices: %q", got)
+		}
+		if got := l.SSH(t, "lab-2", "systemctl is-enabled gpukit-mig.service; systemctl show -P Before gpukit-mig.service"); !strings.HasPrefix(got, "enabled\n") || !strings.Contains(got, "kubelet.service") {
+			t.Errorf("gpukit-mig.service: %q", got)
+		}
+		if got := kubectl(t, "get", "node", "lab-2", "-o", "jsonpath={.spec.unschedulable}"); got != "" {
+			t.Errorf("lab-2 is left unschedulable: %q", got)
+		}
+		kubectl(t, "rollout", "status", "deployment/serve", "--timeout=180s")
+		r = runInit(t, "mig", "apply", "-i", invMIG, "--state", state)
+		if r.code != cli.ExitOK || r.counts.Changed != 0 {
+			t.Errorf("mig apply again: exit %d %+v, writes %v", r.code, r.counts, r.writeSteps())
+		}
+	})
 }
 
 // assertDriverSwapped checks a host after a driver upgrade from old to
@@ -719,9 +764,29 @@ func kubectlIn(t *testing.T, kubeconfig, stdin string, args ...string) string {
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, out, clusterDiagnosis(t, kubeconfig, args))
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// clusterDiagnosis is what a failed wait leaves to read: where the pods
+// are, why they wait (their events), and the nodes' conditions and taints.
+// A CI run keeps nothing else of the lab.
+func clusterDiagnosis(t *testing.T, kubeconfig string, args []string) string {
+	if len(args) == 0 || (args[0] != "wait" && args[0] != "rollout") {
+		return ""
+	}
+	bin := filepath.Join(cluster.Binaries(t), "kubectl")
+	var b strings.Builder
+	for _, q := range [][]string{
+		{"get", "pods", "-A", "-o", "wide"},
+		{"get", "events", "-A", "--sort-by=.lastTimestamp"},
+		{"get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name} taints={.spec.taints} {range .status.conditions[*]}{.type}={.status}({.reason}) {end}{"\n"}{end}`},
+	} {
+		out, _ := exec.Command(bin, append([]string{"--kubeconfig", kubeconfig}, q...)...).CombinedOutput()
+		fmt.Fprintf(&b, "\n--- kubectl %s\n%s", strings.Join(q, " "), out)
+	}
+	return b.String()
 }
 
 // phaseTime is how long phase took in r (from its first to its last event).

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -47,26 +46,12 @@ func TestLabMIG(t *testing.T) {
 	lab.Require(t)
 	t.Parallel()
 	h100 := labCapture(t, "h100-80gb-hbm3__drv590.48.01")
-	l := lab.Start(t, lab.Options{Hosts: 2})
-	hosts := []string{"lab-1", "lab-2"}
-	repo := gpusim.Simulate(t, l, map[string]gpusim.Hardware{"lab-1": {Capture: h100}, "lab-2": {Capture: h100}})
-	base, err := repo.Inventory(l, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, h := range hosts {
-		l.SetRebootDelay(t, h, time.Second)
-		l.UseDebianMirror(t, h)
-	}
+	l, _, raw := gpuLab(t, map[string]gpusim.Hardware{"lab-1": {Capture: h100}, "lab-2": {Capture: h100}})
 	const layouts = `{layout: all-balanced, layouts: {inference: [{profiles: {1g.10gb: 7}}], too-big: [{profiles: {4g.40gb: 1, 3g.40gb: 2}}]}}`
 	skip := []string{"--skip-phases", "kubernetes,platform,kubeflow"}
 
 	t.Run("plan refuses a layout the GPU cannot hold", func(t *testing.T) {
-		inv := withMIG(t, string(raw), "too-big.yaml", layouts, map[string]string{"lab-2": "too-big"})
+		inv := withMIG(t, raw, "too-big.yaml", layouts, map[string]string{"lab-2": "too-big"})
 		r := runInit(t, append([]string{"plan", "-i", inv}, skip...)...)
 		if r.code != cli.ExitHostsFailed || len(r.failed) != 1 || !strings.Contains(r.failed["lab-2"], nvidia.PhaseMIG) ||
 			!strings.Contains(r.failed["lab-2"], "GPU 0") || !strings.Contains(r.failed["lab-2"], "has 7 compute slices; 4g.40gb x1 + 3g.40gb x2 take 10") {
@@ -77,7 +62,7 @@ func TestLabMIG(t *testing.T) {
 		}
 	})
 
-	inv := withMIG(t, string(raw), "mig.yaml", layouts, map[string]string{"lab-2": "inference"})
+	inv := withMIG(t, raw, "mig.yaml", layouts, map[string]string{"lab-2": "inference"})
 	t.Run("init applies each host's layout", func(t *testing.T) {
 		r := runInit(t, append([]string{"init", "-i", inv}, skip...)...)
 		if r.code != cli.ExitOK || r.counts != (event.HostCounts{Changed: 2}) {
@@ -138,7 +123,7 @@ func TestLabMIG(t *testing.T) {
 	})
 
 	t.Run("a changed layout changes only its host", func(t *testing.T) {
-		changed := withMIG(t, string(raw), "disabled.yaml", layouts, map[string]string{"lab-2": "inference", "lab-1": "all-disabled"})
+		changed := withMIG(t, raw, "disabled.yaml", layouts, map[string]string{"lab-2": "inference", "lab-1": "all-disabled"})
 		r := runInit(t, append([]string{"init", "-i", changed}, skip...)...)
 		if r.code != cli.ExitOK || r.counts != (event.HostCounts{Changed: 1, Unchanged: 1}) {
 			t.Errorf("exit %d %+v %v", r.code, r.counts, r.failed)

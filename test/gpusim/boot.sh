@@ -14,6 +14,14 @@
 #   - nouveau loaded when hardware.conf says nouveau=yes and nothing blacklists it at boot.
 # The host has its own mount namespace (systemd-nspawn): nothing here reaches the machine.
 # Run again in the same boot (gpusim.InstallHardware), it keeps what is "in memory".
+#
+# `boot load MODULE` and `boot unload MODULE` are modprobe's install and remove commands for the
+# simulated modules (nvidia, nvidia_uvm, nvidia_modeset, nvidia_drm) on a host whose hardware.conf
+# says modules=runtime, as a real host whose DKMS module is on disk: unloading is refused while
+# another module depends on it, a process computes on the GPUs (/etc/gpusim/compute-apps), the
+# persistence daemon runs or the fabric manager does (they hold /dev/nvidia*); loading takes the
+# driver on disk (/var/lib/gpusim/installed-driver), and fails while nouveau holds the GPUs.
+# modules=boot (the default) leaves the module to the boot: modprobe fails both ways.
 # The paths are test/gpusim/hoststate's (Go): /etc/gpusim/hardware.conf is HardwareFile,
 # /var/lib/gpusim/installed-driver InstalledDriverFile, /sys/module/nvidia/version
 # LoadedDriverFile, /run/gpusim/loaded-flavor LoadedFlavorFile.
@@ -24,6 +32,88 @@ real=$state/real
 setting() { sed -n "s/^$1=//p" "$conf" 2>/dev/null | tail -n 1; }
 
 mkdir -p "$state" "$real"
+action=${1:-boot}
+# deps MODULE: the simulated modules it needs loaded.
+deps() {
+	case $1 in
+	nvidia_uvm | nvidia_modeset) echo nvidia ;;
+	nvidia_drm) echo nvidia_modeset ;;
+	esac
+}
+loaded_modules() { cat "$state/modules" 2>/dev/null || true; }
+has_module() { case " $(loaded_modules) " in *" $1 "*) return 0 ;; esac; return 1; }
+if [ "$action" != boot ]; then
+	module=$(echo "${2:-nvidia}" | tr - _)
+	case $module in nvidia | nvidia_uvm | nvidia_modeset | nvidia_drm) ;; *)
+		echo "gpukit GPU SIMULATOR: no simulated module $module" >&2
+		exit 1
+		;;
+	esac
+fi
+case $action in
+boot) ;;
+load)
+	if has_module "$module"; then exit 0; fi
+	if [ "$(cat "$state/nouveau")" = yes ]; then
+		echo "modprobe: ERROR: could not insert '$module': No such device (gpukit GPU SIMULATOR: nouveau holds the GPUs)" >&2
+		exit 1
+	fi
+	installed='' iflavor=''
+	if [ -s /var/lib/gpusim/installed-driver ]; then read -r installed iflavor </var/lib/gpusim/installed-driver || true; fi
+	if [ -z "$installed" ]; then
+		echo "modprobe: FATAL: Module $module not found in directory /lib/modules/$(uname -r) (gpukit GPU SIMULATOR: no driver installed)" >&2
+		exit 1
+	fi
+	if [ "$module" != nvidia ]; then
+		if ! has_module nvidia; then "$0" load nvidia; fi
+		if [ "$(cat "$state/loaded-version")" != "$installed" ]; then
+			echo "modprobe: ERROR: could not insert '$module': Invalid argument (gpukit GPU SIMULATOR: $module $installed disagrees about the symbols of nvidia $(cat "$state/loaded-version"))" >&2
+			exit 1
+		fi
+		for d in $(deps "$module"); do if ! has_module "$d"; then "$0" load "$d"; fi; done
+		echo "$(loaded_modules) $module" | xargs >"$state/modules.new"
+		mv "$state/modules.new" "$state/modules"
+	else
+		echo "$installed" >"$state/loaded-version"
+		echo "$iflavor" >"$state/loaded-flavor"
+		echo nvidia >"$state/modules"
+		# A module loaded afresh resets the GPUs: the stand-in nvidia-smi drops the MIG
+		# instances and makes pending modes current when the state's boot is not this one.
+		if [ -e /var/lib/gpusim/mig.json ]; then sed -i 's/"boot": *"[^"]*"/"boot": "module-loaded"/' /var/lib/gpusim/mig.json; fi
+	fi
+	;;
+unload)
+	if ! has_module "$module"; then
+		echo "modprobe: FATAL: Module $module is not currently loaded" >&2
+		exit 1
+	fi
+	why=''
+	for m in $(loaded_modules); do
+		if [ "$(deps "$m")" = "$module" ]; then why="$why used by $m;"; fi
+	done
+	case $module in nvidia | nvidia_uvm)
+		if [ -s /etc/gpusim/compute-apps ]; then why="$why a process computes on the GPUs ($(cut -d, -f1,2 /etc/gpusim/compute-apps | tr '\n' ' '));"; fi
+		;;
+	esac
+	if [ "$module" = nvidia ]; then
+		pid=$(cat /run/nvidia-persistenced/nvidia-persistenced.pid 2>/dev/null || true)
+		if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then why="$why held by nvidia-persistenced (pid $pid);"; fi
+		if systemctl is-active --quiet nvidia-fabricmanager 2>/dev/null; then why="$why held by nvidia-fabricmanager;"; fi
+	fi
+	if [ -n "$why" ]; then
+		echo "modprobe: FATAL: Module $module is in use. (gpukit GPU SIMULATOR:${why%;})" >&2
+		exit 1
+	fi
+	rest=''
+	for m in $(loaded_modules); do [ "$m" = "$module" ] || rest="$rest $m"; done
+	echo "$rest" | xargs >"$state/modules"
+	if [ "$module" = nvidia ]; then : >"$state/loaded-version" && : >"$state/loaded-flavor"; fi
+	;;
+*)
+	echo "usage: boot [load|unload MODULE]" >&2
+	exit 2
+	;;
+esac
 if [ ! -e "$state/booted" ]; then
 	nouveau=no
 	if [ "$(setting nouveau)" = yes ] &&
@@ -37,6 +127,8 @@ if [ ! -e "$state/booted" ]; then
 	echo "$nouveau" >"$state/nouveau"
 	echo "$loaded" >"$state/loaded-version"
 	echo "$flavor" >"$state/loaded-flavor"
+	# What a GPU server's boot loads with the driver (udev and the driver's modprobe rules).
+	if [ -n "$loaded" ]; then echo nvidia nvidia_uvm nvidia_modeset nvidia_drm >"$state/modules"; else : >"$state/modules"; fi
 	: >"$state/booted"
 fi
 nouveau=$(cat "$state/nouveau")
@@ -82,16 +174,24 @@ for addr in $simulated; do
 	if [ -n "$drv" ]; then ln -s "../../../bus/pci/drivers/$drv" "$d/driver"; fi
 done
 
-# Kernel modules.
+# Kernel modules, each with its holders (the loaded modules that need it) and its version.
 cover /sys/module module 'nvidia*|nouveau'
-if [ -n "$loaded" ]; then
-	mkdir -p /sys/module/nvidia/parameters
-	echo "$loaded" >/sys/module/nvidia/version
-	echo live >/sys/module/nvidia/initstate
-	echo 0 >/sys/module/nvidia/refcnt
-	echo OE >/sys/module/nvidia/taint
-	echo "gpukit GPU SIMULATOR: this module is simulated ($flavor kernel modules)" >/sys/module/nvidia/gpusim
-fi
+modules=$(loaded_modules)
+if [ -z "$loaded" ]; then modules=''; fi
+for m in $modules; do
+	mkdir -p "/sys/module/$m/parameters" "/sys/module/$m/holders"
+	echo "$loaded" >"/sys/module/$m/version"
+	echo live >"/sys/module/$m/initstate"
+	echo OE >"/sys/module/$m/taint"
+	echo "gpukit GPU SIMULATOR: this module is simulated ($flavor kernel modules)" >"/sys/module/$m/gpusim"
+done
+for m in $modules; do
+	n=0
+	for h in $modules; do
+		if [ "$(deps "$h")" = "$m" ]; then ln -s "../../$h" "/sys/module/$m/holders/$h" && n=$((n + 1)); fi
+	done
+	echo "$n" >"/sys/module/$m/refcnt"
+done
 if [ "$nouveau" = yes ]; then
 	mkdir -p /sys/module/nouveau/parameters
 	echo live >/sys/module/nouveau/initstate
@@ -119,4 +219,6 @@ if [ -n "$loaded" ] && [ -d /proc/driver ]; then
 		for addr in $switches; do mkdir -p "/proc/driver/nvidia-nvswitch/devices/$addr"; done
 	fi
 fi
-echo "gpukit GPU SIMULATOR: $(echo "$simulated" | wc -w) simulated PCI devices; nvidia module ${loaded:-not loaded}${flavor:+ ($flavor)}; nouveau ${nouveau}"
+if [ "$action" = boot ]; then
+	echo "gpukit GPU SIMULATOR: $(echo "$simulated" | wc -w) simulated PCI devices; nvidia module ${loaded:-not loaded}${flavor:+ ($flavor)}; nouveau ${nouveau}"
+fi

@@ -41,6 +41,12 @@ type Hardware struct {
 	// host gets /lib/modules/$(uname -r)/build (a labelled stand-in): the lab
 	// runs this machine's kernel, for which Debian has no linux-headers package.
 	NoKernelHeaders bool
+	// RuntimeModules: modprobe loads and unloads the simulated modules, as on
+	// a real host (nothing holding them, nouveau away), so a new driver gets
+	// into memory without a reboot. Without it the driver changes only at a
+	// boot: the lab's hosts as most tests have them, where every driver
+	// change reboots.
+	RuntimeModules bool
 }
 
 // Runner runs scripts on a host (pkg/ssh.Client does); InstallHardware runs
@@ -68,14 +74,33 @@ ExecStart=/usr/lib/gpusim/boot
 WantedBy=sysinit.target
 `
 
-// noModule makes `modprobe nvidia` fail when the simulated module is not
-// "loaded": there is no real one, so the driver loads only at a boot.
+// noModule makes `modprobe nvidia` and `modprobe -r nvidia` fail: the
+// simulated module changes only at a boot.
 const noModule = `# ` + Label + ` (test/gpusim, test only): no real NVIDIA kernel module can be loaded in the
-# lab; the simulated one is "loaded" at boot (gpusim-boot.service).
+# lab; the simulated one is "loaded" at boot (gpusim-boot.service), and stays until the next.
 install nvidia /bin/sh -c 'echo "gpukit GPU SIMULATOR: no real nvidia module in the lab; the installed driver loads at the next boot" >&2; exit 1'
 install nvidia-uvm /bin/sh -c 'echo "gpukit GPU SIMULATOR: no real nvidia module in the lab" >&2; exit 1'
 install nvidia-modeset /bin/sh -c 'echo "gpukit GPU SIMULATOR: no real nvidia module in the lab" >&2; exit 1'
 install nvidia-drm /bin/sh -c 'echo "gpukit GPU SIMULATOR: no real nvidia module in the lab" >&2; exit 1'
+remove nvidia /bin/sh -c 'echo "gpukit GPU SIMULATOR: this host's simulated nvidia module goes only at a reboot (hardware: modules=boot)" >&2; exit 1'
+remove nvidia-uvm /bin/sh -c 'echo "gpukit GPU SIMULATOR: this host's simulated modules go only at a reboot (hardware: modules=boot)" >&2; exit 1'
+remove nvidia-modeset /bin/sh -c 'echo "gpukit GPU SIMULATOR: this host's simulated modules go only at a reboot (hardware: modules=boot)" >&2; exit 1'
+remove nvidia-drm /bin/sh -c 'echo "gpukit GPU SIMULATOR: this host's simulated modules go only at a reboot (hardware: modules=boot)" >&2; exit 1'
+`
+
+// runtimeModules hands modprobe's loads and unloads of the simulated
+// modules to the boot script, which keeps them as a kernel would (see
+// boot.sh).
+const runtimeModules = `# ` + Label + ` (test/gpusim, test only): modprobe loads and unloads the simulated NVIDIA
+# modules (hardware: modules=runtime); /usr/lib/gpusim/boot keeps them as a kernel would.
+install nvidia /usr/lib/gpusim/boot load nvidia
+install nvidia-uvm /usr/lib/gpusim/boot load nvidia_uvm
+install nvidia-modeset /usr/lib/gpusim/boot load nvidia_modeset
+install nvidia-drm /usr/lib/gpusim/boot load nvidia_drm
+remove nvidia /usr/lib/gpusim/boot unload nvidia
+remove nvidia-uvm /usr/lib/gpusim/boot unload nvidia_uvm
+remove nvidia-modeset /usr/lib/gpusim/boot unload nvidia_modeset
+remove nvidia-drm /usr/lib/gpusim/boot unload nvidia_drm
 `
 
 // installScript unpacks the simulation ($1: a base64 tar.gz) and runs its
@@ -112,7 +137,7 @@ systemctl restart gpusim-boot.service
 //	/usr/share/gpusim/pci/ADDR/         the PCI devices (vendor, device, class, config, ...)
 //	/usr/share/gpusim/gpus/ADDR/        /proc/driver/nvidia/gpus/ADDR/information
 //	/usr/lib/gpusim/boot                run at every boot by gpusim-boot.service (enabled)
-//	/usr/lib/modprobe.d/gpusim.conf     `modprobe nvidia` fails: no real module
+//	/usr/lib/modprobe.d/gpusim.conf     modprobe (-r) nvidia: the boot script, or fails (RuntimeModules)
 //	/lib/modules/$(uname -r)/build      unless NoKernelHeaders
 //
 // and runs the boot unit at once (the host "has" the GPUs from now on).
@@ -162,7 +187,8 @@ func hardwareFiles(hw Hardware) ([]byte, error) {
 	yes := map[bool]string{true: "yes", false: "no"}
 	out[hoststate.HardwareFile] = fmt.Appendf(nil, "# %s (test/gpusim, test only): this host's simulated hardware.\n"+
 		"# Read at boot by /usr/lib/gpusim/boot; a change takes effect at the next boot.\n"+
-		"capture=%s\ngpus=%d\nnvswitches=%d\nnouveau=%s\n", Label, name, len(gpus), hw.NVSwitches, yes[hw.Nouveau])
+		"capture=%s\ngpus=%d\nnvswitches=%d\nnouveau=%s\nmodules=%s\n", Label, name, len(gpus), hw.NVSwitches, yes[hw.Nouveau],
+		map[bool]string{true: "runtime", false: "boot"}[hw.RuntimeModules])
 	for _, g := range gpus {
 		addr := g.PCIAddress()
 		dev := pciDevice{Vendor: 0x10de, Device: g.Device(), Class: g.Class, Revision: 0xa1,
@@ -184,6 +210,9 @@ func hardwareFiles(hw Hardware) ([]byte, error) {
 	out["/usr/lib/gpusim/boot"] = bootScript
 	out["/etc/systemd/system/gpusim-boot.service"] = []byte(bootUnit)
 	out["/usr/lib/modprobe.d/gpusim.conf"] = []byte(noModule)
+	if hw.RuntimeModules {
+		out["/usr/lib/modprobe.d/gpusim.conf"] = []byte(runtimeModules)
+	}
 	return tarGz(out)
 }
 

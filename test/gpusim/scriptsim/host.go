@@ -46,8 +46,10 @@ type Host struct {
 	// Driver is the driver release installed (the module on disk), Loaded
 	// the one in memory ("": none).
 	Driver, Loaded string
-	// RebootRequired is gpukit's reboot marker (/run/gpukit).
+	// RebootRequired is gpukit's reboot marker (/run/gpukit), RebootWhy
+	// its lines.
 	RebootRequired      bool
+	RebootWhy           []string
 	UnattendedBlacklist bool
 	// The persistence daemon: gpukit's drop-in (persistence mode on), its
 	// unit enabled, running.
@@ -66,6 +68,10 @@ type Host struct {
 	// ComputeApps are processes computing on the GPUs, as nvidia-smi
 	// --query-compute-apps prints them (CSV lines).
 	ComputeApps string
+	// RuntimeModules: the driver's modules can be unloaded and loaded
+	// without a reboot (nothing else holds them); without it every driver
+	// change in memory takes a boot.
+	RuntimeModules bool
 
 	// MIG is the GPUs' partitioning (SIMULATED, mig.go).
 	MIG MIGState
@@ -172,6 +178,9 @@ func (h *Host) nvidiaState(script string) (string, int, string) {
 	yes("nouveau.blacklisted", h.NouveauBlacklisted)
 	if h.RebootRequired {
 		kv("reboot.required", "gpukit")
+		for _, why := range h.RebootWhy {
+			kv("reboot.why", why)
+		}
 	}
 	names := make([]string, 0, len(h.Packages))
 	for n := range h.Packages {

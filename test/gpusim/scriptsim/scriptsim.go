@@ -231,6 +231,8 @@ func (h *Host) answer(name string, cmd ssh.Command) (out string, code int, stder
 	case "reboot":
 		h.Rebooting = max(1, h.RebootDials) + 1
 		return fmt.Sprintf("gpukit: rebooting in 2 s (boot id %s)\n", h.bootID()), 0, ""
+	case "swap the driver's kernel modules":
+		return h.swapModules()
 	case "wait for the boot to finish":
 		return "system running\n", 0, ""
 	case "nvidia health":
@@ -254,6 +256,7 @@ func (h *Host) prepare() string {
 	}
 	if h.NouveauLoaded {
 		h.RebootRequired = true
+		h.RebootWhy = append(h.RebootWhy, "nouveau")
 		return "gpukit: nouveau is loaded; the host reboots after the driver is installed\n"
 	}
 	return ""
@@ -290,6 +293,7 @@ func (h *Host) installDriver(script string) (string, int, string) {
 	out := fmt.Sprintf("gpukit: held %d packages of driver %s\n", len(names), release)
 	if h.Loaded != release {
 		h.RebootRequired = true
+		h.RebootWhy = append(h.RebootWhy, fmt.Sprintf("driver %s loaded, %s installed", cmp.Or(h.Loaded, "none"), release))
 		out += fmt.Sprintf("gpukit: driver %s loaded, %s installed: the host reboots\n", cmp.Or(h.Loaded, "none"), release)
 	}
 	return out, 0, ""
@@ -308,7 +312,7 @@ func (h *Host) install(version string, names ...string) {
 // not without a GPU it drives), the persistence daemon started if enabled.
 func (h *Host) boot() {
 	h.Boot++
-	h.RebootRequired = false
+	h.RebootRequired, h.RebootWhy = false, nil
 	h.NouveauLoaded = h.GPUs > 0 && !h.NouveauBlacklisted
 	h.Loaded = ""
 	if h.Driver != "" && !h.NouveauLoaded && !h.SecureBoot && h.drives(h.Driver) {
@@ -319,6 +323,44 @@ func (h *Host) boot() {
 		h.SMIBroken = true
 	}
 	h.migBoot()
+}
+
+// swapModules is nvidia-module-swap.sh: the old modules unloaded and the
+// driver on disk loaded, unless something holds them (exit 3, the reason
+// after "gpukit: not swapped: "). A module loaded afresh has no MIG
+// instances, as after a boot.
+func (h *Host) swapModules() (string, int, string) {
+	refuse := func(why string) (string, int, string) { return "", 3, "gpukit: not swapped: " + why }
+	switch {
+	case !h.RuntimeModules:
+		return refuse("modprobe -r nvidia: modprobe: FATAL: Module nvidia is in use. (scriptsim: this host's modules change only at a boot)")
+	case h.NouveauLoaded:
+		return refuse("nouveau is loaded and holds the GPUs")
+	case h.ComputeApps != "" && h.Loaded != "":
+		return refuse("processes compute on the GPUs: " + strings.ReplaceAll(strings.TrimSpace(h.ComputeApps), "\n", ";"))
+	}
+	before := h.Loaded
+	h.PersistencedActive, h.Loaded = false, ""
+	out := fmt.Sprintf("gpukit: unloaded nvidia (driver %s)\n", cmp.Or(before, "none"))
+	if h.SecureBoot || !h.drives(h.Driver) {
+		return out, 3, "gpukit: not swapped: modprobe nvidia: modprobe: ERROR: could not insert 'nvidia': No such device"
+	}
+	h.Loaded = h.Driver
+	h.PersistencedActive = h.PersistencedEnabled
+	var why []string
+	for _, w := range h.RebootWhy {
+		if !strings.HasPrefix(w, "driver ") {
+			why = append(why, w)
+		}
+	}
+	h.RebootWhy, h.RebootRequired = why, len(why) > 0
+	for _, g := range h.MIG.GPUs {
+		g.Mode, g.Instances = g.Pending, nil
+	}
+	if h.MIG.Unit && !h.SMIBroken {
+		h.migRun(h.MIG.Script)
+	}
+	return out + fmt.Sprintf("gpukit: driver %s loaded without a reboot (was %s)\n", h.Loaded, cmp.Or(before, "none")), 0, ""
 }
 
 // upstream is a package version without its revision.

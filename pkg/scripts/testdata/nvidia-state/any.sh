@@ -39,7 +39,10 @@ if grep -qsE '^[[:space:]]*blacklist[[:space:]]+nouveau' /etc/modprobe.d/*.conf 
   kv nouveau.blacklisted yes
 fi
 # gpukit's own marker lives on /run: a reboot clears it, which is its meaning.
-if [ -e /run/gpukit/reboot-required ]; then kv reboot.required gpukit; fi
+if [ -e /run/gpukit/reboot-required ]; then
+  kv reboot.required gpukit
+  while IFS= read -r why; do kv reboot.why "$why"; done </run/gpukit/reboot-required
+fi
 if [ -e /var/run/reboot-required ]; then kv reboot.required system; fi
 
 # Installed packages of the stack, with their hold state.
