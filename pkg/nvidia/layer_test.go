@@ -290,7 +290,7 @@ func TestDriverChangeSwapsModulesWithoutAReboot(t *testing.T) {
 				t.Fatalf("counts %+v %+v", n, sum.Hosts)
 			}
 			w := strings.Join(writes(rec), "\n")
-			const swapStep = "gpu-001:load driver 580.95.05 without a reboot (a reboot if its modules are in use)"
+			const swapStep = "gpu-001:swap the kernel modules for driver 580.95.05"
 			if strings.Contains(w, swapStep) != c.swapTried || strings.Contains(w, "gpu-001:reboot") != c.reboots {
 				t.Errorf("writes (swap tried %v, reboot %v):\n%s", c.swapTried, c.reboots, w)
 			}
@@ -332,7 +332,7 @@ func TestDriverChangeSwapsModulesWithoutAReboot(t *testing.T) {
 				planned = append(planned, e.Step)
 			}
 		}
-		if !slices.Contains(planned, "load driver 580.95.05 without a reboot (a reboot if its modules are in use)") || slices.Contains(planned, "reboot") {
+		if !slices.Contains(planned, "swap the kernel modules for driver 580.95.05") || slices.Contains(planned, "reboot") {
 			t.Errorf("planned %v", planned)
 		}
 	})

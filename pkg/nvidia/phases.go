@@ -367,7 +367,7 @@ func (p *rebootPhase) swap(ctx context.Context, h *engine.Host, s *State) (bool,
 	if err != nil {
 		return false, err
 	}
-	res, err := h.Apply(ctx, "load driver "+installed+" without a reboot (a reboot if its modules are in use)", cmd)
+	res, err := h.Apply(ctx, "swap the kernel modules for driver "+installed, cmd)
 	p.l.changed(h)
 	switch {
 	case h.DryRun():

@@ -15,7 +15,7 @@ import (
 
 // swapStep is the reboot phase's write that swaps the modules.
 func swapStep(driver string) string {
-	return "load driver " + driver + " without a reboot (a reboot if its modules are in use)"
+	return "swap the kernel modules for driver " + driver
 }
 
 // A new driver gets into memory without a reboot where nothing holds the
