@@ -172,6 +172,14 @@ type KubeletSpec struct {
 	FailSwapOn *bool `yaml:"failSwapOn,omitempty" json:"failSwapOn,omitempty"`
 	// ResolvConf is the resolver file (absolute path) pods' DNS forwards to. Default /etc/resolv.conf.
 	ResolvConf string `yaml:"resolvConf,omitempty" json:"resolvConf,omitempty"`
+	// EvictionHard are the kubelet's hard eviction thresholds by signal (memory.available,
+	// nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree,
+	// containerfs.available, containerfs.inodesFree, pid.available): a percentage ("5%") or a
+	// quantity ("500Mi"). Given, they replace the kubelet's defaults, and a signal not named has
+	// no threshold. Default: the kubelet's (memory.available 100Mi, nodefs.available 10%,
+	// imagefs.available 15%, nodefs.inodesFree 5%): a node whose disk is shared or large (local
+	// datasets, checkpoints) may need its own.
+	EvictionHard map[string]string `yaml:"evictionHard,omitempty" json:"evictionHard,omitempty"`
 }
 
 // KubeProxySpec are the kube-proxy settings gpukit passes on.

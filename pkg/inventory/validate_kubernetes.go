@@ -3,8 +3,18 @@ package inventory
 import (
 	"fmt"
 	"net"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 )
+
+// evictionSignals are the kubelet's hard eviction signals.
+var evictionSignals = []string{"memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available",
+	"imagefs.inodesFree", "containerfs.available", "containerfs.inodesFree", "pid.available"}
+
+// evictionThreshold is a percentage or a Kubernetes quantity.
+var evictionThreshold = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?%|[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?)$`)
 
 // checkKubernetes checks spec.kubernetes: every value reaches kubeadm's
 // configuration or containerd's, so each is held to what they accept.
@@ -60,6 +70,20 @@ func (c *checker) checkKubernetes(cl *Cluster, ms []Machine) {
 			c.errorf(p+".kubelet.resolvConf", "invalid path: %v", err)
 		} else if !strings.HasPrefix(r, "/") {
 			c.errorf(p+".kubelet.resolvConf", "resolvConf %s must be an absolute path on the hosts", q(r))
+		}
+	}
+	for _, signal := range sortedKeys(k.Kubelet.EvictionHard) {
+		path := joinKey(p+".kubelet.evictionHard", signal)
+		v := k.Kubelet.EvictionHard[signal]
+		switch {
+		case !slices.Contains(evictionSignals, signal):
+			c.errorAtKey(path, "unknown eviction signal %s; expected %s", q(signal), joinWords(evictionSignals, "or"))
+		case !evictionThreshold.MatchString(v):
+			c.errorf(path, "invalid threshold %s; expected a percentage such as 5%% or a quantity such as 500Mi", q(v))
+		case strings.HasSuffix(v, "%"):
+			if f, _ := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64); f > 100 {
+				c.errorf(path, "threshold %s is over 100%%", q(v))
+			}
 		}
 	}
 	switch m := k.KubeProxy.Mode; m {

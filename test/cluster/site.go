@@ -83,7 +83,15 @@ func NewSite(t testing.TB, l *lab.Lab, version string) Site {
 // device plugin is left out: its image cannot be had here (its chart is
 // installed against a real API server in pkg/bootstrap/kubeadm's tests).
 const LabKubernetes = `ignorePreflightErrors: [SystemVerification, FileContent--proc-sys-net-bridge-bridge-nf-call-iptables]
-kubelet: {cgroupDriver: cgroupfs, failCgroupV1: false, failSwapOn: false, resolvConf: /etc/gpukit-lab/resolv.conf}
+kubelet:
+  cgroupDriver: cgroupfs
+  failCgroupV1: false
+  failSwapOn: false
+  resolvConf: /etc/gpukit-lab/resolv.conf
+  # The lab's hosts share this machine's disk, whose use the lab does not
+  # decide (CI's build caches): the kubelet's default thresholds (10%, 15%)
+  # would put every node under disk pressure when it is nearly full.
+  evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%, nodefs.inodesFree: 1%}
 kubeProxy: {conntrackMaxPerCore: 0}
 containerd: {restrictOOMScoreAdj: true}
 devicePlugin: none

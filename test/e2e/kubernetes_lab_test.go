@@ -687,7 +687,7 @@ spec:
 		if err != nil {
 			t.Fatal(err)
 		}
-		invMIG := withMIG(t, string(raw), "kube-mig.yaml", "{}", map[string]string{"lab-2": "all-balanced"})
+		invMIG := withNVIDIA(t, string(raw), "kube-mig.yaml", "{}", map[string]string{"lab-2": "all-balanced"})
 		state := filepath.Join(t.TempDir(), "kube.mig.json")
 		start := time.Now()
 		r := runInit(t, "mig", "apply", "-i", invMIG, "--state", state, "--drain-timeout", "3m", "--delete-emptydir-data")

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -10,20 +12,46 @@ import (
 	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/test/gpusim"
 	"github.com/gpukit/gpukit/test/lab"
+	"go.yaml.in/yaml/v3"
 )
 
-// withMIG is a lab inventory with spec.nvidia.mig and, per host, its own
-// layout (the host entry's mig).
-func withMIG(t *testing.T, raw, name, mig string, hosts map[string]string) string {
+// withNVIDIA is a lab inventory with nvidia's fields (YAML) set in
+// spec.nvidia and, per host, its own MIG layout (the host entry's mig);
+// the file's own layout (indentation, flow or block) does not matter.
+func withNVIDIA(t *testing.T, raw, name, nvidia string, hostMIG map[string]string) string {
 	t.Helper()
-	var out []string
-	for _, line := range strings.Split(strings.TrimRight(raw, "\n"), "\n") {
-		out = append(out, line)
-		if h, ok := strings.CutPrefix(line, "    - name: "); ok && hosts[h] != "" {
-			out = append(out, "      mig: "+hosts[h])
+	var doc map[string]any
+	var fields map[string]any
+	if err := yaml.Unmarshal([]byte(raw), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(nvidia), &fields); err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := doc["spec"].(map[string]any)
+	n, _ := spec["nvidia"].(map[string]any)
+	if n == nil {
+		n = map[string]any{}
+	}
+	maps.Copy(n, fields)
+	spec["nvidia"] = n
+	hosts, _ := spec["hosts"].([]any)
+	for _, h := range hosts {
+		if e, ok := h.(map[string]any); ok && hostMIG[fmt.Sprint(e["name"])] != "" {
+			e["mig"] = hostMIG[fmt.Sprint(e["name"])]
 		}
 	}
-	return writeFile(t, name, strings.Join(out, "\n")+"\n  nvidia: {mig: "+mig+"}\n")
+	b, err := yaml.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, name, string(b))
+}
+
+// withMIG is withNVIDIA with spec.nvidia.mig.
+func withMIG(t *testing.T, raw, name, mig string, hostMIG map[string]string) string {
+	t.Helper()
+	return withNVIDIA(t, raw, name, "{mig: "+mig+"}", hostMIG)
 }
 
 // migDevices are a host's MIG devices' profiles as nvidia-smi -L lists them.

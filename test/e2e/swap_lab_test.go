@@ -35,7 +35,7 @@ func TestLabDriverSwap(t *testing.T) {
 	h100 := labCapture(t, "h100-80gb-hbm3__drv590.48.01")
 	l, hosts, raw := gpuLab(t, map[string]gpusim.Hardware{
 		"lab-1": {Capture: h100, RuntimeModules: true}, "lab-2": {Capture: h100, RuntimeModules: true}})
-	inv := withMIG(t, raw, "swap.yaml", "{}", map[string]string{"lab-1": "all-balanced"})
+	inv := withNVIDIA(t, raw, "swap.yaml", "{}", map[string]string{"lab-1": "all-balanced"})
 	initWith := func(t *testing.T, inv, driver string) initResult {
 		t.Helper()
 		return runInit(t, "init", "-i", inv, "--driver", driver, "--skip-phases", "kubernetes,platform,kubeflow")
@@ -124,7 +124,7 @@ func TestLabDriverSwap(t *testing.T) {
 	})
 
 	t.Run("rebootPolicy always reboots without trying", func(t *testing.T) {
-		always := withMIG(t, raw, "always.yaml", "{}, rebootPolicy: always", map[string]string{"lab-1": "all-balanced"})
+		always := withNVIDIA(t, raw, "always.yaml", "{rebootPolicy: always}", map[string]string{"lab-1": "all-balanced"})
 		boots := bootIDs(t, l, hosts...)
 		r := initWith(t, always, "580.95.05")
 		if r.code != cli.ExitOK || r.counts != (event.HostCounts{Changed: 2}) {

@@ -30,6 +30,7 @@ func ClusterOf(inv *inventory.Inventory) Cluster {
 			FailCgroupV1: k.Kubelet.FailCgroupV1,
 			FailSwapOn:   k.Kubelet.FailSwapOn,
 			ResolvConf:   k.Kubelet.ResolvConf,
+			EvictionHard: k.Kubelet.EvictionHard,
 		},
 		KubeProxy: KubeProxy{Mode: k.KubeProxy.Mode},
 	}

@@ -118,10 +118,11 @@ type Taint struct {
 
 type kubeletConfiguration struct {
 	typeMeta     `yaml:",inline"`
-	CgroupDriver string `yaml:"cgroupDriver"`
-	FailSwapOn   *bool  `yaml:"failSwapOn,omitempty"`
-	FailCgroupV1 *bool  `yaml:"failCgroupV1,omitempty"`
-	ResolvConf   string `yaml:"resolvConf,omitempty"`
+	CgroupDriver string            `yaml:"cgroupDriver"`
+	FailSwapOn   *bool             `yaml:"failSwapOn,omitempty"`
+	FailCgroupV1 *bool             `yaml:"failCgroupV1,omitempty"`
+	ResolvConf   string            `yaml:"resolvConf,omitempty"`
+	EvictionHard map[string]string `yaml:"evictionHard,omitempty"`
 }
 
 type kubeProxyConfiguration struct {
@@ -163,6 +164,9 @@ type Kubelet struct {
 	// ResolvConf is the resolver file pods' DNS forwards to ("": kubelet's
 	// default, /etc/resolv.conf).
 	ResolvConf string
+	// EvictionHard are the hard eviction thresholds by signal (nil: the
+	// kubelet's).
+	EvictionHard map[string]string
 }
 
 // KubeProxy are the KubeProxyConfiguration fields gpukit sets.
@@ -237,6 +241,7 @@ func InitConfig(c Cluster, n Node) ([]byte, error) {
 			FailSwapOn:   c.Kubelet.FailSwapOn,
 			FailCgroupV1: c.Kubelet.FailCgroupV1,
 			ResolvConf:   c.Kubelet.ResolvConf,
+			EvictionHard: c.Kubelet.EvictionHard,
 		},
 		c.kubeProxy(),
 	)

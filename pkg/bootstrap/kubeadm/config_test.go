@@ -31,7 +31,8 @@ func configCases() []configCase {
 	// conntrack) and an air-gapped site's mirror need
 	lab := single
 	lab.ImageRepository = "10.251.0.1:5000/k8s"
-	lab.Kubelet = Kubelet{CgroupDriver: "cgroupfs", FailCgroupV1: &f, FailSwapOn: &f, ResolvConf: "/etc/gpukit-lab/resolv.conf"}
+	lab.Kubelet = Kubelet{CgroupDriver: "cgroupfs", FailCgroupV1: &f, FailSwapOn: &f, ResolvConf: "/etc/gpukit-lab/resolv.conf",
+		EvictionHard: map[string]string{"nodefs.available": "1%", "imagefs.available": "1%"}}
 	lab.KubeProxy = KubeProxy{Mode: "iptables", ConntrackMaxPerCore: &zero}
 	lab.IgnorePreflightErrors = []string{"SystemVerification"}
 	ha := Cluster{
