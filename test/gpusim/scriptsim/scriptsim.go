@@ -333,6 +333,7 @@ func (h *Host) swapModules() (string, int, string) {
 	refuse := func(why string) (string, int, string) { return "", 3, "gpukit: not swapped: " + why }
 	switch {
 	case !h.RuntimeModules:
+		h.PersistencedActive = false // stopped before the modules were tried; the boot starts it
 		return refuse("modprobe -r nvidia: modprobe: FATAL: Module nvidia is in use. (scriptsim: this host's modules change only at a boot)")
 	case h.NouveauLoaded:
 		return refuse("nouveau is loaded and holds the GPUs")

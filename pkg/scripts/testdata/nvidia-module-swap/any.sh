@@ -6,7 +6,8 @@ export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 # the driver's packages changed. Whatever keeps a module in memory (a
 # process computing or holding /dev/nvidia*, a module of another product,
 # nouveau) makes it stop with exit 3 and a line "gpukit: not swapped: WHY":
-# the host then reboots instead, as it would have without this.
+# the host then reboots instead, as it would have without this, and its
+# boot starts the consumers (the new ones do not run on the old module).
 # smi is nvidia-smi within a bound: on a wedged GPU it never returns, and the
 # step would wait for its deadline with nothing said. 124: it did not answer;
 # once it did not, later calls (a fallback to the text report) fail at once
@@ -29,6 +30,9 @@ not_swapped() {
 loaded() { cat /sys/module/nvidia/version 2>/dev/null || true; }
 if [ -d /sys/module/nouveau ]; then not_swapped "nouveau is loaded and holds the GPUs"; fi
 before=$(loaded)
+# nvidia-smi answers only while the library on disk matches the module in
+# memory (not after the packages changed): the device files and the
+# kernel's refusal below are what decide.
 if [ -n "$before" ] && apps=$(smi --query-compute-apps=pid,process_name --format=csv,noheader 2>/dev/null) && [ -n "$apps" ]; then
   not_swapped "processes compute on the GPUs: $(printf '%s' "$apps" | tr '\n' ';')"
 fi
@@ -41,9 +45,6 @@ start_units() {
     fi
   done
 }
-# Whatever the swap ends in, the consumers run again (on the old driver
-# until the reboot that follows a refusal).
-trap start_units EXIT
 for unit in "${units[@]}"; do
   if systemctl is-active --quiet "$unit" 2>/dev/null; then
     systemctl stop "$unit"
@@ -85,6 +86,7 @@ for m in "${load[@]}"; do
 done
 now=$(loaded)
 if [ "$now" != "$want" ]; then not_swapped "driver ${now:-none} loaded, $want installed"; fi
+start_units
 # A module loaded afresh has no MIG instances, as after a boot: the unit
 # that applies the layout at boot applies it now.
 if systemctl is-enabled --quiet gpukit-mig.service 2>/dev/null; then
