@@ -127,7 +127,10 @@ conntrack: {maxPerCore: 0}
 	l.SSH(t, cp.Name, kubectl+"wait --for=condition=Ready node --all --timeout=180s >/dev/null && "+
 		kubectl+"-n kube-system rollout status deployment/coredns --timeout=180s >/dev/null && "+
 		kubectl+"-n kube-system rollout status daemonset/kube-proxy --timeout=120s >/dev/null || "+
-		"{ "+kubectl+"get nodes -o wide; "+kubectl+"get pods -A -o wide; "+kubectl+"describe nodes | grep -A 8 Conditions:; exit 1; }")
+		"{ "+kubectl+"get nodes -o wide; "+kubectl+"get pods -A -o wide; "+kubectl+"describe nodes | grep -A 8 Conditions:; "+
+		// why a kube-proxy or CoreDNS pod ended or is not ready (CI keeps nothing else)
+		"for p in $("+kubectl+"-n kube-system get pods -o name | grep -E 'kube-proxy|coredns'); do echo \"--- $p\"; "+
+		kubectl+"-n kube-system logs $p --previous --tail=15 2>/dev/null || "+kubectl+"-n kube-system logs $p --tail=15; done; exit 1; }")
 	t.Logf("nodes Ready, CoreDNS and kube-proxy rolled out in %s", time.Since(start).Round(time.Millisecond))
 
 	nodes := l.SSH(t, cp.Name, kubectl+"get nodes -o jsonpath='{range .items[*]}{.metadata.name} {.status.nodeInfo.kubeletVersion} {.status.nodeInfo.containerRuntimeVersion}{\"\\n\"}{end}'")

@@ -367,6 +367,16 @@ bridge_up() {
 		((v >= ${k#*:})) || sysctl -qw "net.ipv4.neigh.default.gc_thresh${k%%:*}=${k#*:}" ||
 			log "warning: cannot raise the neighbour table (gc_thresh${k%%:*}=$v): fleets near 1000 hosts will lose ARP entries"
 	done
+	# Every full host's systemd, journald, kubelet, kube-proxy and containerd take inotify
+	# instances from root's one budget on this machine (no user namespaces), 128 by default: with
+	# a few labs up, a host's systemd fails to start ("Failed to create control group inotify
+	# object: Too many open files") and kube-proxy crash-loops. Raised, never lowered.
+	for k in max_user_instances:8192 max_user_watches:1048576; do
+		[ -e "/proc/sys/fs/inotify/${k%%:*}" ] || continue
+		v=$(<"/proc/sys/fs/inotify/${k%%:*}")
+		((v >= ${k#*:})) || sysctl -qw "fs.inotify.${k%%:*}=${k#*:}" ||
+			log "warning: cannot raise fs.inotify.${k%%:*} ($v): hosts of several labs may fail to start"
+	done
 	# (no `| grep -q` here or below: with pipefail, grep quitting early fails the pipeline by SIGPIPE)
 	[[ $(ip link show "$BRIDGE") == *"link/ether $BRIDGE_MAC "* ]] || ip link set "$BRIDGE" address "$BRIDGE_MAC"
 	[[ $(ip -o addr show dev "$BRIDGE") == *"inet $BRIDGE_ADDR/16 "* ]] || ip addr add "$BRIDGE_ADDR/16" dev "$BRIDGE"
