@@ -409,8 +409,14 @@ q --name agent --mode global gpukit-lab/busybox:1 sleep 3600`)
 		if got := nodeSpec("lab-4"); got != lab4Spec {
 			t.Errorf("lab-4's node was updated while its training ran: %s -> %s", lab4Spec, got)
 		}
-		if got := l.SSH(t, "lab-4", "docker logs $(docker ps -q --filter name=train) 2>&1"); !strings.Contains(got, "checkpoint asked") {
-			t.Errorf("the training was not asked to checkpoint: %q", got)
+		// The shell runs its trap once its current `sleep 1` ends: the line
+		// comes up to a second after the signal.
+		var trainLog string
+		for deadline := time.Now().Add(15 * time.Second); !strings.Contains(trainLog, "checkpoint asked") && time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+			trainLog = l.SSH(t, "lab-4", "docker trainLog $(docker ps -q --filter name=train) 2>&1")
+		}
+		if !strings.Contains(trainLog, "checkpoint asked") {
+			t.Errorf("the training was not asked to checkpoint: %q", trainLog)
 		}
 		if n := nodeNamed(swarmNodes(t, l), "lab-3"); n.Availability != "active" || n.Labels[swarmapi.LabelDriver] != "590.48.01" {
 			t.Errorf("lab-3 after the resume: %s, labels %v", n.Availability, n.Labels)
