@@ -413,7 +413,7 @@ q --name agent --mode global gpukit-lab/busybox:1 sleep 3600`)
 		// comes up to a second after the signal.
 		var trainLog string
 		for deadline := time.Now().Add(15 * time.Second); !strings.Contains(trainLog, "checkpoint asked") && time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-			trainLog = l.SSH(t, "lab-4", "docker trainLog $(docker ps -q --filter name=train) 2>&1")
+			trainLog = l.SSH(t, "lab-4", "docker logs $(docker ps -q --filter name=train) 2>&1")
 		}
 		if !strings.Contains(trainLog, "checkpoint asked") {
 			t.Errorf("the training was not asked to checkpoint: %q", trainLog)
