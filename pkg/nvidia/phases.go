@@ -353,7 +353,11 @@ func (p *rebootPhase) swap(ctx context.Context, h *engine.Host, s *State) (bool,
 		why = "spec.nvidia.rebootPolicy is always"
 	}
 	installed := s.InstalledDriver()
-	if w, err := p.l.want(ctx, h); err == nil && h.DryRun() {
+	if h.DryRun() {
+		w, err := p.l.want(ctx, h)
+		if err != nil {
+			return false, err
+		}
 		installed = w.Driver // what the planned install leaves on disk
 	}
 	if why == "" && !strings.Contains(installed, ".") {
