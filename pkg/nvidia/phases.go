@@ -11,7 +11,6 @@ import (
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/osfamily"
 	"github.com/gpukit/gpukit/pkg/scripts"
-	"github.com/gpukit/gpukit/pkg/ssh"
 )
 
 // ---- nvidia/prepare
@@ -379,7 +378,11 @@ func (p *rebootPhase) swap(ctx context.Context, h *engine.Host, s *State) (bool,
 	case err != nil && res.ExitCode <= 0:
 		return false, err
 	case err != nil:
-		h.Logf("nvidia/reboot: the modules were not swapped (%s): rebooting", swapRefusal(res))
+		why, ok := scripts.Said(res.Stderr, scripts.NotSwappedPrefix)
+		if !ok {
+			why = fmt.Sprintf("exit status %d", res.ExitCode)
+		}
+		h.Logf("nvidia/reboot: the modules were not swapped (%s): rebooting", why)
 		return false, nil
 	}
 	now, err := p.l.state(ctx, h)
@@ -391,16 +394,6 @@ func (p *rebootPhase) swap(ctx context.Context, h *engine.Host, s *State) (bool,
 		return false, nil
 	}
 	return true, nil
-}
-
-// swapRefusal is the reason the swap script gave, or its exit status.
-func swapRefusal(res ssh.Result) string {
-	for l := range strings.Lines(string(res.Stderr)) {
-		if why, ok := strings.CutPrefix(strings.TrimSpace(l), scripts.NotSwappedPrefix); ok {
-			return why
-		}
-	}
-	return fmt.Sprintf("exit status %d", res.ExitCode)
 }
 
 // bootSettle bounds the wait for a booted host's units, in seconds.

@@ -3,6 +3,7 @@ package scripts
 import (
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/gpukit/gpukit/pkg/ssh"
 )
@@ -17,6 +18,18 @@ var (
 
 // NotRunPrefix starts the line a verify script prints instead of a result.
 const NotRunPrefix = "gpukit: not run: "
+
+// Said is what a script's line starting with prefix says after it (its
+// first such line): the reason a script gives for not doing its work
+// (NotRunPrefix, NotSwappedPrefix).
+func Said(out []byte, prefix string) (string, bool) {
+	for l := range strings.Lines(string(out)) {
+		if why, ok := strings.CutPrefix(strings.TrimSpace(l), prefix); ok {
+			return why, true
+		}
+	}
+	return "", false
+}
 
 // GPUDiagParams run DCGM's diagnostic at Level (1 quick, 2 medium, 3 long)
 // within TimeoutSeconds.

@@ -171,16 +171,6 @@ func (v *Verify) set(n *Node, f func(*Node)) {
 	f(n)
 }
 
-// notRun reads a verify script's "not run" line.
-func notRun(out string) (string, bool) {
-	for _, line := range strings.Split(out, "\n") {
-		if why, ok := strings.CutPrefix(strings.TrimSpace(line), scripts.NotRunPrefix); ok {
-			return why, true
-		}
-	}
-	return "", false
-}
-
 // skip is the common ShouldRun: hosts without GPUs, a test not asked for,
 // a dry-run (which runs no test: it says what it would run); test is the
 // node's record of it.
@@ -231,7 +221,7 @@ func (p *diagPhase) Run(ctx context.Context, h *engine.Host) error {
 		return err
 	}
 	out := string(res.Stdout)
-	if why, ok := notRun(out); ok {
+	if why, ok := scripts.Said([]byte(out), scripts.NotRunPrefix); ok {
 		p.v.set(n, func(n *Node) { n.DCGM = Test{Status: acceptance.NotRun, Detail: []string{why}} })
 		h.Logf("%s: not run: %s", PhaseDiag, why)
 		return nil
@@ -281,7 +271,7 @@ func (p *ncclPhase) Run(ctx context.Context, h *engine.Host) error {
 		return err
 	}
 	out := string(res.Stdout)
-	if why, ok := notRun(out); ok {
+	if why, ok := scripts.Said([]byte(out), scripts.NotRunPrefix); ok {
 		p.v.set(n, func(n *Node) { n.NCCL = Test{Status: acceptance.NotRun, Detail: []string{why}} })
 		h.Logf("%s: not run: %s", PhaseNCCL, why)
 		return nil
