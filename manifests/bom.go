@@ -26,14 +26,17 @@ var bomYAML []byte
 
 // BOM is the bill of materials.
 type BOM struct {
-	APIVersion  string         `json:"apiVersion" yaml:"apiVersion"`
-	Kind        string         `json:"kind" yaml:"kind"`
-	Defaults    Defaults       `json:"defaults" yaml:"defaults"`
-	Kubernetes  KubernetesPins `json:"kubernetes" yaml:"kubernetes"`
-	Charts      []Chart        `json:"charts" yaml:"charts"`
-	Images      []Image        `json:"images" yaml:"images"`
-	Kubeflow    Kubeflow       `json:"kubeflow" yaml:"kubeflow"`
-	CUDADrivers []CUDADriver   `json:"cudaDrivers" yaml:"cudaDrivers"`
+	APIVersion string         `json:"apiVersion" yaml:"apiVersion"`
+	Kind       string         `json:"kind" yaml:"kind"`
+	Defaults   Defaults       `json:"defaults" yaml:"defaults"`
+	Kubernetes KubernetesPins `json:"kubernetes" yaml:"kubernetes"`
+	// KubeadmImages are the images kubeadm pulls besides the control
+	// plane's own, per Kubernetes minor.
+	KubeadmImages []KubeadmImages `json:"kubeadmImages" yaml:"kubeadmImages"`
+	Charts        []Chart         `json:"charts" yaml:"charts"`
+	Images        []Image         `json:"images" yaml:"images"`
+	Kubeflow      Kubeflow        `json:"kubeflow" yaml:"kubeflow"`
+	CUDADrivers   []CUDADriver    `json:"cudaDrivers" yaml:"cudaDrivers"`
 	// GPUArchitectures: which drivers and CUDA toolkits each GPU
 	// generation runs, and how a host's GPU is recognised, oldest first.
 	GPUArchitectures []GPUArchitecture `json:"gpuArchitectures" yaml:"gpuArchitectures"`
@@ -109,6 +112,40 @@ type Defaults struct {
 type KubernetesPins struct {
 	MinMinor int `json:"minMinor" yaml:"minMinor"`
 	MaxMinor int `json:"maxMinor" yaml:"maxMinor"`
+}
+
+// KubeadmImages are the tags of the images kubeadm of a Kubernetes minor
+// pulls besides the control plane's own, as kubeadm of Release names them.
+type KubeadmImages struct {
+	Minor   int    `json:"minor" yaml:"minor"`
+	Release string `json:"release" yaml:"release"`
+	Etcd    string `json:"etcd" yaml:"etcd"`
+	CoreDNS string `json:"coredns" yaml:"coredns"`
+	Pause   string `json:"pause" yaml:"pause"`
+}
+
+// KubeadmImageRefs are the images kubeadm of Kubernetes version (1.37.2)
+// pulls, as `kubeadm config images list` prints them; false for a minor
+// the bill has no row for.
+func (b *BOM) KubeadmImageRefs(version string) ([]string, bool) {
+	parts := strings.Split(strings.TrimPrefix(version, "v"), ".")
+	if len(parts) < 2 {
+		return nil, false
+	}
+	minor, err := strconv.Atoi(parts[1])
+	if err != nil {
+		return nil, false
+	}
+	for _, k := range b.KubeadmImages {
+		if k.Minor != minor {
+			continue
+		}
+		const r = "registry.k8s.io/"
+		v := "v" + strings.TrimPrefix(version, "v")
+		return []string{r + "kube-apiserver:" + v, r + "kube-controller-manager:" + v, r + "kube-scheduler:" + v, r + "kube-proxy:" + v,
+			r + "coredns/coredns:" + k.CoreDNS, r + "pause:" + k.Pause, r + "etcd:" + k.Etcd}, true
+	}
+	return nil, false
 }
 
 // Chart is a Helm chart at one version, in its upstream repository.
@@ -278,6 +315,13 @@ func (b *BOM) check() error {
 	}
 	if b.Kubernetes.MinMinor <= 0 || b.Kubernetes.MaxMinor < b.Kubernetes.MinMinor {
 		errs = append(errs, fmt.Sprintf("kubernetes: minors %d to %d", b.Kubernetes.MinMinor, b.Kubernetes.MaxMinor))
+	}
+	for minor := b.Kubernetes.MinMinor; minor <= b.Kubernetes.MaxMinor; minor++ {
+		if !slices.ContainsFunc(b.KubeadmImages, func(k KubeadmImages) bool {
+			return k.Minor == minor && k.Etcd != "" && k.CoreDNS != "" && k.Pause != "" && strings.HasPrefix(k.Release, fmt.Sprintf("1.%d.", minor))
+		}) {
+			errs = append(errs, fmt.Sprintf("kubeadmImages: no complete row for Kubernetes 1.%d", minor))
+		}
 	}
 	seen := map[string]bool{}
 	for i, c := range b.Charts {

@@ -10,6 +10,7 @@ import (
 	"github.com/gpukit/gpukit/internal/flow"
 	"github.com/gpukit/gpukit/pkg/acceptance"
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
+	"github.com/gpukit/gpukit/pkg/bundle"
 	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/pkg/gpuhealth"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
@@ -53,6 +54,11 @@ func TestResultGoldens(t *testing.T) {
 			URLs:     []string{"https://grafana.10.0.0.10.nip.io"}}},
 		&flow.ResetResult{Header: flow.NewHeader(flow.KindReset), DryRun: true, Reset: []string{"gpu-002"}, Hosts: event.HostCounts{Unchanged: 1}},
 		verifyResult,
+		&bundleListResult{Header: flow.NewHeader(flow.KindBundleList), List: &bundle.List{Cluster: "gpu-lab", Artifacts: []bundle.Artifact{
+			{Kind: bundle.Package, Name: "kubeadm", Version: "1.37.2", Family: "debian-12", Source: "https://pkgs.k8s.io/core:/stable:/v1.37/deb/ /",
+				For: []string{"Kubernetes 1.37.2"}, Hosts: []string{"cp-1", "gpu-001"}},
+			{Kind: bundle.Image, Name: "registry.k8s.io/pause:3.10.2", For: []string{"kubeadm 1.37.2"}},
+			{Kind: bundle.Package, Name: "the packages of gpu-002", Hosts: []string{"gpu-002"}, Unknown: "the host did not answer"}}}},
 	} {
 		kind := r.ResultKind()
 		t.Run(string(kind), func(t *testing.T) {

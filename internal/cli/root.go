@@ -82,6 +82,7 @@ host), 3 the run finished but some hosts failed.`,
 		newStatusCmd(s),
 		newKubeflowCmd(s),
 		newResetCmd(s),
+		newBundleCmd(s),
 		newCompletionCmd(),
 	)
 	root.Args = subcommandArgs

@@ -45,6 +45,7 @@ const (
 	KindReset            Kind = "reset"
 	KindPhases           Kind = "phases"
 	KindVerify           Kind = "verify"
+	KindBundleList       Kind = "bundle-list"
 )
 
 // Header starts every final object.

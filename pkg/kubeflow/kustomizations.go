@@ -197,6 +197,67 @@ func bundlePath(ref string) string {
 // kustomize failing on the first it cannot fetch.
 func ResolveRemote(mem filesys.FileSystem, dir, bundleRoot string) error {
 	var missing []string
+	err := eachRemote(mem, dir, func(dir, file, ref string) (string, error) {
+		at := memPath(path.Join(bundleRoot, bundlePath(ref)))
+		if bundleRoot == "" || !mem.Exists(at) {
+			missing = append(missing, fmt.Sprintf("%s: %s (%s in a bundle laid out by URL)", file, ref, bundlePath(ref)))
+			return "", nil
+		}
+		rel, err := relPath(dir, at)
+		if err != nil {
+			return "", err
+		}
+		if !mem.IsDir(at) {
+			// kustomize takes files only in or below the
+			// kustomization's directory (directories are roots
+			// of their own): the file is copied there.
+			b, err := mem.ReadFile(at)
+			if err != nil {
+				return "", err
+			}
+			rel = "remote-" + strings.ReplaceAll(memPath(bundlePath(ref)), "/", "_")
+			if err := mem.WriteFile(path.Join(dir, rel), b); err != nil {
+				return "", err
+			}
+		}
+		return rel, nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%d remote reference(s) cannot be fetched offline and are not in the remote-bases bundle:\n  %s", len(missing), strings.Join(missing, "\n  "))
+	}
+	return nil
+}
+
+// Remote is a remote resource a release's build reaches: the reference as
+// its kustomization writes it, and where a bundle laid out by URL keeps it.
+type Remote struct {
+	Ref  string `json:"ref"`
+	Path string `json:"path"`
+}
+
+// RemoteRefs are the remote resources the build of dir reaches, each once,
+// in the order met.
+func RemoteRefs(mem filesys.FileSystem, dir string) ([]Remote, error) {
+	var out []Remote
+	seen := map[string]bool{}
+	err := eachRemote(mem, dir, func(_, _, ref string) (string, error) {
+		if !seen[ref] {
+			seen[ref] = true
+			out = append(out, Remote{Ref: ref, Path: bundlePath(ref)})
+		}
+		return "", nil
+	})
+	return out, err
+}
+
+// eachRemote calls fn with every remote resource of the kustomizations the
+// build of dir reaches (its own and those of its local resources, bases
+// and components, recursively): the kustomization's directory and file and
+// the reference. A path fn returns replaces the reference in the file.
+func eachRemote(mem filesys.FileSystem, dir string, fn func(dir, file, ref string) (string, error)) error {
 	seen := map[string]bool{}
 	var visit func(dir string) error
 	visit = func(dir string) error {
@@ -233,30 +294,14 @@ func ResolveRemote(mem filesys.FileSystem, dir, bundleRoot string) error {
 					local = append(local, path.Join(dir, ref))
 					continue
 				}
-				at := memPath(path.Join(bundleRoot, bundlePath(ref)))
-				if bundleRoot == "" || !mem.Exists(at) {
-					missing = append(missing, fmt.Sprintf("%s: %s (%s in a bundle laid out by URL)", file, ref, bundlePath(ref)))
-					continue
-				}
-				rel, err := relPath(dir, at)
+				rel, err := fn(dir, file, ref)
 				if err != nil {
 					return err
 				}
-				if !mem.IsDir(at) {
-					// kustomize takes files only in or below the
-					// kustomization's directory (directories are roots
-					// of their own): the file is copied there.
-					b, err := mem.ReadFile(at)
-					if err != nil {
-						return err
-					}
-					rel = "remote-" + strings.ReplaceAll(memPath(bundlePath(ref)), "/", "_")
-					if err := mem.WriteFile(path.Join(dir, rel), b); err != nil {
-						return err
-					}
+				if rel != "" {
+					it.YNode().Value = rel
+					changed = true
 				}
-				it.YNode().Value = rel
-				changed = true
 			}
 		}
 		if changed {
@@ -273,13 +318,7 @@ func ResolveRemote(mem filesys.FileSystem, dir, bundleRoot string) error {
 		}
 		return nil
 	}
-	if err := visit(path.Clean(dir)); err != nil {
-		return err
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%d remote reference(s) cannot be fetched offline and are not in the remote-bases bundle:\n  %s", len(missing), strings.Join(missing, "\n  "))
-	}
-	return nil
+	return visit(path.Clean(dir))
 }
 
 // kustomizationIn is dir's kustomization file ("" when it has none).

@@ -35,6 +35,45 @@ func UpstreamArchive(version string) string { return manifests.Bill().KubeflowAr
 // in-process: every object, refused when one holds an unresolved variable;
 // kustomize's warnings go to logf (nil: dropped).
 func (m Manifests) Load(ctx context.Context, logf func(format string, args ...any)) ([]*yaml.RNode, error) {
+	t, err := m.tree(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := ResolveRemote(t.mem, t.example, t.bundle); err != nil {
+		return nil, err
+	}
+	return Build(t.mem, t.root, t.example, logf)
+}
+
+// Contents is what the release deploys, for a bundle: the remote resources
+// its example reaches, and its objects, built as Load builds them; no
+// objects, and why, when the remote resources are not at hand (no
+// RemoteBases).
+func (m Manifests) Contents(ctx context.Context, logf func(format string, args ...any)) (remote []Remote, objs []*yaml.RNode, why string, err error) {
+	t, err := m.tree(ctx)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if remote, err = RemoteRefs(t.mem, t.example); err != nil {
+		return nil, nil, "", err
+	}
+	if len(remote) > 0 && t.bundle == "" {
+		return remote, nil, fmt.Sprintf("its example reaches %d remote resources and no remote-bases bundle is given (spec.kubeflow.remoteBases)", len(remote)), nil
+	}
+	if err := ResolveRemote(t.mem, t.example, t.bundle); err != nil {
+		return remote, nil, "", err
+	}
+	objs, err = Build(t.mem, t.root, t.example, logf)
+	return remote, objs, "", err
+}
+
+// tree is a release's manifests in memory, with its remote-bases bundle.
+type tree struct {
+	mem                   filesys.FileSystem
+	root, example, bundle string
+}
+
+func (m Manifests) tree(ctx context.Context) (*tree, error) {
 	src := m.Source
 	if src == "" {
 		f, err := download.ToFile(ctx, download.Request{URL: UpstreamArchive(m.Version), Max: maxTreeBytes, SHA256: manifests.Bill().KubeflowSHA256(m.Version)}, "gpukit-kubeflow-*.tar.gz")
@@ -52,18 +91,14 @@ func (m Manifests) Load(ctx context.Context, logf func(format string, args ...an
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Source, err)
 	}
-	bundle := ""
+	t := &tree{mem: mem, root: root, example: path.Join(root, "example")}
 	if m.RemoteBases != "" {
 		if err := loadTreeInto(mem, m.RemoteBases, "/remote-bases"); err != nil {
 			return nil, err
 		}
-		bundle = "/remote-bases"
+		t.bundle = "/remote-bases"
 	}
-	example := path.Join(root, "example")
-	if err := ResolveRemote(mem, example, bundle); err != nil {
-		return nil, err
-	}
-	return Build(mem, root, example, logf)
+	return t, nil
 }
 
 // manifestsRoot is the directory of the tree that holds example/: the

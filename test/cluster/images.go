@@ -6,10 +6,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/gpukit/gpukit/manifests"
 	"github.com/gpukit/gpukit/test/aptrepo"
 )
 
@@ -64,6 +66,14 @@ func Images(t testing.TB, kube, rt string) []Image {
 		t.Fatalf("%s/versions names no coredns", rt)
 	}
 	v := Version(kube)
+	// The bill's row for this minor is what gpukit bundle lists for a site.
+	want, ok := manifests.Bill().KubeadmImageRefs(v)
+	got := strings.Fields(string(list))
+	slices.Sort(want)
+	slices.Sort(got)
+	if !ok || !slices.Equal(got, want) {
+		t.Fatalf("kubeadm %s names the images %v; the bill of materials (kubeadmImages) says %v: correct manifests/bom.yaml", v, got, want)
+	}
 	var out []Image
 	sc := bufio.NewScanner(strings.NewReader(string(list)))
 	for sc.Scan() {

@@ -1,0 +1,30 @@
+package scripts
+
+import (
+	"github.com/gpukit/gpukit/manifests"
+	"github.com/gpukit/gpukit/pkg/osfamily"
+)
+
+// PackageSet is packages a host installs from one source, as the
+// installers' scripts name them: what `gpukit bundle` gathers for a site
+// whose hosts cannot reach that source. Each layer that renders an install
+// script says which sets it installs, next to the parameters it renders
+// them with, so that a bundle and a run cannot name different packages.
+type PackageSet struct {
+	Family osfamily.Info
+	// Repo is the repository's base URL as the host's sources name it
+	// (ending in "/"); "" is the distribution's own sources.
+	Repo string
+	// Suite and Components are the apt suite and components under Repo
+	// ("" and none: a flat repository, `deb URL /`).
+	Suite      string
+	Components []string
+	// Key is the repository's signing key (none for the distribution's).
+	Key manifests.SigningKey
+	// Names are installed at Version (an upstream version: the package's
+	// own adds a revision, 1.37.2-1.1), or at their newest where Version is "".
+	Names   []string
+	Version string
+	// For says what needs them, for the operator reading the list.
+	For string
+}
