@@ -1,7 +1,6 @@
 package charts
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
@@ -11,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/registry"
 
 	"github.com/gpukit/gpukit/pkg/inventory"
@@ -52,19 +49,19 @@ func AccessOf(inv *inventory.Inventory) Access {
 // context): a registry that stops answering fails the phase.
 const ociTimeout = 2 * time.Minute
 
-// loadOCI pulls c from the registry repository base/NAME, tag VERSION (as
+// pullOCI pulls c from the registry repository base/NAME, tag VERSION (as
 // `helm push` names it: + becomes _), over HTTPS only. The archive is the
 // layer `helm push` stored as is: its sha256 is checked against the pin as
 // for a repository's archive; unpinned, the registry's digest is checked by
 // the client.
-func loadOCI(base string, c Chart, a Access) (*chart.Chart, error) {
+func pullOCI(base string, c Chart, a Access) ([]byte, string, error) {
 	ref := strings.TrimSuffix(strings.TrimPrefix(base, "oci://"), "/") + "/" + c.Name + ":" + strings.ReplaceAll(c.Version, "+", "_")
 	roots, err := x509.SystemCertPool()
 	if err != nil {
 		roots = x509.NewCertPool()
 	}
 	if len(a.CA) > 0 && !roots.AppendCertsFromPEM(a.CA) {
-		return nil, fmt.Errorf("chart %s: the registry's CA holds no certificate", c)
+		return nil, "", fmt.Errorf("chart %s: the registry's CA holds no certificate", c)
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
@@ -74,25 +71,21 @@ func loadOCI(base string, c Chart, a Access) (*chart.Chart, error) {
 	}
 	client, err := registry.NewClient(opts...)
 	if err != nil {
-		return nil, fmt.Errorf("chart %s: %w", c, err)
+		return nil, "", fmt.Errorf("chart %s: %w", c, err)
 	}
 	res, err := client.Pull(ref, registry.PullOptWithChart(true))
 	if err != nil {
-		return nil, fmt.Errorf("chart %s from oci://%s: %w", c, ref, err)
+		return nil, "", fmt.Errorf("chart %s from oci://%s: %w", c, ref, err)
 	}
 	data := res.Chart.Data
 	if len(data) > maxArchive {
-		return nil, fmt.Errorf("chart %s from oci://%s: %d bytes, more than %d", c, ref, len(data), maxArchive)
+		return nil, "", fmt.Errorf("chart %s from oci://%s: %d bytes, more than %d", c, ref, len(data), maxArchive)
 	}
 	if c.SHA256 != "" {
 		sum := sha256.Sum256(data)
 		if got := hex.EncodeToString(sum[:]); got != c.SHA256 {
-			return nil, fmt.Errorf("chart %s from oci://%s: sha256 %s, but the bill of materials pins %s", c, ref, got, c.SHA256)
+			return nil, "", fmt.Errorf("chart %s from oci://%s: sha256 %s, but the bill of materials pins %s", c, ref, got, c.SHA256)
 		}
 	}
-	ch, err := loader.LoadArchive(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("chart %s from oci://%s: %w", c, ref, err)
-	}
-	return checked(ch, c, "oci://"+ref)
+	return data, "oci://" + ref, nil
 }

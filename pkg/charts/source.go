@@ -73,11 +73,42 @@ func (s Source) LoadWith(ctx context.Context, c Chart, a Access) (*chart.Chart, 
 	if dir, ok := s.dir(); ok {
 		return loadFromDir(dir, c)
 	}
+	b, from, err := s.Archive(ctx, c, a)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := loader.LoadArchive(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("chart %s from %s: %w", c, from, err)
+	}
+	return checked(ch, c, from)
+}
+
+// Archive is c's archive as the source holds it, checked as Load checks it
+// (the pinned sha256, else the repository's digest), and where it came
+// from: what a bundle keeps.
+func (s Source) Archive(ctx context.Context, c Chart, a Access) ([]byte, string, error) {
+	if dir, ok := s.dir(); ok {
+		for _, p := range archivesIn(dir, c) {
+			if _, err := os.Stat(p); err != nil {
+				continue
+			}
+			b, err := os.ReadFile(p)
+			if err == nil && c.SHA256 != "" {
+				err = download.CheckFile(p, c.SHA256)
+			}
+			if err != nil {
+				return nil, "", fmt.Errorf("chart %s: %w", c, err)
+			}
+			return b, p, nil
+		}
+		return nil, "", fmt.Errorf("chart %s: no %s-%s.tgz in %s", c, c.Name, c.Version, dir)
+	}
 	if strings.HasPrefix(string(s), "oci://") {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		return loadOCI(string(s), c, a)
+		return pullOCI(string(s), c, a)
 	}
 	repoURL := c.Repo
 	if s != "" {
@@ -85,11 +116,11 @@ func (s Source) LoadWith(ctx context.Context, c Chart, a Access) (*chart.Chart, 
 	}
 	cv, err := find(ctx, repoURL, c)
 	if err != nil {
-		return nil, fmt.Errorf("chart %s in %s: %w", c, repoURL, err)
+		return nil, "", fmt.Errorf("chart %s in %s: %w", c, repoURL, err)
 	}
 	url, err := repo.ResolveReferenceURL(repoURL, cv.URLs[0])
 	if err != nil {
-		return nil, fmt.Errorf("chart %s in %s: %w", c, repoURL, err)
+		return nil, "", fmt.Errorf("chart %s in %s: %w", c, repoURL, err)
 	}
 	want := c.SHA256
 	if want == "" {
@@ -97,13 +128,15 @@ func (s Source) LoadWith(ctx context.Context, c Chart, a Access) (*chart.Chart, 
 	}
 	b, err := download.Get(ctx, download.Request{URL: url, Max: maxArchive, SHA256: want})
 	if err != nil {
-		return nil, fmt.Errorf("chart %s: %w", c, err)
+		return nil, "", fmt.Errorf("chart %s: %w", c, err)
 	}
-	ch, err := loader.LoadArchive(bytes.NewReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("chart %s from %s: %w", c, url, err)
-	}
-	return checked(ch, c, url)
+	return b, url, nil
+}
+
+// archivesIn are the names `helm pull` gives c's archive in dir (a v in
+// the version or not).
+func archivesIn(dir string, c Chart) []string {
+	return []string{filepath.Join(dir, c.Name+"-"+c.Version+".tgz"), filepath.Join(dir, c.Name+"-"+strings.TrimPrefix(c.Version, "v")+".tgz")}
 }
 
 // find reads the repository's index and c's entry in it.
@@ -138,11 +171,7 @@ func find(ctx context.Context, repoURL string, c Chart) (*repo.ChartVersion, err
 
 // loadFromDir takes NAME-VERSION.tgz (or a NAME directory) from dir.
 func loadFromDir(dir string, c Chart) (*chart.Chart, error) {
-	for _, p := range []string{
-		filepath.Join(dir, c.Name+"-"+c.Version+".tgz"),
-		filepath.Join(dir, c.Name+"-"+strings.TrimPrefix(c.Version, "v")+".tgz"),
-		filepath.Join(dir, c.Name),
-	} {
+	for _, p := range append(archivesIn(dir, c), filepath.Join(dir, c.Name)) {
 		fi, err := os.Stat(p)
 		if err != nil {
 			continue
