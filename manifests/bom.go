@@ -41,6 +41,8 @@ type BOM struct {
 	// generation runs, and how a host's GPU is recognised, oldest first.
 	GPUArchitectures []GPUArchitecture `json:"gpuArchitectures" yaml:"gpuArchitectures"`
 	SigningKeys      []SigningKey      `json:"signingKeys" yaml:"signingKeys"`
+	// Distributions are the OS families' own package archives.
+	Distributions []Distribution `json:"distributions" yaml:"distributions"`
 	// MIGGPUs are the GPU-instance profiles of each MIG-capable GPU model.
 	MIGGPUs []MIGGPU `json:"migGPUs" yaml:"migGPUs"`
 	// NCCLThresholds are gpukit verify's bandwidth floors.
@@ -112,6 +114,33 @@ type Defaults struct {
 type KubernetesPins struct {
 	MinMinor int `json:"minMinor" yaml:"minMinor"`
 	MaxMinor int `json:"maxMinor" yaml:"maxMinor"`
+}
+
+// Distribution is an OS family's own package archives (apt): each URL with
+// its suites, the components gpukit's packages need, and the keyring on
+// the machine running gpukit whose keys, pinned by Fingerprints, sign them.
+type Distribution struct {
+	Family       string    `json:"family" yaml:"family"`
+	Keyring      string    `json:"keyring" yaml:"keyring"`
+	Archives     []Archive `json:"archives" yaml:"archives"`
+	Components   []string  `json:"components" yaml:"components"`
+	Fingerprints []string  `json:"fingerprints" yaml:"fingerprints"`
+}
+
+// Archive is one archive of a distribution and its suites.
+type Archive struct {
+	URL    string   `json:"url" yaml:"url"`
+	Suites []string `json:"suites" yaml:"suites"`
+}
+
+// Distribution is family's row (false: none).
+func (b *BOM) Distribution(family string) (Distribution, bool) {
+	for _, d := range b.Distributions {
+		if d.Family == family {
+			return d, true
+		}
+	}
+	return Distribution{}, false
 }
 
 // KubeadmImages are the tags of the images kubeadm of a Kubernetes minor
@@ -362,6 +391,21 @@ func (b *BOM) check() error {
 		for _, pm := range []string{"apt", "dnf"} {
 			if _, ok := b.SigningKey(repo, pm); !ok {
 				errs = append(errs, "signingKeys: no key for the "+repo+" repository ("+pm+")")
+			}
+		}
+	}
+	for i, d := range b.Distributions {
+		if d.Family == "" || d.Keyring == "" || len(d.Archives) == 0 || len(d.Components) == 0 || len(d.Fingerprints) == 0 {
+			errs = append(errs, fmt.Sprintf("distributions[%d]: a family, keyring, archives, components and fingerprints", i))
+		}
+		for _, f := range d.Fingerprints {
+			if !fingerprintRE.MatchString(f) {
+				errs = append(errs, fmt.Sprintf("distributions[%d]: fingerprint %q: want 40 or 64 upper-case hex digits", i, f))
+			}
+		}
+		for j, a := range d.Archives {
+			if !strings.HasSuffix(a.URL, "/") || len(a.Suites) == 0 {
+				errs = append(errs, fmt.Sprintf("distributions[%d].archives[%d]: a URL ending in / and suites", i, j))
 			}
 		}
 	}

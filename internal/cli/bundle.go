@@ -3,6 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,8 +20,9 @@ func newBundleCmd(s Streams) *cobra.Command {
 		Use:   "bundle",
 		Short: "What an air-gapped site needs for an inventory: OS packages, charts, Kubeflow's manifests, images",
 		Example: `  gpukit bundle list -i cluster.yaml
-  gpukit bundle list -i cluster.yaml -o json`,
-	}, newBundleListCmd(s))
+  gpukit bundle create -i cluster.yaml /srv/gpukit-bundle
+  gpukit bundle create --verify /srv/gpukit-bundle`,
+	}, newBundleListCmd(s), newBundleCreateCmd(s))
 }
 
 // errUnknownArtifacts: the list is printed, but some artifacts could not be
@@ -116,4 +119,196 @@ func writeBundleList(out ui.Output, l *bundle.List) error {
 	}
 	fmt.Fprintln(out.W)
 	return bundle.WriteText(out.W, l)
+}
+
+type bundleCreateOptions struct {
+	runOptions
+	dir       string
+	verify    bool
+	osMirrors []string
+	keyrings  []string
+	osKeys    []string
+}
+
+func newBundleCreateCmd(s Streams) *cobra.Command {
+	o := &bundleCreateOptions{}
+	cmd := &cobra.Command{
+		Use:   "create -i FILE DIR",
+		Short: "Gather everything the inventory implies into one directory, signed and summed, for an air-gapped site",
+		Long: `Read every host's facts (as bundle list does), then fetch every artifact the inventory
+implies into the directory DIR, from the inventory's mirrors where it names them, else from upstream:
+
+  packages/    apt repositories signed by a key gpukit makes for the bundle (key/bundle.asc; the
+               private key stays in private/, mode 0600): each package set's dependency closure
+               for a fresh host, resolved against its sources, which are verified against their
+               pinned keys (the bill of materials' distributions and signingKeys, or
+               spec.mirrors.signingKeys); laid out as the NVIDIA, Kubernetes and Docker mirrors
+               are (packages/nvidia/, packages/kubernetes/, packages/docker/), and the
+               distribution's own packages in packages/os/FAMILY/
+  charts/      every chart's archive, checked, with a Helm repository index
+  kubeflow/    the release's manifests and its remote bases
+  images/      an OCI image layout, each image named by its full reference; the platforms the
+               hosts run (all of them for an image named by digest)
+  bundle.json  the manifest: every file's size and sha256, the list it was made from, and what
+               could not be had
+
+A second run fetches only what is missing (it reads the repositories' signed indexes again, to
+know). An artifact that cannot be had is named, the manifest says the bundle is not complete,
+and the exit code is 1. --verify checks DIR against its manifest and fetches nothing.
+
+--os-mirror FAMILY=URL[,URL] replaces the bill's archives of a family (debian-12: Debian's archive,
+then its security archive) with a site's mirrors; --keyring FAMILY=FILE the keyring that holds
+their keys (default: the distribution's, as the bill names it), and --os-key FAMILY=FPR[,FPR] the
+keys pinned in it, for a mirror the site re-signs with its own key.`,
+		Example: `  gpukit bundle create -i cluster.yaml /srv/gpukit-bundle
+  gpukit bundle create -i cluster.yaml /srv/gpukit-bundle --os-mirror debian-12=http://mirror.site/debian/,http://mirror.site/debian-security/
+  gpukit bundle create --verify /srv/gpukit-bundle`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.dir = args[0]
+			if o.verify {
+				return verifyBundle(s, o.dir)
+			}
+			mirrors, err := familyFlags("--os-mirror", o.osMirrors)
+			if err != nil {
+				return err
+			}
+			keyrings, err := familyFlags("--keyring", o.keyrings)
+			if err != nil {
+				return err
+			}
+			osKeys, err := familyFlags("--os-key", o.osKeys)
+			if err != nil {
+				return err
+			}
+			l, err := o.load(s)
+			if err != nil {
+				return err
+			}
+			sum, err := o.execute(cmd.Context(), s, l, flow.NewBundleList(l.inv))
+			if sum == nil {
+				return err
+			}
+			list, err := bundle.Compute(cmd.Context(), l.inv, bundleHosts(l.inv, sum), nil)
+			if err != nil {
+				return err
+			}
+			opts := bundle.Options{OSMirrors: map[string][]string{}, Keyrings: map[string]string{}, OSFingerprints: map[string][]string{}}
+			for f, v := range osKeys {
+				opts.OSFingerprints[f] = strings.Split(v, ",")
+			}
+			for f, v := range mirrors {
+				opts.OSMirrors[f] = strings.Split(v, ",")
+			}
+			for f, v := range keyrings {
+				opts.Keyrings[f] = v
+			}
+			if l.out.Format != ui.FormatJSON {
+				opts.Logf = func(format string, args ...any) { fmt.Fprintf(s.Err, "bundle: "+format+"\n", args...) }
+			}
+			began := time.Now()
+			m, stats, cerr := bundle.Create(cmd.Context(), l.inv, list, o.dir, opts)
+			if m == nil {
+				return cerr
+			}
+			if err := writeBundleCreate(l.out, o.dir, m, stats, time.Since(began)); err != nil {
+				return err
+			}
+			return cerr
+		},
+	}
+	o.addFlags(cmd, honours{fanOut: true})
+	cmd.Flags().BoolVar(&o.verify, "verify", false, "check the bundle in DIR against its manifest; fetch nothing, read no inventory")
+	cmd.Flags().StringArrayVar(&o.osMirrors, "os-mirror", nil, "FAMILY=URL[,URL]: a site's mirrors of a distribution's archives, in the bill's order")
+	cmd.Flags().StringArrayVar(&o.keyrings, "keyring", nil, "FAMILY=FILE: the keyring holding the keys of a distribution's archives")
+	cmd.Flags().StringArrayVar(&o.osKeys, "os-key", nil, "FAMILY=FINGERPRINT[,FINGERPRINT]: the keys --keyring's archives are signed with (a mirror re-signed by the site)")
+	return cmd
+}
+
+// familyFlags reads FAMILY=VALUE flags of one kind.
+func familyFlags(flag string, values []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, v := range values {
+		f, val, ok := strings.Cut(v, "=")
+		if !ok || f == "" || val == "" {
+			return nil, usage(fmt.Errorf("%s %q: want FAMILY=VALUE (debian-12=...)", flag, v))
+		}
+		if _, ok := out[f]; ok {
+			return nil, usage(fmt.Errorf("%s: %s given twice", flag, f))
+		}
+		out[f] = val
+	}
+	return out, nil
+}
+
+// verifyBundle checks a bundle against its manifest.
+func verifyBundle(s Streams, dir string) error {
+	problems, err := bundle.Verify(dir)
+	if err != nil {
+		return err
+	}
+	if len(problems) == 0 {
+		fmt.Fprintf(s.Out, "bundle %s: every file as its manifest says, complete\n", dir)
+		return nil
+	}
+	for _, p := range problems {
+		fmt.Fprintf(s.Out, "bundle %s: %s\n", dir, p)
+	}
+	return fmt.Errorf("bundle %s: %d problem(s)", dir, len(problems))
+}
+
+// bundleCreateResult is `gpukit bundle create`'s final object (typed here
+// for the reason bundleListResult is).
+type bundleCreateResult struct {
+	flow.Header
+	Dir         string          `json:"dir"`
+	Complete    bool            `json:"complete"`
+	Missing     []string        `json:"missing,omitempty"`
+	Fingerprint string          `json:"fingerprint"`
+	Stats       []bundleKindRun `json:"kinds"`
+	Seconds     float64         `json:"seconds"`
+}
+
+type bundleKindRun struct {
+	Kind    bundle.Kind `json:"kind"`
+	Files   int         `json:"files"`
+	Bytes   int64       `json:"bytes"`
+	Fetched int         `json:"fetched"`
+	Seconds float64     `json:"seconds"`
+}
+
+func writeBundleCreate(out ui.Output, dir string, m *bundle.Manifest, stats []bundle.Stats, took time.Duration) error {
+	res := &bundleCreateResult{Header: flow.NewHeader(flow.KindBundleCreate), Dir: dir, Complete: m.Complete, Missing: m.Missing,
+		Fingerprint: m.Fingerprint, Seconds: took.Seconds()}
+	for _, st := range stats {
+		res.Stats = append(res.Stats, bundleKindRun{Kind: st.Kind, Files: st.Files, Bytes: st.Bytes, Fetched: st.Fetched, Seconds: st.Took.Seconds()})
+	}
+	if out.Format == ui.FormatJSON {
+		return writeResult(out, res)
+	}
+	w := out.W
+	fmt.Fprintf(w, "\nbundle %s (key %s), in %s:\n", dir, m.Fingerprint, took.Round(time.Second))
+	for _, st := range res.Stats {
+		fmt.Fprintf(w, "  %-12s %6d files %10s  %d fetched now, %s\n", st.Kind, st.Files, size(st.Bytes), st.Fetched, time.Duration(st.Seconds*float64(time.Second)).Round(100*time.Millisecond))
+	}
+	if m.Complete {
+		fmt.Fprintln(w, "complete")
+		return nil
+	}
+	fmt.Fprintf(w, "NOT complete: %d missing\n", len(m.Missing))
+	for _, x := range m.Missing {
+		fmt.Fprintf(w, "  %s\n", x)
+	}
+	return nil
+}
+
+// size is n bytes for a reader.
+func size(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 }

@@ -46,6 +46,7 @@ const (
 	KindPhases           Kind = "phases"
 	KindVerify           Kind = "verify"
 	KindBundleList       Kind = "bundle-list"
+	KindBundleCreate     Kind = "bundle-create"
 )
 
 // Header starts every final object.

@@ -6,6 +6,7 @@
 package atomicfile
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -14,6 +15,15 @@ import (
 // same directory: synced, renamed over path, the directory synced so that
 // the rename survives a crash too. The directory must exist.
 func Write(path string, b []byte, mode os.FileMode) error {
+	return WriteFunc(path, mode, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
+
+// WriteFunc is Write of what fill writes: files too big to hold in memory
+// (a bundle's archives). The temporary file is ".NAME.*" beside path.
+func WriteFunc(path string, mode os.FileMode, fill func(io.Writer) error) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
 	if err != nil {
@@ -24,7 +34,7 @@ func Write(path string, b []byte, mode os.FileMode) error {
 		f.Close()
 		return err
 	}
-	if _, err := f.Write(b); err != nil {
+	if err := fill(f); err != nil {
 		f.Close()
 		return err
 	}

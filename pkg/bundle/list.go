@@ -26,6 +26,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
 	"github.com/gpukit/gpukit/pkg/nvidia"
+	"github.com/gpukit/gpukit/pkg/osfamily"
 	"github.com/gpukit/gpukit/pkg/scripts"
 )
 
@@ -54,8 +55,10 @@ type Artifact struct {
 	// Version: a package's upstream version ("" its newest), a chart's,
 	// a Kubeflow release.
 	Version string `json:"version,omitempty"`
-	// Family is a package's OS family (debian-12, rhel-9, ...).
+	// Family is a package's OS family (debian-12, rhel-9, ...), Arch the
+	// hosts' architecture as the package manager names it (amd64, arm64).
 	Family string `json:"family,omitempty"`
+	Arch   string `json:"arch,omitempty"`
 	// Source is where it is fetched from: a package repository (URL,
 	// suite and components; "" the distribution's own sources), a chart
 	// repository or the site's chart mirror, an archive, the registry a
@@ -63,14 +66,31 @@ type Artifact struct {
 	Source string `json:"source,omitempty"`
 	// SHA256 is the digest the bill of materials pins, where it does.
 	SHA256 string `json:"sha256,omitempty"`
-	// Key is a package repository's signing key.
-	Key *manifests.SigningKey `json:"key,omitempty"`
+	// Repo is a package's repository: where gpukit's scripts add it and
+	// the key that signs it; for the distribution's own sources (URL ""),
+	// the components besides main it needs.
+	Repo *Repo `json:"repo,omitempty"`
 	// For says what needs it; Hosts which hosts, for packages.
 	For   []string `json:"for,omitempty"`
 	Hosts []string `json:"hosts,omitempty"`
 	// Unknown says why the artifact cannot be named exactly; Name then
 	// says what is missing.
 	Unknown string `json:"unknown,omitempty"`
+}
+
+// Repo is a package repository as the hosts' sources name it.
+type Repo struct {
+	URL string `json:"url,omitempty"`
+	// Mirror is the inventory's mirror that replaces URL's server (nvidia,
+	// kubernetes, docker), Path where URL lies below it.
+	Mirror     string   `json:"mirror,omitempty"`
+	Path       string   `json:"path,omitempty"`
+	Suite      string   `json:"suite,omitempty"`
+	Components []string `json:"components,omitempty"`
+	// KeyURL is its signing key's file, which must hold keys with these
+	// Fingerprints only.
+	KeyURL       string   `json:"keyURL,omitempty"`
+	Fingerprints []string `json:"fingerprints,omitempty"`
 }
 
 // Host is a host of the inventory and its facts; nil when it did not
@@ -124,7 +144,7 @@ func Compute(ctx context.Context, inv *inventory.Inventory, hosts []Host, logf f
 	l := &List{Cluster: inv.Cluster.Metadata.Name, Artifacts: b.out}
 	slices.SortStableFunc(l.Artifacts, func(x, y Artifact) int {
 		return cmp.Or(cmp.Compare(slices.Index(kinds, x.Kind), slices.Index(kinds, y.Kind)),
-			cmp.Compare(x.Family, y.Family), cmp.Compare(x.Source, y.Source), cmp.Compare(x.Name, y.Name), cmp.Compare(x.Version, y.Version))
+			cmp.Compare(x.Family, y.Family), cmp.Compare(x.Arch, y.Arch), cmp.Compare(x.Source, y.Source), cmp.Compare(x.Name, y.Name), cmp.Compare(x.Version, y.Version))
 	})
 	return l, nil
 }
@@ -137,7 +157,7 @@ type builder struct {
 
 // add records a, merging what needs it into an artifact listed already.
 func (b *builder) add(a Artifact) {
-	key := strings.Join([]string{string(a.Kind), a.Family, a.Source, a.Name, a.Version}, "\x00")
+	key := strings.Join([]string{string(a.Kind), a.Family, a.Arch, a.Source, a.Name, a.Version}, "\x00")
 	i, ok := b.index[key]
 	if !ok {
 		b.index[key] = len(b.out)
@@ -190,15 +210,27 @@ func (b *builder) host(h Host) {
 	}
 	for _, s := range append(sets, more...) {
 		for _, n := range s.Names {
-			a := Artifact{Kind: Package, Name: n, Version: s.Version, Family: string(s.Family.Family), Source: sourceOf(s),
+			a := Artifact{Kind: Package, Name: n, Version: s.Version, Family: string(s.Family.Family), Arch: packageArch(s.Family, h.Facts.Arch), Source: sourceOf(s),
 				For: []string{s.For}, Hosts: []string{name}}
-			if s.Repo != "" {
-				k := s.Key
-				a.Key = &k
+			if s.Repo != "" || len(s.Components) > 0 {
+				a.Repo = &Repo{URL: s.Repo, Mirror: s.Mirror, Path: s.Path, Suite: s.Suite, Components: s.Components, KeyURL: s.KeyURL, Fingerprints: s.Key.Fingerprints}
 			}
 			b.add(a)
 		}
 	}
+}
+
+// packageArch is machine (uname -m) as fam's package manager names it.
+func packageArch(fam osfamily.Info, machine string) string {
+	if fam.PackageManager == osfamily.Apt {
+		switch machine {
+		case "x86_64":
+			return "amd64"
+		case "aarch64":
+			return "arm64"
+		}
+	}
+	return machine
 }
 
 // sourceOf is a package set's source as apt's sources name it: "URL /"

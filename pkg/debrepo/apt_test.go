@@ -13,18 +13,24 @@ import (
 	"testing"
 )
 
-// TestAptAcceptsFlat points Debian's apt at a repository WriteFlat wrote:
+// TestAptAccepts points Debian's apt at a repository WriteFlat wrote, and at
+// one WriteDists wrote:
 // apt-get update verifies its signature with gpgv against the signed-by
 // key, and apt-get install --download-only resolves a package's
 // dependency in it and fetches both .debs, checking their hashes. A key
 // other than the signer's makes update fail. It runs where apt-get, gpgv
 // and dpkg-deb are (Debian and Ubuntu).
-func TestAptAcceptsFlat(t *testing.T) {
+func TestAptAccepts(t *testing.T) {
 	for _, tool := range []string{"/usr/bin/apt-get", "/usr/bin/gpgv", "/usr/bin/dpkg-deb"} {
 		if _, err := os.Stat(tool); err != nil {
 			t.Skipf("no %s: not a Debian host", tool)
 		}
 	}
+	t.Run("flat", func(t *testing.T) { aptAccepts(t, false) })
+	t.Run("dists", func(t *testing.T) { aptAccepts(t, true) })
+}
+
+func aptAccepts(t *testing.T, dists bool) {
 	tmp := t.TempDir()
 	repo := filepath.Join(tmp, "repo")
 	os.Mkdir(repo, 0o755)
@@ -44,7 +50,12 @@ func TestAptAcceptsFlat(t *testing.T) {
 		}
 		name := filepath.Base(deb)
 		fmt.Fprintf(&index, "%sFilename: pool/main/%s\nSize: %d\nSHA256: %x\n\n", control, name, len(b), sha256.Sum256(b))
-		if err := os.Rename(deb, filepath.Join(repo, name)); err != nil {
+		dst := filepath.Join(repo, name)
+		if dists {
+			os.MkdirAll(PoolDir(repo, "stable"), 0o755)
+			dst = filepath.Join(PoolDir(repo, "stable"), name)
+		}
+		if err := os.Rename(deb, dst); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -53,14 +64,21 @@ func TestAptAcceptsFlat(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := newKey(t)
-	if err := WriteFlat(repo, pkgs, key, "gpukit bundle"); err != nil {
+	line := "/ ./"
+	if dists {
+		line = "/ bookworm stable"
+		err = WriteDists(repo, "bookworm", "stable", "amd64", pkgs, key, "gpukit bundle")
+	} else {
+		err = WriteFlat(repo, pkgs, key, "gpukit bundle")
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(http.FileServer(http.Dir(repo)))
 	defer srv.Close()
 
 	apt := func(keyFile string, args ...string) (string, error) {
-		os.WriteFile(filepath.Join(tmp, "sources.list"), []byte("deb [signed-by="+keyFile+"] "+srv.URL+"/ ./\n"), 0o644)
+		os.WriteFile(filepath.Join(tmp, "sources.list"), []byte("deb [signed-by="+keyFile+"] "+srv.URL+line+"\n"), 0o644)
 		os.WriteFile(filepath.Join(tmp, "status"), nil, 0o644)
 		for _, d := range []string{"lists/partial", "cache/archives/partial", "preferences.d"} {
 			os.MkdirAll(filepath.Join(tmp, d), 0o755)

@@ -33,11 +33,41 @@ import (
 // Other files in dir are left alone. Each package's stanza is the one its
 // index had, every field kept but where the file is and its sums.
 func WriteFlat(dir string, pkgs []*Package, signer *openpgp.Entity, origin string) error {
+	return write(dir, "", "", "", pkgs, signer, origin)
+}
+
+// WriteDists makes dir a repository laid out as the big ones are, which
+// hosts use as `deb [signed-by=KEY] URL SUITE COMPONENT` (Docker's
+// repository is one, and its mirror must be one too): the .debs in
+// pool/COMPONENT/ (Download puts them there), the indexes in
+// dists/SUITE/COMPONENT/binary-ARCH/, the signed Release files in
+// dists/SUITE/. One suite, one component and one architecture a call, as
+// WriteFlat otherwise.
+func WriteDists(dir, suite, component, arch string, pkgs []*Package, signer *openpgp.Entity, origin string) error {
+	for _, v := range []string{suite, component, arch} {
+		if v == "" || strings.ContainsAny(v, "/\\ \t\r\n") || v == "." || v == ".." {
+			return fmt.Errorf("write repository: suite, component and architecture %q %q %q: each one path element", suite, component, arch)
+		}
+	}
+	return write(dir, suite, component, arch, pkgs, signer, origin)
+}
+
+// PoolDir is where WriteDists wants the .debs of component.
+func PoolDir(dir, component string) string { return filepath.Join(dir, "pool", component) }
+
+// write is WriteFlat (suite "") or WriteDists.
+func write(dir, suite, component, arch string, pkgs []*Package, signer *openpgp.Entity, origin string) error {
 	if signer == nil || signer.PrivateKey == nil || signer.PrivateKey.Encrypted {
 		return errors.New("write repository: the signing key has no usable private key")
 	}
 	if strings.TrimSpace(origin) == "" || strings.ContainsAny(origin, "\r\n") {
 		return fmt.Errorf("write repository: origin %q: not one line", origin)
+	}
+	debs, prefix, indexes, releases := dir, "./", dir, dir
+	if suite != "" {
+		debs, prefix = PoolDir(dir, component), "pool/"+component+"/"
+		releases = filepath.Join(dir, "dists", suite)
+		indexes = filepath.Join(releases, component, "binary-"+arch)
 	}
 	var packages bytes.Buffer
 	files := map[string]*Package{}
@@ -48,7 +78,7 @@ func WriteFlat(dir string, pkgs []*Package, signer *openpgp.Entity, origin strin
 			return fmt.Errorf("%s and %s: both are %s", q, p, name)
 		}
 		files[name] = p
-		path := filepath.Join(dir, name)
+		path := filepath.Join(debs, name)
 		got, err := sumFile(path)
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
@@ -59,14 +89,20 @@ func WriteFlat(dir string, pkgs []*Package, signer *openpgp.Entity, origin strin
 		if packages.Len() > 0 {
 			packages.WriteByte('\n')
 		}
-		packages.WriteString(stanza(p))
+		packages.WriteString(stanza(p, prefix+name))
 		if p.Architecture != "all" && !slices.Contains(archs, p.Architecture) {
 			archs = append(archs, p.Architecture)
 		}
 	}
 	slices.Sort(archs)
+	if suite != "" {
+		archs = []string{arch}
+	}
 	if len(archs) == 0 {
 		archs = []string{"all"}
+	}
+	if unchanged(indexes, releases, packages.Bytes(), signer) {
+		return nil
 	}
 	var gz bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression) // a valid level: no error
@@ -75,27 +111,60 @@ func WriteFlat(dir string, pkgs []*Package, signer *openpgp.Entity, origin strin
 		return fmt.Errorf("write repository: %w", err)
 	}
 	var release bytes.Buffer
-	fmt.Fprintf(&release, "Origin: %s\nLabel: %s\nDate: %s\nArchitectures: %s\nSHA256:\n", origin, origin,
-		time.Now().UTC().Format("Mon, 02 Jan 2006 15:04:05 UTC"), strings.Join(archs, " "))
+	fmt.Fprintf(&release, "Origin: %s\nLabel: %s\n", origin, origin)
+	at := "" // the indexes' paths in Release, relative to it
+	if suite != "" {
+		fmt.Fprintf(&release, "Suite: %s\nCodename: %s\nComponents: %s\n", suite, suite, component)
+		at = component + "/binary-" + arch + "/"
+	}
+	fmt.Fprintf(&release, "Date: %s\nArchitectures: %s\nSHA256:\n", time.Now().UTC().Format("Mon, 02 Jan 2006 15:04:05 UTC"), strings.Join(archs, " "))
 	for _, f := range []struct {
 		name string
 		b    []byte
 	}{{"Packages", packages.Bytes()}, {"Packages.gz", gz.Bytes()}} {
-		fmt.Fprintf(&release, " %x %d %s\n", sha256.Sum256(f.b), len(f.b), f.name)
+		fmt.Fprintf(&release, " %x %d %s\n", sha256.Sum256(f.b), len(f.b), at+f.name)
 	}
 	inRelease, detached, err := sign(release.Bytes(), signer)
 	if err != nil {
 		return fmt.Errorf("write repository: %w", err)
 	}
+	if err := os.MkdirAll(indexes, 0o755); err != nil {
+		return fmt.Errorf("write repository: %w", err)
+	}
 	for _, f := range []struct {
-		name string
-		b    []byte
-	}{{"Packages", packages.Bytes()}, {"Packages.gz", gz.Bytes()}, {"Release", release.Bytes()}, {"Release.gpg", detached}, {"InRelease", inRelease}} {
-		if err := atomicfile.Write(filepath.Join(dir, f.name), f.b, 0o644); err != nil {
+		dir, name string
+		b         []byte
+	}{{indexes, "Packages", packages.Bytes()}, {indexes, "Packages.gz", gz.Bytes()}, {releases, "Release", release.Bytes()},
+		{releases, "Release.gpg", detached}, {releases, "InRelease", inRelease}} {
+		if err := atomicfile.Write(filepath.Join(f.dir, f.name), f.b, 0o644); err != nil {
 			return fmt.Errorf("write repository: %w", err)
 		}
 	}
 	return nil
+}
+
+// unchanged reports whether the repository already lists exactly packages
+// in a Release file signer signed: it is left as it is, so that writing the
+// same repository again changes no file (a bundle's second run).
+func unchanged(indexes, releases string, packages []byte, signer *openpgp.Entity) bool {
+	have, err := os.ReadFile(filepath.Join(indexes, "Packages"))
+	if err != nil || !bytes.Equal(have, packages) {
+		return false
+	}
+	in, err := os.ReadFile(filepath.Join(releases, "InRelease"))
+	if err != nil {
+		return false
+	}
+	block, _ := clearsign.Decode(in)
+	if block == nil {
+		return false
+	}
+	sum := fmt.Sprintf(" %x %d ", sha256.Sum256(packages), len(packages))
+	if !bytes.Contains(block.Plaintext, []byte(sum)) {
+		return false
+	}
+	_, err = block.VerifySignature(openpgp.EntityList{signer}, nil)
+	return err == nil
 }
 
 // sign makes InRelease and Release.gpg of a Release file.
@@ -124,8 +193,9 @@ func sign(release []byte, signer *openpgp.Entity) (inRelease, detached []byte, e
 // source index had it; WriteFlat writes its own.
 var dropped = map[string]bool{"filename": true, "size": true, "md5sum": true, "sha1": true, "sha256": true, "sha512": true}
 
-// stanza is p's paragraph in the bundle's index, ending in a newline.
-func stanza(p *Package) string {
+// stanza is p's paragraph in the bundle's index, its file at filename
+// (relative to the repository's root), ending in a newline.
+func stanza(p *Package, filename string) string {
 	raw := p.stanza
 	if raw == "" {
 		raw = synthesize(p)
@@ -147,7 +217,7 @@ func stanza(p *Package) string {
 			b.WriteByte('\n')
 		}
 	}
-	fmt.Fprintf(&b, "Filename: ./%s\nSize: %d\nSHA256: %s\n", p.DebName(), p.Size, p.SHA256)
+	fmt.Fprintf(&b, "Filename: %s\nSize: %d\nSHA256: %s\n", filename, p.Size, p.SHA256)
 	return b.String()
 }
 

@@ -3,10 +3,12 @@ package debrepo
 import (
 	"bytes"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
@@ -62,7 +64,7 @@ func TestSynthesizedStanza(t *testing.T) {
 		"Pre-Depends: dpkg (>= 1.17)\nDepends: b (>= 1) | c, d:any\nProvides: e (= 2), f")
 	p := *idx.Packages[0]
 	p.stanza = ""
-	got := stanza(&p)
+	got := stanza(&p, "./"+p.DebName())
 	want := "Package: a\nVersion: 1:2-3\nArchitecture: amd64\nMulti-Arch: foreign\nEssential: yes\nPriority: required\n" +
 		"Pre-Depends: dpkg (>= 1.17)\nDepends: b (>= 1) | c, d:any\nProvides: e (= 2), f\n" +
 		"Filename: ./a_1:2-3_amd64.deb\nSize: 1\nSHA256: " + strings.Repeat("0", 64) + "\n"
@@ -111,5 +113,43 @@ func TestSigningKey(t *testing.T) {
 	}
 	if _, err := NewSigningKey("a <b>"); err == nil {
 		t.Error("a name with an address")
+	}
+}
+
+// Writing the same packages again changes no file: a bundle's second run
+// leaves its repositories as they were. Other packages, or another key,
+// re-sign.
+func TestWriteUnchanged(t *testing.T) {
+	dir, key, pkgs, _ := testRepo(t)
+	read := func() map[string]string {
+		out := map[string]string{}
+		for _, f := range []string{"Packages", "Release", "InRelease", "Release.gpg"} {
+			b, err := os.ReadFile(filepath.Join(dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[f] = string(b)
+		}
+		return out
+	}
+	before := read()
+	time.Sleep(1100 * time.Millisecond) // Release's Date has seconds
+	if err := WriteFlat(dir, pkgs, key, "gpukit"); err != nil {
+		t.Fatal(err)
+	}
+	if after := read(); !maps.Equal(before, after) {
+		t.Error("the same packages written again changed the repository")
+	}
+	if err := WriteFlat(dir, pkgs[:1], key, "gpukit"); err != nil {
+		t.Fatal(err)
+	}
+	if after := read(); after["InRelease"] == before["InRelease"] {
+		t.Error("other packages, and the Release file was not signed again")
+	}
+	if err := WriteFlat(dir, pkgs[:1], newKey(t), "gpukit"); err != nil {
+		t.Fatal(err)
+	}
+	if after := read(); !strings.Contains(after["InRelease"], "BEGIN PGP SIGNATURE") || after["Release.gpg"] == before["Release.gpg"] {
+		t.Error("another key, and the repository was not signed again")
 	}
 }

@@ -33,7 +33,8 @@ func (w Want) PackageSets(inv *inventory.Inventory, f *facts.Facts) []scripts.Pa
 	}
 	driver := scripts.PackageSet{Family: w.Family, Names: w.Packages, Version: w.Driver, For: "NVIDIA driver " + w.Driver}
 	if w.Source == inventory.DriverSourceCUDARepo {
-		driver.Repo, driver.Key = w.Repo.RepoURL, w.Repo.Key
+		driver.Repo, driver.Key, driver.KeyURL = w.Repo.RepoURL, w.Repo.Key, w.Repo.RepoURL+w.Repo.Key.File
+		driver.Mirror, driver.Path = "nvidia", "cuda/repos/"+w.Family.CUDARepo+"/"+w.Repo.Arch+"/"
 	} else {
 		driver.Components = w.Repo.Components
 	}
@@ -54,10 +55,11 @@ func (w Want) PackageSets(inv *inventory.Inventory, f *facts.Facts) []scripts.Pa
 		out = append(out, cuda)
 	}
 	ct := w.ContainerToolkit
-	toolkit := scripts.PackageSet{Family: w.Family, Repo: ct.RepoURL + "stable/deb/" + ct.DebArch + "/", Key: ct.Key,
+	toolkit := scripts.PackageSet{Family: w.Family, Repo: ct.RepoURL + "stable/deb/" + ct.DebArch + "/", Key: ct.Key, KeyURL: ct.RepoURL + ct.Key.File,
 		Names: ct.Packages(), Version: ct.Version, For: "NVIDIA container toolkit " + ct.Version}
+	toolkit.Mirror, toolkit.Path = "nvidia", "libnvidia-container/stable/deb/"+ct.DebArch+"/"
 	if w.Family.PackageManager == osfamily.Dnf {
-		toolkit.Repo = ct.RepoURL + "stable/rpm/" + f.Arch + "/"
+		toolkit.Repo, toolkit.Path = ct.RepoURL+"stable/rpm/"+f.Arch+"/", "libnvidia-container/stable/rpm/"+f.Arch+"/"
 	}
 	return append(out, toolkit)
 }

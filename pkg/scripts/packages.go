@@ -15,12 +15,18 @@ type PackageSet struct {
 	// Repo is the repository's base URL as the host's sources name it
 	// (ending in "/"); "" is the distribution's own sources.
 	Repo string
+	// Mirror is the inventory's mirror that replaces Repo's server
+	// (spec.mirrors: nvidia, kubernetes, docker), and Path where Repo lies
+	// below it: a mirror, and a bundle, lay repositories out the same way.
+	Mirror, Path string
 	// Suite and Components are the apt suite and components under Repo
 	// ("" and none: a flat repository, `deb URL /`).
 	Suite      string
 	Components []string
-	// Key is the repository's signing key (none for the distribution's).
-	Key manifests.SigningKey
+	// Key is the repository's signing key (none for the distribution's),
+	// at KeyURL: where the install scripts fetch it (base URL + Key.File).
+	Key    manifests.SigningKey
+	KeyURL string
 	// Names are installed at Version (an upstream version: the package's
 	// own adds a revision, 1.37.2-1.1), or at their newest where Version is "".
 	Names   []string

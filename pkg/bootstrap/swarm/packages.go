@@ -1,6 +1,9 @@
 package swarm
 
 import (
+	"cmp"
+	"strings"
+
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/scripts"
@@ -15,7 +18,12 @@ func PackageSets(inv *inventory.Inventory, f *facts.Facts) ([]scripts.PackageSet
 	}
 	set := scripts.PackageSet{Family: e.Family, Names: e.Packages, Version: e.Version, For: "Docker engine"}
 	if e.Source == scripts.DockerCE {
-		set.Repo, set.Key, set.Suite, set.Components = e.RepoURL, e.Key, e.Family.Codename, []string{"stable"}
+		set.Repo, set.Key, set.KeyURL, set.Suite, set.Components = e.RepoURL, e.Key, e.RepoURL+e.Key.File, e.Family.Codename, []string{"stable"}
+		base := cmp.Or(inv.Cluster.Spec.Mirrors.Docker, DockerURL)
+		if !strings.HasSuffix(base, "/") {
+			base += "/"
+		}
+		set.Mirror, set.Path = "docker", strings.TrimPrefix(e.RepoURL, base)
 	}
 	out := []scripts.PackageSet{set}
 	if len(e.Extra) > 0 {

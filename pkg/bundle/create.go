@@ -1,0 +1,405 @@
+package bundle
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+
+	"github.com/gpukit/gpukit/pkg/atomicfile"
+	"github.com/gpukit/gpukit/pkg/debrepo"
+	"github.com/gpukit/gpukit/pkg/inventory"
+)
+
+// A bundle is a directory:
+//
+//	bundle.json          the manifest: every file's sha256 and size, what is missing
+//	key/bundle.asc       the public key that signs the package repositories
+//	private/             the signing key (0600), never served nor copied to a host
+//	packages/nvidia/     the repositories spec.mirrors.nvidia names, laid out as NVIDIA's
+//	packages/kubernetes/ ... as pkgs.k8s.io's, packages/docker/ as Docker's
+//	packages/os/FAMILY/  a flat repository of what hosts get from their distribution
+//	charts/              NAME-VERSION.tgz and a Helm repository index
+//	kubeflow/            the release's manifests, and its remote bases laid out by URL
+//	images/              an OCI image layout, each image named by its full reference
+const (
+	ManifestFile  = "bundle.json"
+	PublicKeyFile = "key/bundle.asc"
+	privateDir    = "private"
+	secretKeyFile = "private/bundle-key.asc"
+	PackagesDir   = "packages"
+	ChartsDir     = "charts"
+	KubeflowDir   = "kubeflow"
+	ImagesDir     = "images"
+)
+
+// ManifestKind and ManifestAPIVersion start a bundle's manifest.
+const (
+	ManifestKind       = "Bundle"
+	ManifestAPIVersion = "gpukit.dev/v1alpha1"
+)
+
+// Manifest says what a bundle holds. A bundle is complete only when its
+// manifest says so: a run that could not have everything writes one with
+// Complete false and what is missing, and `gpukit bundle serve` refuses it.
+type Manifest struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Cluster    string `json:"cluster"`
+	// Fingerprint is the key that signs the bundle's package repositories:
+	// what hosts pin (spec.mirrors.signingKeys).
+	Fingerprint string `json:"fingerprint"`
+	Complete    bool   `json:"complete"`
+	// Missing are the artifacts the run could not have, each with why.
+	Missing []string `json:"missing,omitempty"`
+	// Artifacts is the list the bundle was made from.
+	Artifacts []Artifact `json:"artifacts"`
+	Files     []File     `json:"files"`
+}
+
+// File is one file of a bundle.
+type File struct {
+	Path   string `json:"path"` // slash-separated, relative to the bundle
+	Kind   Kind   `json:"kind,omitempty"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// Stats are what a run of Create did, by kind.
+type Stats struct {
+	Kind Kind
+	// Files and Bytes are the bundle's; Fetched the artifacts this run
+	// fetched (the others were there already).
+	Files   int
+	Bytes   int64
+	Fetched int
+	Took    time.Duration
+}
+
+// Options of Create.
+type Options struct {
+	// OSMirrors replace the bill's archive URLs of a family, in the order
+	// the bill lists its archives (a site's mirrors of Debian's archive
+	// and of its security archive).
+	OSMirrors map[string][]string
+	// Keyrings replace the bill's keyring file of a family, and
+	// OSFingerprints the keys it pins: a site's mirror re-signed with the
+	// site's own key.
+	Keyrings       map[string]string
+	OSFingerprints map[string][]string
+	// Get fetches package repositories' files (debrepo.HTTPGetter).
+	Get debrepo.Getter
+	// Logf says what the run does, a line at a time.
+	Logf func(format string, args ...any)
+}
+
+// creator is one run of Create.
+type creator struct {
+	inv     *inventory.Inventory
+	dir     string
+	list    *List
+	o       Options
+	key     *openpgp.Entity
+	prev    map[string]File // the files the previous run's manifest lists
+	missing []string
+	fetched map[Kind]int
+	took    map[Kind]time.Duration
+}
+
+// Create gathers list's artifacts into the bundle at dir, fetching only
+// what it lacks, and writes its manifest last. It returns the manifest
+// and the run's stats; an artifact it cannot have is named in the
+// manifest's Missing (Complete false), and the error says how many.
+func Create(ctx context.Context, inv *inventory.Inventory, list *List, dir string, o Options) (*Manifest, []Stats, error) {
+	c := &creator{inv: inv, dir: dir, list: list, o: o, fetched: map[Kind]int{}, took: map[Kind]time.Duration{}}
+	if c.o.Logf == nil {
+		c.o.Logf = func(string, ...any) {}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, privateDir), 0o700); err != nil {
+		return nil, nil, err
+	}
+	if err := os.Chmod(filepath.Join(dir, privateDir), 0o700); err != nil {
+		return nil, nil, err
+	}
+	if m, err := ReadManifest(dir); err == nil {
+		c.prev = map[string]File{}
+		for _, f := range m.Files {
+			c.prev[f.Path] = f
+		}
+	}
+	if err := c.signingKey(); err != nil {
+		return nil, nil, err
+	}
+	for _, a := range list.Unknown() {
+		c.missing = append(c.missing, a.Name+": "+a.Unknown)
+	}
+	for _, step := range []struct {
+		kind Kind
+		run  func(context.Context) error
+	}{{Package, c.packages}, {Chart, c.charts}, {Manifests, c.kubeflow}, {Image, c.images}} {
+		began := time.Now()
+		err := step.run(ctx)
+		c.took[step.kind] += time.Since(began)
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	m, stats, err := c.manifest()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(m.Missing) > 0 {
+		return m, stats, fmt.Errorf("%d artifact(s) could not be had (bundle.json lists them; the bundle is not complete)", len(m.Missing))
+	}
+	return m, stats, nil
+}
+
+// signingKey reads the bundle's key, making one on the first run.
+func (c *creator) signingKey() error {
+	path := filepath.Join(c.dir, secretKeyFile)
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		c.key, err = debrepo.ReadSigningKey(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		if c.key, err = debrepo.NewSigningKey("gpukit bundle of " + c.list.Cluster); err != nil {
+			return err
+		}
+		secret, err := debrepo.ArmoredPrivateKey(c.key)
+		if err != nil {
+			return err
+		}
+		if err := atomicfile.Write(path, secret, 0o600); err != nil {
+			return err
+		}
+	default:
+		return err
+	}
+	public, err := debrepo.ArmoredPublicKey(c.key)
+	if err != nil {
+		return err
+	}
+	return c.write(PublicKeyFile, public)
+}
+
+// write puts b at rel in the bundle, whole.
+func (c *creator) write(rel string, b []byte) error {
+	p := filepath.Join(c.dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.Write(p, b, 0o644)
+}
+
+// have reports whether rel is in the bundle as the previous run's manifest
+// recorded it (its size; its sum when want is ""), or with sum want.
+func (c *creator) have(rel, want string) bool {
+	p := filepath.Join(c.dir, filepath.FromSlash(rel))
+	st, err := os.Stat(p)
+	if err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	if want == "" {
+		f, ok := c.prev[rel]
+		if !ok || f.Size != st.Size() {
+			return false
+		}
+		want = f.SHA256
+	}
+	got, err := fileSHA256(p)
+	return err == nil && got == want
+}
+
+func (c *creator) miss(format string, args ...any) {
+	c.missing = append(c.missing, fmt.Sprintf(format, args...))
+}
+
+// manifest hashes every file of the bundle (the private key aside) and
+// writes the manifest.
+func (c *creator) manifest() (*Manifest, []Stats, error) {
+	m := &Manifest{APIVersion: ManifestAPIVersion, Kind: ManifestKind, Cluster: c.list.Cluster, Fingerprint: debrepo.Fingerprint(c.key),
+		Missing: c.missing, Complete: len(c.missing) == 0, Artifacts: c.list.Artifacts}
+	stats := map[Kind]*Stats{}
+	for _, k := range kinds {
+		stats[k] = &Stats{Kind: k, Fetched: c.fetched[k], Took: c.took[k]}
+	}
+	err := filepath.WalkDir(c.dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(c.dir, p)
+		rel = filepath.ToSlash(rel)
+		switch {
+		case d.IsDir() && rel == privateDir:
+			return filepath.SkipDir
+		case d.IsDir() || rel == ManifestFile || strings.HasPrefix(d.Name(), "."):
+			return nil // a file being written, or a crashed run's leftover
+		}
+		f := File{Path: rel, Kind: kindOf(rel)}
+		if prev, ok := c.prev[rel]; ok {
+			if st, err := d.Info(); err == nil && st.Size() == prev.Size && st.ModTime().Before(startOf(c)) {
+				// unchanged since the last run wrote its manifest
+				f.Size, f.SHA256 = prev.Size, prev.SHA256
+			}
+		}
+		if f.SHA256 == "" {
+			if f.SHA256, err = fileSHA256(p); err != nil {
+				return err
+			}
+			st, err := d.Info()
+			if err != nil {
+				return err
+			}
+			f.Size = st.Size()
+		}
+		m.Files = append(m.Files, f)
+		if s := stats[f.Kind]; s != nil {
+			s.Files++
+			s.Bytes += f.Size
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.write(ManifestFile, append(b, '\n')); err != nil {
+		return nil, nil, err
+	}
+	var out []Stats
+	for _, k := range kinds {
+		out = append(out, *stats[k])
+	}
+	return m, out, nil
+}
+
+// startOf is when the previous manifest was written: files older than it
+// are as it recorded them unless their size changed.
+func startOf(c *creator) time.Time {
+	st, err := os.Stat(filepath.Join(c.dir, ManifestFile))
+	if err != nil {
+		return time.Time{}
+	}
+	return st.ModTime()
+}
+
+// kindOf is the kind of artifact a bundle file belongs to ("" the
+// bundle's own: its key).
+func kindOf(rel string) Kind {
+	top, _, _ := strings.Cut(rel, "/")
+	switch top {
+	case PackagesDir:
+		return Package
+	case ChartsDir:
+		return Chart
+	case KubeflowDir:
+		return Manifests
+	case ImagesDir:
+		return Image
+	}
+	return ""
+}
+
+// ReadManifest reads the manifest of the bundle at dir.
+func ReadManifest(dir string) (*Manifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestFile), err)
+	}
+	if m.Kind != ManifestKind || m.APIVersion != ManifestAPIVersion {
+		return nil, fmt.Errorf("%s: not a gpukit bundle manifest (kind %q, apiVersion %q)", filepath.Join(dir, ManifestFile), m.Kind, m.APIVersion)
+	}
+	return &m, nil
+}
+
+// Verify checks the bundle at dir against its manifest: every file listed
+// there with its size and sha256, nothing beside them but the private key,
+// and the manifest complete. It returns every problem found.
+func Verify(dir string) ([]string, error) {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	var problems []string
+	if !m.Complete {
+		problems = append(problems, fmt.Sprintf("the bundle is not complete: %d artifact(s) missing: %s", len(m.Missing), strings.Join(m.Missing, "; ")))
+	}
+	listed := map[string]bool{}
+	for _, f := range m.Files {
+		listed[f.Path] = true
+		p := filepath.Join(dir, filepath.FromSlash(f.Path))
+		st, err := os.Stat(p)
+		if err != nil {
+			problems = append(problems, f.Path+": "+err.Error())
+			continue
+		}
+		if st.Size() != f.Size {
+			problems = append(problems, fmt.Sprintf("%s: %d bytes, the manifest says %d", f.Path, st.Size(), f.Size))
+			continue
+		}
+		if got, err := fileSHA256(p); err != nil || got != f.SHA256 {
+			problems = append(problems, fmt.Sprintf("%s: sha256 %s, the manifest says %s (%v)", f.Path, got, f.SHA256, err))
+		}
+	}
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() && rel == privateDir {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && rel != ManifestFile && !listed[rel] {
+			problems = append(problems, rel+": not in the manifest")
+		}
+		return nil
+	})
+	slices.Sort(problems)
+	return problems, err
+}
+
+func fileSHA256(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// of are the artifacts of kind k that are known.
+func (c *creator) of(k Kind) []Artifact {
+	var out []Artifact
+	for _, a := range c.list.Of(k) {
+		if a.Unknown == "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
