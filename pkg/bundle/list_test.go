@@ -237,3 +237,27 @@ func TestFullList(t *testing.T) {
 	}
 	t.Logf("%d images listed; the reference build has %d image fields", len(l.Of(Image)), fields)
 }
+
+// A host whose running kernel's headers are installed gets no headers'
+// package (nvidia/prepare installs them only where missing).
+func TestKernelHeadersOnlyWhereMissing(t *testing.T) {
+	inv, _ := load(t, "demo.yaml")
+	with := hostFacts(t, "debian-12", "6.1.0-28-amd64", true)
+	with.KernelHeaders = true
+	l, err := Compute(context.Background(), inv, []Host{
+		{Machine: inv.Machines[1], Facts: hostFacts(t, "debian-12", "6.1.0-26-amd64", true)},
+		{Machine: inv.Machines[2], Facts: with},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var headers []string
+	for _, a := range l.Of(Package) {
+		if strings.HasPrefix(a.Name, "linux-headers-") {
+			headers = append(headers, a.Name+" "+strings.Join(a.Hosts, ","))
+		}
+	}
+	if !slices.Equal(headers, []string{"linux-headers-6.1.0-26-amd64 lab-2"}) {
+		t.Errorf("headers listed: %q", headers)
+	}
+}

@@ -17,15 +17,18 @@ import (
 
 // Facts about one host. Zero values mean "not found" (e.g. no nvidia-smi).
 type Facts struct {
-	OS       OS     `json:"os"`
-	Kernel   string `json:"kernel"`
-	Arch     string `json:"arch"`
-	Hostname string `json:"hostname"`
-	CPUs     int    `json:"cpus"`
-	MemKiB   int64  `json:"memKiB"`
-	SwapKiB  int64  `json:"swapKiB"`
-	RootFree int64  `json:"rootFreeKiB"`
-	Disks    []Disk `json:"disks,omitempty"`
+	OS     OS     `json:"os"`
+	Kernel string `json:"kernel"`
+	// KernelHeaders: the running kernel's headers are installed
+	// (/lib/modules/KERNEL/build).
+	KernelHeaders bool   `json:"kernelHeaders,omitempty"`
+	Arch          string `json:"arch"`
+	Hostname      string `json:"hostname"`
+	CPUs          int    `json:"cpus"`
+	MemKiB        int64  `json:"memKiB"`
+	SwapKiB       int64  `json:"swapKiB"`
+	RootFree      int64  `json:"rootFreeKiB"`
+	Disks         []Disk `json:"disks,omitempty"`
 	// ProductUUID is empty where the firmware exposes none (VMs, containers).
 	ProductUUID string `json:"productUUID,omitempty"`
 	MachineID   string `json:"machineID,omitempty"`
@@ -247,6 +250,8 @@ func (f *Facts) set(key, value string, ports map[int]bool) error {
 		f.OS.Pretty = value
 	case "kernel":
 		f.Kernel = value
+	case "kernel.headers":
+		f.KernelHeaders = value == "yes"
 	case "arch":
 		f.Arch = value
 	case "hostname":

@@ -23,13 +23,18 @@ func (w Want) PackageSets(inv *inventory.Inventory, f *facts.Facts) []scripts.Pa
 		out = append(out, scripts.PackageSet{Family: w.Family, Names: names, Version: version, For: why})
 	}
 	if w.DKMS {
+		// nvidia/prepare installs the running kernel's headers only where
+		// they are missing.
+		headers := []string{"linux-headers-" + f.Kernel}
+		tools := []string{"dkms", "build-essential"}
 		if w.Family.PackageManager == osfamily.Dnf {
-			distro([]string{"kernel-devel-" + f.Kernel, "kernel-headers-" + f.Kernel}, "", "DKMS: headers of kernel "+f.Kernel)
-			distro([]string{"dkms", "gcc", "make", "elfutils-libelf-devel"}, "", "DKMS")
-		} else {
-			distro([]string{"linux-headers-" + f.Kernel}, "", "DKMS: headers of kernel "+f.Kernel)
-			distro([]string{"dkms", "build-essential"}, "", "DKMS")
+			headers = []string{"kernel-devel-" + f.Kernel, "kernel-headers-" + f.Kernel}
+			tools = []string{"dkms", "gcc", "make", "elfutils-libelf-devel"}
 		}
+		if !f.KernelHeaders {
+			distro(headers, "", "DKMS: headers of kernel "+f.Kernel)
+		}
+		distro(tools, "", "DKMS")
 	}
 	driver := scripts.PackageSet{Family: w.Family, Names: w.Packages, Version: w.Driver, For: "NVIDIA driver " + w.Driver}
 	if w.Source == inventory.DriverSourceCUDARepo {

@@ -20,6 +20,9 @@ kv os.pretty "${PRETTY_NAME:-}"
 read -r kernel arch _ <<<"$(uname -rm)"
 kv kernel "$kernel"
 kv arch "$arch"
+# The running kernel's headers (DKMS builds against them): a bundle needs
+# their package only for a host that lacks them.
+if [ -e "/lib/modules/$kernel/build" ]; then kv kernel.headers yes; else kv kernel.headers no; fi
 rd hn /proc/sys/kernel/hostname
 kv hostname "$hn"
 # CPUs online, from the kernel's list of ranges ("0-63" or "0-3,8-11").

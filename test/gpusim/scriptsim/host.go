@@ -122,6 +122,11 @@ func (h *Host) probe(name, script string) (string, int, string) {
 	kv("os.version", "12")
 	kv("os.pretty", "Debian GNU/Linux 12 (bookworm)")
 	kv("kernel", kernel)
+	if h.Headers {
+		kv("kernel.headers", "yes")
+	} else {
+		kv("kernel.headers", "no")
+	}
 	kv("arch", "x86_64")
 	kv("hostname", name)
 	kv("cpus", "64")
