@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -73,4 +74,17 @@ func TestDebianBookworm(t *testing.T) {
 	}
 	t.Logf("signed by %s; %d packages in the index, %d bytes fetched in %v; closure of %d packages, %.1f MB, resolved in %v",
 		idx.Signer, len(idx.Packages), fetched, read.Round(time.Millisecond), len(pkgs), float64(size)/1e6, resolved.Round(time.Millisecond))
+
+	// The security archive, as a host's sources name it (bookworm-security
+	// main), though its Release lists updates/main: signed by the security
+	// archive's own key (12/bookworm).
+	security := strings.TrimSuffix(mirror, "/debian") + "/debian-security"
+	sec, err := Read(ctx, get, Source{URL: security, Suite: "bookworm-security", Components: []string{"main"}, Arch: "amd64",
+		Keyring: keyring, Fingerprints: []string{"05AB90340C0C5E797F44A8C8254CF3B5AEC0A8F0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sec.Packages) == 0 {
+		t.Errorf("%s bookworm-security main: no packages", security)
+	}
 }

@@ -102,7 +102,9 @@ func Read(ctx context.Context, get Getter, src Source) (*Index, error) {
 		}
 		comps := rel.words("components")
 		for _, c := range src.Components {
-			if len(comps) > 0 && !slices.Contains(comps, c) {
+			// Debian's security archive names its components updates/main
+			// ... and indexes them as main/...: apt takes "main" for it.
+			if len(comps) > 0 && !slices.Contains(comps, c) && !slices.Contains(comps, "updates/"+c) {
 				return nil, fmt.Errorf("%s/Release: no component %s (only %s)", dir, c, strings.Join(comps, " "))
 			}
 			targets = append(targets, target{c + "/binary-" + src.Arch + "/", false})

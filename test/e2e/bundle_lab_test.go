@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpukit/gpukit/internal/cli"
+	"github.com/gpukit/gpukit/pkg/bundle"
+	"github.com/gpukit/gpukit/test/cluster"
+	"github.com/gpukit/gpukit/test/gpusim"
+	"github.com/gpukit/gpukit/test/lab"
+)
+
+// bundleCreated is bundle create's final object (-o json).
+type bundleCreated struct {
+	Complete    bool     `json:"complete"`
+	Missing     []string `json:"missing"`
+	Fingerprint string   `json:"fingerprint"`
+	Kinds       []struct {
+		Kind    bundle.Kind `json:"kind"`
+		Files   int         `json:"files"`
+		Bytes   int64       `json:"bytes"`
+		Fetched int         `json:"fetched"`
+		Seconds float64     `json:"seconds"`
+	} `json:"kinds"`
+	Seconds float64 `json:"seconds"`
+}
+
+// lastJSON decodes the last line of a -o json run.
+func lastJSON(t *testing.T, out string, v any) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), v); err != nil {
+		t.Fatalf("the last line is not the result: %v\n%s", err, out)
+	}
+}
+
+// The demo's site (3 Kubernetes hosts, 2 with simulated H100s, the lab's
+// stand-in NVIDIA and Kubernetes repositories, its registry and the chart
+// archives as the site's mirrors): bundle list over real SSH names what
+// init installs; bundle create gathers it from those sources and Debian's
+// archive (the lab's mirror of it), complete; a second create fetches
+// nothing; --verify passes, and finds a file changed.
+func TestLabBundle(t *testing.T) {
+	cluster.Require(t)
+	lab.Require(t)
+	t.Parallel()
+	h100 := labCapture(t, "h100-80gb-hbm3__drv590.48.01")
+	l := lab.Start(t, lab.Options{Hosts: 3, Kube: true})
+	repo := gpusim.Simulate(t, l, map[string]gpusim.Hardware{
+		"lab-2": {Capture: withUUID(t, h100, "GPU-5a1e0002-6c2d-4b1e-9f00-0000000000b2")},
+		"lab-3": {Capture: withUUID(t, h100, "GPU-5a1e0003-6c2d-4b1e-9f00-0000000000b3"), NoKernelHeaders: true},
+	})
+	dir := t.TempDir()
+	gpuInv, err := repo.Inventory(l, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	site := cluster.NewSite(t, l, "")
+	inv := filepath.Join(dir, "kubernetes.yaml")
+	if err := site.WriteInventory(gpuInv, inv, cluster.LabKubernetes); err != nil {
+		t.Fatal(err)
+	}
+	kernel := l.SSH(t, "lab-3", "uname -r")
+
+	t.Run("list", func(t *testing.T) {
+		code, out, errOut := run(t, "bundle", "list", "-i", inv, "-o", "plain")
+		// lab-3 has no headers of its kernel (this machine's), which no
+		// Debian archive has: listed all the same, as init would install them.
+		for _, want := range []string{"linux-headers-" + kernel, "kubeadm", "containerd.io", "nvidia-open",
+			"nvidia-container-toolkit", "registry.k8s.io/kube-apiserver:v" + site.Version, "ghcr.io/flannel-io/flannel:", "flannel v"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("bundle list names no %s", want)
+			}
+		}
+		if code != cli.ExitOK || strings.Contains(out, "\nunknown\n") {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+		}
+		if n := strings.Count(out, "linux-headers-"); n != 1 {
+			t.Errorf("%d headers' packages listed; lab-2 has its kernel's headers: want lab-3's only\n%s", n, out)
+		}
+	})
+
+	out := filepath.Join(t.TempDir(), "bundle")
+	mirror := l.DebianMirror(t)
+	create := func(t *testing.T) bundleCreated {
+		t.Helper()
+		began := time.Now()
+		code, stdout, stderr := run(t, "bundle", "create", "-i", inv, out, "-o", "json",
+			"--os-mirror", "debian-12="+mirror.Debian+"/,"+mirror.Security+"/")
+		var res bundleCreated
+		lastJSON(t, stdout, &res)
+		t.Logf("bundle create: exit %d in %s", code, time.Since(began).Round(100*time.Millisecond))
+		for _, k := range res.Kinds {
+			t.Logf("  %-12s %5d files %8.1f MiB  fetched %d in %.1f s", k.Kind, k.Files, float64(k.Bytes)/(1<<20), k.Fetched, k.Seconds)
+		}
+		if len(res.Missing) > 0 {
+			t.Logf("missing:\n  %s", strings.Join(res.Missing, "\n  "))
+		}
+		if (code == cli.ExitOK) != res.Complete {
+			t.Errorf("exit %d for a bundle complete=%v\n%s", code, res.Complete, stderr)
+		}
+		return res
+	}
+	fetched := func(res bundleCreated) map[bundle.Kind]int {
+		out := map[bundle.Kind]int{}
+		for _, k := range res.Kinds {
+			if k.Fetched > 0 {
+				out[k.Kind] = k.Fetched
+			}
+		}
+		return out
+	}
+
+	t.Run("create names what cannot be had", func(t *testing.T) {
+		res := create(t)
+		// The headers of this machine's kernel, which lab-3 runs (the lab's
+		// hosts share it), are in no Debian archive.
+		if res.Complete || len(res.Missing) != 1 || !strings.Contains(res.Missing[0], "linux-headers-"+kernel) {
+			t.Fatalf("want exactly lab-3's kernel headers missing: %+v", res)
+		}
+		if got := fetched(res); got[bundle.Package] < 10 || got[bundle.Chart] != 1 || got[bundle.Image] != 9 {
+			t.Errorf("fetched %v: want the packages with their dependencies, flannel's chart, 9 images", got)
+		}
+	})
+
+	t.Run("create completes, then fetches nothing", func(t *testing.T) {
+		// lab-3 gets its headers (the simulator's stand-in, as lab-2 has):
+		// nothing is missing now.
+		l.SSH(t, "lab-3", "mkdir -p /lib/modules/$(uname -r)/build")
+		res := create(t)
+		if !res.Complete || len(fetched(res)) != 0 {
+			t.Fatalf("second create: complete %v, fetched %v, missing %v", res.Complete, fetched(res), res.Missing)
+		}
+		before, err := os.ReadFile(filepath.Join(out, bundle.ManifestFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res = create(t)
+		after, _ := os.ReadFile(filepath.Join(out, bundle.ManifestFile))
+		if !res.Complete || len(fetched(res)) != 0 || string(before) != string(after) {
+			t.Errorf("third create: complete %v, fetched %v, manifest unchanged %v", res.Complete, fetched(res), string(before) == string(after))
+		}
+		var total int64
+		for _, k := range res.Kinds {
+			total += k.Bytes
+		}
+		t.Logf("the demo site's bundle: %.1f MiB", float64(total)/(1<<20))
+	})
+
+	t.Run("verify", func(t *testing.T) {
+		if code, stdout, stderr := run(t, "bundle", "create", "--verify", out); code != cli.ExitOK || !strings.Contains(stdout, "complete") {
+			t.Fatalf("verify: exit %d\n%s%s", code, stdout, stderr)
+		}
+		m, err := bundle.ReadManifest(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var deb string
+		for _, f := range m.Files {
+			if strings.HasSuffix(f.Path, ".deb") {
+				deb = f.Path
+				break
+			}
+		}
+		if err := os.WriteFile(filepath.Join(out, deb), []byte("tampered"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, stdout, _ := run(t, "bundle", "create", "--verify", out); code == cli.ExitOK || !strings.Contains(stdout, deb+": 8 bytes") {
+			t.Errorf("verify of a changed file: exit %d\n%s", code, stdout)
+		}
+	})
+}
