@@ -98,8 +98,10 @@ type Options struct {
 	// site's own key.
 	Keyrings       map[string]string
 	OSFingerprints map[string][]string
-	// Get fetches package repositories' files (debrepo.HTTPGetter).
-	Get debrepo.Getter
+	// Get fetches package repositories' indexes and keys, Stream their
+	// packages (debrepo.HTTPGetter, HTTPStreamer: the defaults).
+	Get    debrepo.Getter
+	Stream debrepo.Streamer
 	// Logf says what the run does, a line at a time.
 	Logf func(format string, args ...any)
 }

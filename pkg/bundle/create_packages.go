@@ -41,9 +41,12 @@ type repoOut struct {
 // spec.mirrors.nvidia, .kubernetes and .docker can name the bundle); what
 // comes from the distribution, in packages/os/FAMILY/.
 func (c *creator) packages(ctx context.Context) error {
-	get := c.o.Get
+	get, stream := c.o.Get, c.o.Stream
 	if get == nil {
 		get = debrepo.HTTPGetter(http.DefaultClient)
+	}
+	if stream == nil {
+		stream = debrepo.HTTPStreamer(http.DefaultClient)
 	}
 	type group struct{ family, arch string }
 	var groups []group
@@ -57,7 +60,7 @@ func (c *creator) packages(ctx context.Context) error {
 	}
 	outs := map[string]*repoOut{}
 	for _, g := range groups {
-		if err := c.familyPackages(ctx, get, g.family, g.arch, byGroup[g], outs); err != nil {
+		if err := c.familyPackages(ctx, get, stream, g.family, g.arch, byGroup[g], outs); err != nil {
 			return err
 		}
 	}
@@ -83,7 +86,7 @@ func (c *creator) packages(ctx context.Context) error {
 
 // familyPackages resolves and fetches the packages of one family and
 // architecture into outs.
-func (c *creator) familyPackages(ctx context.Context, get debrepo.Getter, family, arch string, arts []Artifact, outs map[string]*repoOut) error {
+func (c *creator) familyPackages(ctx context.Context, get debrepo.Getter, stream debrepo.Streamer, family, arch string, arts []Artifact, outs map[string]*repoOut) error {
 	missAll := func(why string) {
 		for _, a := range arts {
 			c.miss("package %s (%s): %s", a.Name, family, why)
@@ -221,7 +224,7 @@ func (c *creator) familyPackages(ctx context.Context, get debrepo.Getter, family
 		}
 		dst := filepath.Join(dir, p.DebName())
 		_, statErr := os.Stat(dst)
-		if err := debrepo.Download(ctx, get, p, dst); err != nil {
+		if err := debrepo.DownloadStream(ctx, stream, p, dst); err != nil {
 			c.miss("package %s: %v", p, err)
 			continue
 		}

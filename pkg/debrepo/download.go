@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/gpukit/gpukit/pkg/atomicfile"
@@ -15,6 +16,19 @@ import (
 // already holds that file is left as it is, without fetching: a bundle's
 // re-run fetches only what changed.
 func Download(ctx context.Context, get Getter, p *Package, dst string) error {
+	return DownloadStream(ctx, func(ctx context.Context, url string, w io.Writer, max int64) error {
+		b, err := get(ctx, url, max)
+		if err == nil {
+			_, err = w.Write(b)
+		}
+		return err
+	}, p, dst)
+}
+
+// DownloadStream is Download through a Streamer: the .deb goes to a
+// temporary file beside dst as it arrives, hashed on the way, and replaces
+// dst only when its size and SHA256 are the index's.
+func DownloadStream(ctx context.Context, stream Streamer, p *Package, dst string) error {
 	want := fileSum{p.SHA256, p.Size}
 	if fi, err := os.Stat(dst); err == nil && fi.Mode().IsRegular() && fi.Size() == p.Size {
 		if got, err := sumFile(dst); err == nil && got == want {
@@ -22,16 +36,31 @@ func Download(ctx context.Context, get Getter, p *Package, dst string) error {
 		}
 	}
 	u := p.URL()
-	b, err := get(ctx, u, max(p.Size, 1))
+	err := atomicfile.WriteFunc(dst, 0o644, func(w io.Writer) error {
+		h := sha256.New()
+		c := &counter{w: io.MultiWriter(w, h)}
+		if err := stream(ctx, u, c, max(p.Size, 1)); err != nil {
+			return err
+		}
+		if got := (fileSum{hex.EncodeToString(h.Sum(nil)), c.n}); got != want {
+			return fmt.Errorf("%d bytes of SHA256 %s, the index says %d bytes of SHA256 %s", got.size, got.sha256, want.size, want.sha256)
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", u, err)
 	}
-	sum := sha256.Sum256(b)
-	if got := (fileSum{hex.EncodeToString(sum[:]), int64(len(b))}); got != want {
-		return fmt.Errorf("%s: %d bytes of SHA256 %s, the index says %d bytes of SHA256 %s", u, got.size, got.sha256, want.size, want.sha256)
-	}
-	if err := atomicfile.Write(dst, b, 0o644); err != nil {
-		return fmt.Errorf("%s: %w", p, err)
-	}
 	return nil
+}
+
+// counter counts what goes through it.
+type counter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *counter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
 }
