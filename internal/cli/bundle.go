@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -22,7 +25,63 @@ func newBundleCmd(s Streams) *cobra.Command {
 		Example: `  gpukit bundle list -i cluster.yaml
   gpukit bundle create -i cluster.yaml /srv/gpukit-bundle
   gpukit bundle create --verify /srv/gpukit-bundle`,
-	}, newBundleListCmd(s), newBundleCreateCmd(s))
+	}, newBundleListCmd(s), newBundleCreateCmd(s), newBundleDaemonCmd(s))
+}
+
+func newBundleDaemonCmd(s Streams) *cobra.Command {
+	var listen, registryListen, certFile, keyFile string
+	cmd := &cobra.Command{
+		Use:   "daemon DIR",
+		Short: "Serve a bundle on its host: the package repositories over HTTP, the images as a read-only registry over TLS",
+		Long: `Serve the bundle in DIR until stopped: what the bundle host's gpukit-bundle.service runs (bundle
+serve, or init with spec.bundle, installs it). The package repositories and the bundle's public key
+over HTTP on --listen (apt checks every file against the bundle's signing key), nothing else of the
+directory; the images of its OCI layout as a read-only registry over HTTPS on --registry-listen,
+named as a registry mirror names them (registry.k8s.io/pause:3.10.1), with the certificate in
+--tls-cert and --tls-key.`,
+		Example: `  gpukit bundle daemon /var/lib/gpukit/bundle --listen :8480 --registry-listen :8443 \
+    --tls-cert /etc/gpukit/bundle/registry.pem --tls-key /etc/gpukit/bundle/registry-key.pem`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if certFile == "" || keyFile == "" {
+				return usage(errors.New("--tls-cert and --tls-key: the registry's certificate and key are required"))
+			}
+			if _, err := bundle.ReadManifest(args[0]); err != nil {
+				return usage(err)
+			}
+			return serveBundle(cmd.Context(), s, args[0], listen, registryListen, certFile, keyFile)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", ":8480", "the packages' HTTP address")
+	cmd.Flags().StringVar(&registryListen, "registry-listen", ":8443", "the registry's HTTPS address")
+	cmd.Flags().StringVar(&certFile, "tls-cert", "", "the registry's certificate (PEM)")
+	cmd.Flags().StringVar(&keyFile, "tls-key", "", "the registry's key (PEM)")
+	return cmd
+}
+
+// serveBundle serves until ctx ends (SIGTERM from systemd), then shuts
+// both servers down.
+func serveBundle(ctx context.Context, s Streams, dir, listen, registryListen, certFile, keyFile string) error {
+	files := &http.Server{Addr: listen, Handler: bundle.Files(dir), ReadHeaderTimeout: 30 * time.Second}
+	reg := &http.Server{Addr: registryListen, Handler: bundle.NewRegistry(dir), ReadHeaderTimeout: 30 * time.Second,
+		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12}}
+	errs := make(chan error, 2)
+	go func() { errs <- files.ListenAndServe() }()
+	go func() { errs <- reg.ListenAndServeTLS(certFile, keyFile) }()
+	fmt.Fprintf(s.Err, "gpukit bundle daemon: %s: packages on %s (http), images on %s (https)\n", dir, listen, registryListen)
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errs:
+	}
+	shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	files.Shutdown(shut)
+	reg.Shutdown(shut)
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
 }
 
 // errUnknownArtifacts: the list is printed, but some artifacts could not be

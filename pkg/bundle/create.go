@@ -26,7 +26,8 @@ import (
 //
 //	bundle.json          the manifest: every file's sha256 and size, what is missing
 //	key/bundle.asc       the public key that signs the package repositories
-//	private/             the signing key (0600), never served nor copied to a host
+//	key/registry-ca.pem  the CA of the certificate the bundle's registry serves with
+//	private/             their keys (0600), never served nor copied to a host
 //	packages/nvidia/     the repositories spec.mirrors.nvidia names, laid out as NVIDIA's
 //	packages/kubernetes/ ... as pkgs.k8s.io's, packages/docker/ as Docker's
 //	packages/os/FAMILY/  a flat repository of what hosts get from their distribution
@@ -141,6 +142,9 @@ func Create(ctx context.Context, inv *inventory.Inventory, list *List, dir strin
 		}
 	}
 	if err := c.signingKey(); err != nil {
+		return nil, nil, err
+	}
+	if err := c.registryCA(); err != nil {
 		return nil, nil, err
 	}
 	for _, a := range list.Unknown() {

@@ -339,3 +339,74 @@ func equalCounts(got, want map[Kind]int) bool {
 	}
 	return true
 }
+
+// What a bundle host serves: the package repositories to apt (through
+// debrepo, as TestCreate reads them) and nothing else of the directory; the
+// images to a registry client as a mirror's names give them, by tag and by
+// digest, byte for byte as pulled; nothing can be pushed.
+func TestServe(t *testing.T) {
+	site := newFakeSite(t)
+	inv, _ := load(t, "demo.yaml")
+	inv.Cluster.Spec.Mirrors.Registry = ""
+	tagged := site.registry + "/library/tool:1"
+	want := push(t, tagged, false)
+	list := &List{Cluster: "t", Artifacts: []Artifact{{Kind: Image, Name: "registry.k8s.io/pause:3.10.2", Source: "http://" + tagged}}}
+	out := filepath.Join(t.TempDir(), "bundle")
+	if _, _, err := Create(context.Background(), inv, list, out, Options{}); err != nil {
+		t.Fatal(err)
+	}
+
+	files := httptest.NewServer(Files(out))
+	defer files.Close()
+	for path, code := range map[string]int{"/" + PublicKeyFile: 200, "/" + ManifestFile: 404, "/" + secretKeyFile: 404, "/packages/": 404,
+		"/images/index.json": 404, "/../" + secretKeyFile: 404} {
+		resp, err := http.Get(files.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != code {
+			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, code)
+		}
+	}
+
+	reg := httptest.NewTLSServer(NewRegistry(out))
+	defer reg.Close()
+	host := strings.TrimPrefix(reg.URL, "https://")
+	opt := remote.WithTransport(reg.Client().Transport)
+	ref, _ := name.ParseReference(host + "/registry.k8s.io/pause:3.10.2")
+	img, err := remote.Image(ref, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := img.Digest(); d.String() != want {
+		t.Errorf("pulled %s, pushed %s", d, want)
+	}
+	layers, _ := img.Layers()
+	for _, l := range layers {
+		rc, err := l.Compressed() // the blobs, checked against their digests as read
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, rc); err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.Close(); err != nil {
+			t.Fatalf("layer: %v", err)
+		}
+	}
+	byDigest, _ := name.ParseReference(host + "/registry.k8s.io/pause@" + want)
+	if _, err := remote.Image(byDigest, opt); err != nil {
+		t.Errorf("by digest: %v", err)
+	}
+	for _, absent := range []string{"/registry.k8s.io/pause:3.10.1", "/docker.io/library/pause:3.10.2"} {
+		r, _ := name.ParseReference(host + absent)
+		if _, err := remote.Image(r, opt); err == nil || !strings.Contains(err.Error(), "MANIFEST_UNKNOWN") {
+			t.Errorf("%s: %v", absent, err)
+		}
+	}
+	other, _ := random.Image(64, 1)
+	if err := remote.Write(ref, other, opt); err == nil {
+		t.Error("a push to the bundle's registry succeeded")
+	}
+}

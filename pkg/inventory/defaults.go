@@ -38,6 +38,11 @@ const (
 	DefaultCNI         = CNIFlannel
 
 	DefaultStorage = StorageLocalPath
+
+	// DefaultBundlePort and DefaultBundleRegistryPort are where a bundle host
+	// serves its packages and its images (spec.bundle).
+	DefaultBundlePort         = 8480
+	DefaultBundleRegistryPort = 8443
 	// DefaultIngressDomainSuffix is appended to the first ingress (else
 	// control-plane or manager) host's IPv4 address: nip.io resolves
 	// 10.0.0.10.nip.io and every name under it to 10.0.0.10, so ingress hosts
@@ -165,6 +170,14 @@ func applyDefaults(c *Cluster, machines []Machine, sources []source) {
 	// and defaulting the lower one would hide what a host inherits. The
 	// machines carry the merged, defaulted, parsed result (Access).
 
+	if b := s.Bundle; b != nil {
+		if b.Port == 0 {
+			b.Port = DefaultBundlePort
+		}
+		if b.RegistryPort == 0 {
+			b.RegistryPort = DefaultBundleRegistryPort
+		}
+	}
 	v := &s.Versions
 	setDefault(&v.NvidiaDriver, DefaultNvidiaDriver)
 	setDefault(&v.CUDA, DefaultCUDA)

@@ -53,6 +53,11 @@ func (inv *Inventory) ReadSite(lookupEnv func(string) (string, bool), readFile f
 		}
 		return inv.File
 	}
+	if inv.Cluster.Spec.Bundle != nil {
+		if err := inv.useBundle(readFile); err != nil {
+			errs = append(errs, fmt.Errorf("%s: spec.bundle: %w", at("spec.bundle.dir"), err))
+		}
+	}
 	if f := m.RegistryCAFile; f != "" {
 		const path = "spec.mirrors.registryCAFile"
 		p, err := ExpandHome(f, lookupEnv)

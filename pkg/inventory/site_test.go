@@ -9,6 +9,9 @@ import (
 	"encoding/pem"
 	"io/fs"
 	"math/big"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +76,54 @@ func TestReadSite(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "s3cret") {
 				t.Errorf("the error shows the secret: %v", err)
+			}
+		})
+	}
+}
+
+// spec.bundle points every source at the bundle: its host's repositories,
+// pinned to the bundle's key, its registry trusting the bundle's CA, its
+// charts and Kubeflow's manifests on this machine; an incomplete bundle is
+// refused before anything is touched.
+func TestReadSiteBundle(t *testing.T) {
+	dir := t.TempDir()
+	ca := testCA(t)
+	os.MkdirAll(filepath.Join(dir, "key"), 0o755)
+	os.WriteFile(filepath.Join(dir, "key", "registry-ca.pem"), ca, 0o644)
+	doc := "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: offline}\nspec:\n  bundle: {dir: " + dir + ", host: cp-1}\n" +
+		"  kubeflow: {enabled: true}\n  hosts:\n  - {name: cp-1, address: 10.0.0.1, roles: [control-plane]}\n"
+	for _, tc := range []struct {
+		name, manifest, err string
+	}{
+		{"complete", `{"kind": "Bundle", "complete": true, "fingerprint": "0123456789ABCDEF0123456789ABCDEF01234567"}`, ""},
+		{"incomplete", `{"kind": "Bundle", "complete": false, "missing": ["image x: gone"]}`, "the bundle in " + dir + " is not complete: 1 artifact(s) missing"},
+		{"not a bundle", `{"kind": "Cluster"}`, "is not a gpukit bundle's manifest"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.WriteFile(filepath.Join(dir, "bundle.json"), []byte(tc.manifest), 0o644)
+			inv, err := Parse("offline.yaml", []byte(doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = inv.ReadSite(func(string) (string, bool) { return "", false }, os.ReadFile)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "offline.yaml:5:") {
+					t.Fatalf("error %v, want %q at spec.bundle", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := inv.Cluster.Spec.Mirrors
+			fpr := []string{"0123456789ABCDEF0123456789ABCDEF01234567"}
+			if m.NVIDIA != "http://10.0.0.1:8480/packages/nvidia/" || m.Kubernetes != "http://10.0.0.1:8480/packages/kubernetes/" ||
+				m.Docker != "http://10.0.0.1:8480/packages/docker/" || m.Registry != "10.0.0.1:8443" || m.Charts != dir+"/charts" ||
+				!slices.Equal(m.SigningKeys.NVIDIA, fpr) || !slices.Equal(m.SigningKeys.Docker, fpr) || string(inv.Site.RegistryCA) != string(ca) {
+				t.Errorf("mirrors %+v", m)
+			}
+			if k := inv.Cluster.Spec.Kubeflow; k.Manifests != dir+"/kubeflow/manifests-"+k.Version+".tar.gz" {
+				t.Errorf("kubeflow manifests %s", k.Manifests)
 			}
 		})
 	}

@@ -70,6 +70,10 @@ type Spec struct {
 	Kubeflow Kubeflow `yaml:"kubeflow,omitempty" json:"kubeflow,omitempty"`
 	// Mirrors replace the public package, chart and image sources (air-gapped sites, the lab).
 	Mirrors Mirrors `yaml:"mirrors,omitempty" json:"mirrors,omitempty"`
+	// Bundle serves an offline bundle (made by `gpukit bundle create`) from one of the hosts:
+	// every package, chart, manifest and image of the run then comes from it, and the mirrors
+	// are set to it (leave spec.mirrors and spec.kubeflow's manifests unset).
+	Bundle *Bundle `yaml:"bundle,omitempty" json:"bundle,omitempty"`
 	// Kubernetes tunes kubeadm, the kubelet, kube-proxy and containerd (kubernetes only).
 	Kubernetes KubernetesSpec `yaml:"kubernetes,omitempty" json:"kubernetes,omitempty"`
 	// Proxy is the HTTP proxy the hosts reach the outside through: apt or dnf, containerd,
@@ -487,6 +491,20 @@ type Kubeflow struct {
 	// .tar.gz or a directory on the machine running gpukit, as a clean
 	// absolute path. Needed offline for releases that reference any.
 	RemoteBases string `yaml:"remoteBases,omitempty" json:"remoteBases,omitempty"`
+}
+
+// Bundle is an offline bundle and the host that serves it.
+type Bundle struct {
+	// Dir is the bundle's directory on the machine running gpukit (what `gpukit bundle create`
+	// made), as a clean absolute path. It must be complete.
+	Dir string `yaml:"dir" json:"dir"`
+	// Host is the inventory host that serves it: its package repositories over HTTP on Port,
+	// its images as a read-only registry over HTTPS on RegistryPort (gpukit-bundle.service).
+	Host string `yaml:"host" json:"host"`
+	// Port serves the package repositories. Default 8480.
+	Port int `yaml:"port,omitempty" json:"port,omitempty" jsonschema:"minimum=1,maximum=65535"`
+	// RegistryPort serves the images. Default 8443.
+	RegistryPort int `yaml:"registryPort,omitempty" json:"registryPort,omitempty" jsonschema:"minimum=1,maximum=65535"`
 }
 
 // Mirrors replace public sources; each is a base URL (registry: a host[:port][/path]).

@@ -39,6 +39,7 @@ func (c *checker) validate(cl *Cluster, machines []Machine) {
 	c.checkNetwork(cl, machines)
 	c.checkAddons(cl, machines)
 	c.checkMirrors(&cl.Spec.Mirrors)
+	c.checkBundle(cl, machines)
 	c.checkRegistryAccess(&cl.Spec.Mirrors, cl.Spec.Orchestrator, cl.Spec.AllowInlineSecrets)
 	c.checkProxy("spec.proxy", &cl.Spec.Proxy)
 	c.checkKubernetes(cl, machines)

@@ -1,0 +1,141 @@
+package bundle
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gpukit/gpukit/pkg/atomicfile"
+)
+
+// The bundle's registry is served over TLS with a certificate of the CA
+// the bundle makes on its first run: the CA's certificate is public
+// (key/registry-ca.pem: containerd trusts it for the mirror only, as
+// spec.mirrors.registryCAFile), its key stays in private/.
+const (
+	RegistryCAFile = "key/registry-ca.pem"
+	caKeyFile      = "private/registry-ca-key.pem"
+	// caLifetime is long: a site's bundle host serves for years, and a
+	// certificate that expires takes its nodes' image pulls with it.
+	caLifetime = 10 * 365 * 24 * time.Hour
+)
+
+// registryCA reads the bundle's CA, making it on the first run.
+func (c *creator) registryCA() error {
+	if _, _, err := readCA(c.dir); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: "gpukit bundle CA of " + c.list.Cluster},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(caLifetime),
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign, BasicConstraintsValid: true, IsCA: true, MaxPathLenZero: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(c.dir, caKeyFile), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		return err
+	}
+	return c.write(RegistryCAFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+}
+
+func readCA(dir string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	certPEM, err := os.ReadFile(filepath.Join(dir, RegistryCAFile))
+	if err != nil {
+		return nil, nil, err
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(dir, caKeyFile))
+	if err != nil {
+		return nil, nil, err
+	}
+	cb, _ := pem.Decode(certPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return nil, nil, fmt.Errorf("%s: the registry CA is not PEM", dir)
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := x509.ParseECPrivateKey(kb.Bytes)
+	return cert, key, err
+}
+
+// ServerCertificate is the registry's certificate and key (PEM) for a bundle
+// host at address (an IP or a DNS name), signed by the bundle's CA. It is
+// kept in private/, so that serving again sends the same one.
+func ServerCertificate(dir, address string) (cert, key []byte, err error) {
+	certFile := filepath.Join(dir, privateDir, "registry-"+address+".pem")
+	keyFile := filepath.Join(dir, privateDir, "registry-"+address+"-key.pem")
+	cert, cerr := os.ReadFile(certFile)
+	key, kerr := os.ReadFile(keyFile)
+	if cerr == nil && kerr == nil {
+		return cert, key, nil
+	}
+	ca, caKey, err := readCA(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the bundle's registry CA: %w (made by gpukit bundle create)", err)
+	}
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: address},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: ca.NotAfter,
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if ip := net.ParseIP(address); ip != nil {
+		tmpl.IPAddresses = []net.IP{ip}
+	} else {
+		tmpl.DNSNames = []string{address}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &k.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		return nil, nil, err
+	}
+	cert = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	key = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	if err := atomicfile.Write(keyFile, key, 0o600); err != nil {
+		return nil, nil, err
+	}
+	if err := atomicfile.Write(certFile, cert, 0o600); err != nil {
+		return nil, nil, err
+	}
+	return cert, key, nil
+}

@@ -1,0 +1,110 @@
+package inventory
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	gopath "path"
+	"slices"
+	"strconv"
+)
+
+// checkBundle checks spec.bundle: a directory, a host of the inventory, two
+// ports; and that nothing else names where packages, charts, images or
+// Kubeflow's manifests come from, as the bundle does.
+func (c *checker) checkBundle(cl *Cluster, machines []Machine) {
+	b := cl.Spec.Bundle
+	if b == nil {
+		return
+	}
+	const p = "spec.bundle"
+	switch {
+	case b.Dir == "":
+		c.errorf(p+".dir", "a bundle's directory (gpukit bundle create DIR) is required")
+	case badChar(b.Dir, charsPath) != nil:
+		c.errorf(p+".dir", "invalid bundle directory: %v", badChar(b.Dir, charsPath))
+	case gopath.Clean(b.Dir) != b.Dir || b.Dir[0] != '/':
+		c.errorf(p+".dir", "bundle directory %s is not a clean absolute path", q(b.Dir))
+	}
+	if !slices.ContainsFunc(machines, func(m Machine) bool { return m.Name == b.Host }) {
+		c.errorf(p+".host", "%s is no host of this inventory: the bundle is served by one of its hosts", q(b.Host))
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"port", b.Port}, {"registryPort", b.RegistryPort}} {
+		if f.v < 1 || f.v > 65535 {
+			c.errorf(p+"."+f.name, "port %d: want 1 to 65535", f.v)
+		}
+	}
+	if b.Port == b.RegistryPort {
+		c.errorf(p+".port", "port %d is the registry's too (spec.bundle.registryPort, default %d): the packages and the images need a port each", b.Port, DefaultBundleRegistryPort)
+	}
+	m := cl.Spec.Mirrors
+	for _, f := range []struct{ name, v string }{
+		{"mirrors.nvidia", m.NVIDIA}, {"mirrors.kubernetes", m.Kubernetes}, {"mirrors.docker", m.Docker}, {"mirrors.charts", m.Charts},
+		{"mirrors.registry", m.Registry}, {"mirrors.registryCAFile", m.RegistryCAFile},
+		{"kubeflow.manifests", cl.Spec.Kubeflow.Manifests}, {"kubeflow.remoteBases", cl.Spec.Kubeflow.RemoteBases},
+	} {
+		if f.v != "" {
+			c.errorf("spec."+f.name, "spec.bundle serves it: leave it unset")
+		}
+	}
+	if m.RegistryLogin != nil {
+		c.errorf("spec.mirrors.registryLogin", "spec.bundle serves the images without a login: leave it unset")
+	}
+}
+
+// bundleManifest is what the inventory reads of a bundle's manifest
+// (pkg/bundle writes it; the inventory is below that package).
+type bundleManifest struct {
+	Kind        string   `json:"kind"`
+	Complete    bool     `json:"complete"`
+	Missing     []string `json:"missing"`
+	Fingerprint string   `json:"fingerprint"`
+}
+
+// useBundle points every source of the run at the bundle (ReadSite): the
+// package mirrors at its host's repositories, pinned to the bundle's key;
+// the registry mirror at its host, trusting the bundle's CA; the charts and
+// Kubeflow's manifests at the bundle's directory on this machine. It
+// refuses a bundle that is not complete.
+func (inv *Inventory) useBundle(readFile func(string) ([]byte, error)) error {
+	s := &inv.Cluster.Spec
+	b := s.Bundle
+	raw, err := readFile(b.Dir + "/bundle.json")
+	if err != nil {
+		return fmt.Errorf("the bundle's manifest: %w (made by gpukit bundle create %s)", err, b.Dir)
+	}
+	var m bundleManifest
+	if err := json.Unmarshal(raw, &m); err != nil || m.Kind != "Bundle" {
+		return fmt.Errorf("%s/bundle.json is not a gpukit bundle's manifest", b.Dir)
+	}
+	if !m.Complete {
+		return fmt.Errorf("the bundle in %s is not complete: %d artifact(s) missing (gpukit bundle create lists them)", b.Dir, len(m.Missing))
+	}
+	addr := ""
+	for _, mc := range inv.Machines {
+		if mc.Name == b.Host {
+			addr = mc.NodeIP()
+		}
+	}
+	host := addr
+	if ip, err := netip.ParseAddr(addr); err == nil && ip.Is6() {
+		host = "[" + addr + "]"
+	}
+	base := "http://" + host + ":" + strconv.Itoa(b.Port) + "/packages/"
+	s.Mirrors.NVIDIA, s.Mirrors.Kubernetes, s.Mirrors.Docker = base+"nvidia/", base+"kubernetes/", base+"docker/"
+	fpr := []string{m.Fingerprint}
+	s.Mirrors.SigningKeys = MirrorKeys{NVIDIA: fpr, Kubernetes: fpr, Docker: fpr}
+	s.Mirrors.Registry = host + ":" + strconv.Itoa(b.RegistryPort)
+	s.Mirrors.RegistryCAFile = b.Dir + "/key/registry-ca.pem"
+	s.Mirrors.Charts = b.Dir + "/charts"
+	if s.Kubeflow.Enabled {
+		s.Kubeflow.Manifests = b.Dir + "/kubeflow/manifests-" + s.Kubeflow.Version + ".tar.gz"
+		if _, err := readFile(b.Dir + "/kubeflow/remote-bases.tar.gz"); err == nil {
+			s.Kubeflow.RemoteBases = b.Dir + "/kubeflow/remote-bases.tar.gz"
+		}
+	}
+	return nil
+}
