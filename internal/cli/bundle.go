@@ -39,8 +39,7 @@ over HTTP on --listen (apt checks every file against the bundle's signing key), 
 directory; the images of its OCI layout as a read-only registry over HTTPS on --registry-listen,
 named as a registry mirror names them (registry.k8s.io/pause:3.10.1), with the certificate in
 --tls-cert and --tls-key.`,
-		Example: `  gpukit bundle daemon /var/lib/gpukit/bundle --listen :8480 --registry-listen :8443 \
-    --tls-cert /etc/gpukit/bundle/registry.pem --tls-key /etc/gpukit/bundle/registry-key.pem`,
+		Example: `  gpukit bundle daemon /var/lib/gpukit/bundle --tls-cert /etc/gpukit/bundle/registry.pem --tls-key /etc/gpukit/bundle/registry-key.pem`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if certFile == "" || keyFile == "" {
