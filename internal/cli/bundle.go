@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpukit/gpukit/internal/flow"
 	"github.com/gpukit/gpukit/pkg/bundle"
+	"github.com/gpukit/gpukit/pkg/bundlefs"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/ui"
@@ -40,12 +41,12 @@ directory; the images of its OCI layout as a read-only registry over HTTPS on --
 named as a registry mirror names them (registry.k8s.io/pause:3.10.1), with the certificate in
 --tls-cert and --tls-key.`,
 		Example: `  gpukit bundle daemon /var/lib/gpukit/bundle --tls-cert /etc/gpukit/bundle/registry.pem --tls-key /etc/gpukit/bundle/registry-key.pem`,
-		Args: exactArgs(1),
+		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if certFile == "" || keyFile == "" {
 				return usage(errors.New("--tls-cert and --tls-key: the registry's certificate and key are required"))
 			}
-			if _, err := bundle.ReadManifest(args[0]); err != nil {
+			if _, err := bundlefs.ReadManifest(args[0]); err != nil {
 				return usage(err)
 			}
 			return serveBundle(cmd.Context(), s, args[0], listen, registryListen, certFile, keyFile)
@@ -61,8 +62,8 @@ named as a registry mirror names them (registry.k8s.io/pause:3.10.1), with the c
 // serveBundle serves until ctx ends (SIGTERM from systemd), then shuts
 // both servers down.
 func serveBundle(ctx context.Context, s Streams, dir, listen, registryListen, certFile, keyFile string) error {
-	files := &http.Server{Addr: listen, Handler: bundle.Files(dir), ReadHeaderTimeout: 30 * time.Second}
-	reg := &http.Server{Addr: registryListen, Handler: bundle.NewRegistry(dir), ReadHeaderTimeout: 30 * time.Second,
+	files := &http.Server{Addr: listen, Handler: bundlefs.Files(dir), ReadHeaderTimeout: 30 * time.Second}
+	reg := &http.Server{Addr: registryListen, Handler: bundlefs.NewRegistry(dir), ReadHeaderTimeout: 30 * time.Second,
 		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12}}
 	errs := make(chan error, 2)
 	go func() { errs <- files.ListenAndServe() }()
@@ -301,7 +302,7 @@ func familyFlags(flag string, values []string) (map[string]string, error) {
 
 // verifyBundle checks a bundle against its manifest.
 func verifyBundle(s Streams, dir string) error {
-	problems, err := bundle.Verify(dir)
+	problems, err := bundlefs.Verify(dir)
 	if err != nil {
 		return err
 	}
@@ -335,7 +336,7 @@ type bundleKindRun struct {
 	Seconds float64     `json:"seconds"`
 }
 
-func writeBundleCreate(out ui.Output, dir string, m *bundle.Manifest, stats []bundle.Stats, took time.Duration) error {
+func writeBundleCreate(out ui.Output, dir string, m *bundlefs.Manifest, stats []bundle.Stats, took time.Duration) error {
 	res := &bundleCreateResult{Header: flow.NewHeader(flow.KindBundleCreate), Dir: dir, Complete: m.Complete, Missing: m.Missing,
 		Fingerprint: m.Fingerprint, Seconds: took.Seconds()}
 	for _, st := range stats {

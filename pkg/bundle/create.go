@@ -2,80 +2,23 @@ package bundle
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
 	"github.com/gpukit/gpukit/pkg/atomicfile"
+	"github.com/gpukit/gpukit/pkg/bundlefs"
+	"github.com/gpukit/gpukit/pkg/bundlehost"
 	"github.com/gpukit/gpukit/pkg/debrepo"
 	"github.com/gpukit/gpukit/pkg/inventory"
 )
-
-// A bundle is a directory:
-//
-//	bundle.json          the manifest: every file's sha256 and size, what is missing
-//	key/bundle.asc       the public key that signs the package repositories
-//	key/registry-ca.pem  the CA of the certificate the bundle's registry serves with
-//	private/             their keys (0600), never served nor copied to a host
-//	packages/nvidia/     the repositories spec.mirrors.nvidia names, laid out as NVIDIA's
-//	packages/kubernetes/ ... as pkgs.k8s.io's, packages/docker/ as Docker's
-//	packages/os/FAMILY/  a flat repository of what hosts get from their distribution
-//	charts/              NAME-VERSION.tgz and a Helm repository index
-//	kubeflow/            the release's manifests, and its remote bases laid out by URL
-//	images/              an OCI image layout, each image named by its full reference
-const (
-	ManifestFile  = "bundle.json"
-	PublicKeyFile = "key/bundle.asc"
-	privateDir    = "private"
-	secretKeyFile = "private/bundle-key.asc"
-	PackagesDir   = "packages"
-	ChartsDir     = "charts"
-	KubeflowDir   = "kubeflow"
-	ImagesDir     = "images"
-)
-
-// ManifestKind and ManifestAPIVersion start a bundle's manifest.
-const (
-	ManifestKind       = "Bundle"
-	ManifestAPIVersion = "gpukit.dev/v1alpha1"
-)
-
-// Manifest says what a bundle holds. A bundle is complete only when its
-// manifest says so: a run that could not have everything writes one with
-// Complete false and what is missing, and `gpukit bundle serve` refuses it.
-type Manifest struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Cluster    string `json:"cluster"`
-	// Fingerprint is the key that signs the bundle's package repositories:
-	// what hosts pin (spec.mirrors.signingKeys).
-	Fingerprint string `json:"fingerprint"`
-	Complete    bool   `json:"complete"`
-	// Missing are the artifacts the run could not have, each with why.
-	Missing []string `json:"missing,omitempty"`
-	// Artifacts is the list the bundle was made from.
-	Artifacts []Artifact `json:"artifacts"`
-	Files     []File     `json:"files"`
-}
-
-// File is one file of a bundle.
-type File struct {
-	Path   string `json:"path"` // slash-separated, relative to the bundle
-	Kind   Kind   `json:"kind,omitempty"`
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
-}
 
 // Stats are what a run of Create did, by kind.
 type Stats struct {
@@ -114,7 +57,7 @@ type creator struct {
 	list    *List
 	o       Options
 	key     *openpgp.Entity
-	prev    map[string]File // the files the previous run's manifest lists
+	prev    map[string]bundlefs.File // the files the previous run's manifest lists
 	missing []string
 	fetched map[Kind]int
 	took    map[Kind]time.Duration
@@ -124,19 +67,19 @@ type creator struct {
 // what it lacks, and writes its manifest last. It returns the manifest
 // and the run's stats; an artifact it cannot have is named in the
 // manifest's Missing (Complete false), and the error says how many.
-func Create(ctx context.Context, inv *inventory.Inventory, list *List, dir string, o Options) (*Manifest, []Stats, error) {
+func Create(ctx context.Context, inv *inventory.Inventory, list *List, dir string, o Options) (*bundlefs.Manifest, []Stats, error) {
 	c := &creator{inv: inv, dir: dir, list: list, o: o, fetched: map[Kind]int{}, took: map[Kind]time.Duration{}}
 	if c.o.Logf == nil {
 		c.o.Logf = func(string, ...any) {}
 	}
-	if err := os.MkdirAll(filepath.Join(dir, privateDir), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, bundlefs.PrivateDir), 0o700); err != nil {
 		return nil, nil, err
 	}
-	if err := os.Chmod(filepath.Join(dir, privateDir), 0o700); err != nil {
+	if err := os.Chmod(filepath.Join(dir, bundlefs.PrivateDir), 0o700); err != nil {
 		return nil, nil, err
 	}
-	if m, err := ReadManifest(dir); err == nil {
-		c.prev = map[string]File{}
+	if m, err := bundlefs.ReadManifest(dir); err == nil {
+		c.prev = map[string]bundlefs.File{}
 		for _, f := range m.Files {
 			c.prev[f.Path] = f
 		}
@@ -144,7 +87,7 @@ func Create(ctx context.Context, inv *inventory.Inventory, list *List, dir strin
 	if err := c.signingKey(); err != nil {
 		return nil, nil, err
 	}
-	if err := c.registryCA(); err != nil {
+	if err := bundlehost.EnsureCA(dir, list.Cluster); err != nil {
 		return nil, nil, err
 	}
 	for _, a := range list.Unknown() {
@@ -173,7 +116,7 @@ func Create(ctx context.Context, inv *inventory.Inventory, list *List, dir strin
 
 // signingKey reads the bundle's key, making one on the first run.
 func (c *creator) signingKey() error {
-	path := filepath.Join(c.dir, secretKeyFile)
+	path := filepath.Join(c.dir, bundlefs.SecretKeyFile)
 	b, err := os.ReadFile(path)
 	switch {
 	case err == nil:
@@ -199,7 +142,7 @@ func (c *creator) signingKey() error {
 	if err != nil {
 		return err
 	}
-	return c.write(PublicKeyFile, public)
+	return c.write(bundlefs.PublicKeyFile, public)
 }
 
 // write puts b at rel in the bundle, whole.
@@ -226,7 +169,7 @@ func (c *creator) have(rel, want string) bool {
 		}
 		want = f.SHA256
 	}
-	got, err := fileSHA256(p)
+	got, err := bundlefs.FileSHA256(p)
 	return err == nil && got == want
 }
 
@@ -236,26 +179,31 @@ func (c *creator) miss(format string, args ...any) {
 
 // manifest hashes every file of the bundle (the private key aside) and
 // writes the manifest.
-func (c *creator) manifest() (*Manifest, []Stats, error) {
-	m := &Manifest{APIVersion: ManifestAPIVersion, Kind: ManifestKind, Cluster: c.list.Cluster, Fingerprint: debrepo.Fingerprint(c.key),
-		Missing: c.missing, Complete: len(c.missing) == 0, Artifacts: c.list.Artifacts}
+func (c *creator) manifest() (*bundlefs.Manifest, []Stats, error) {
+	m := &bundlefs.Manifest{APIVersion: bundlefs.ManifestAPIVersion, Kind: bundlefs.ManifestKind, Cluster: c.list.Cluster, Fingerprint: debrepo.Fingerprint(c.key),
+		Missing: c.missing, Complete: len(c.missing) == 0}
+	arts, err := json.Marshal(c.list.Artifacts)
+	if err != nil {
+		return nil, nil, err
+	}
+	m.Artifacts = arts
 	stats := map[Kind]*Stats{}
 	for _, k := range kinds {
 		stats[k] = &Stats{Kind: k, Fetched: c.fetched[k], Took: c.took[k]}
 	}
-	err := filepath.WalkDir(c.dir, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(c.dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(c.dir, p)
 		rel = filepath.ToSlash(rel)
 		switch {
-		case d.IsDir() && rel == privateDir:
+		case d.IsDir() && rel == bundlefs.PrivateDir:
 			return filepath.SkipDir
-		case d.IsDir() || rel == ManifestFile || strings.HasPrefix(d.Name(), "."):
+		case d.IsDir() || rel == bundlefs.ManifestFile || strings.HasPrefix(d.Name(), "."):
 			return nil // a file being written, or a crashed run's leftover
 		}
-		f := File{Path: rel, Kind: kindOf(rel)}
+		f := bundlefs.File{Path: rel, Kind: string(kindOf(rel))}
 		if prev, ok := c.prev[rel]; ok {
 			if st, err := d.Info(); err == nil && st.Size() == prev.Size && st.ModTime().Before(startOf(c)) {
 				// unchanged since the last run wrote its manifest
@@ -263,7 +211,7 @@ func (c *creator) manifest() (*Manifest, []Stats, error) {
 			}
 		}
 		if f.SHA256 == "" {
-			if f.SHA256, err = fileSHA256(p); err != nil {
+			if f.SHA256, err = bundlefs.FileSHA256(p); err != nil {
 				return err
 			}
 			st, err := d.Info()
@@ -273,7 +221,7 @@ func (c *creator) manifest() (*Manifest, []Stats, error) {
 			f.Size = st.Size()
 		}
 		m.Files = append(m.Files, f)
-		if s := stats[f.Kind]; s != nil {
+		if s := stats[Kind(f.Kind)]; s != nil {
 			s.Files++
 			s.Bytes += f.Size
 		}
@@ -286,7 +234,7 @@ func (c *creator) manifest() (*Manifest, []Stats, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := c.write(ManifestFile, append(b, '\n')); err != nil {
+	if err := c.write(bundlefs.ManifestFile, append(b, '\n')); err != nil {
 		return nil, nil, err
 	}
 	var out []Stats
@@ -299,7 +247,7 @@ func (c *creator) manifest() (*Manifest, []Stats, error) {
 // startOf is when the previous manifest was written: files older than it
 // are as it recorded them unless their size changed.
 func startOf(c *creator) time.Time {
-	st, err := os.Stat(filepath.Join(c.dir, ManifestFile))
+	st, err := os.Stat(filepath.Join(c.dir, bundlefs.ManifestFile))
 	if err != nil {
 		return time.Time{}
 	}
@@ -311,92 +259,16 @@ func startOf(c *creator) time.Time {
 func kindOf(rel string) Kind {
 	top, _, _ := strings.Cut(rel, "/")
 	switch top {
-	case PackagesDir:
+	case bundlefs.PackagesDir:
 		return Package
-	case ChartsDir:
+	case bundlefs.ChartsDir:
 		return Chart
-	case KubeflowDir:
+	case bundlefs.KubeflowDir:
 		return Manifests
-	case ImagesDir:
+	case bundlefs.ImagesDir:
 		return Image
 	}
 	return ""
-}
-
-// ReadManifest reads the manifest of the bundle at dir.
-func ReadManifest(dir string) (*Manifest, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
-	if err != nil {
-		return nil, err
-	}
-	var m Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestFile), err)
-	}
-	if m.Kind != ManifestKind || m.APIVersion != ManifestAPIVersion {
-		return nil, fmt.Errorf("%s: not a gpukit bundle manifest (kind %q, apiVersion %q)", filepath.Join(dir, ManifestFile), m.Kind, m.APIVersion)
-	}
-	return &m, nil
-}
-
-// Verify checks the bundle at dir against its manifest: every file listed
-// there with its size and sha256, nothing beside them but the private key,
-// and the manifest complete. It returns every problem found.
-func Verify(dir string) ([]string, error) {
-	m, err := ReadManifest(dir)
-	if err != nil {
-		return nil, err
-	}
-	var problems []string
-	if !m.Complete {
-		problems = append(problems, fmt.Sprintf("the bundle is not complete: %d artifact(s) missing: %s", len(m.Missing), strings.Join(m.Missing, "; ")))
-	}
-	listed := map[string]bool{}
-	for _, f := range m.Files {
-		listed[f.Path] = true
-		p := filepath.Join(dir, filepath.FromSlash(f.Path))
-		st, err := os.Stat(p)
-		if err != nil {
-			problems = append(problems, f.Path+": "+err.Error())
-			continue
-		}
-		if st.Size() != f.Size {
-			problems = append(problems, fmt.Sprintf("%s: %d bytes, the manifest says %d", f.Path, st.Size(), f.Size))
-			continue
-		}
-		if got, err := fileSHA256(p); err != nil || got != f.SHA256 {
-			problems = append(problems, fmt.Sprintf("%s: sha256 %s, the manifest says %s (%v)", f.Path, got, f.SHA256, err))
-		}
-	}
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() && rel == privateDir {
-			return filepath.SkipDir
-		}
-		if !d.IsDir() && rel != ManifestFile && !listed[rel] {
-			problems = append(problems, rel+": not in the manifest")
-		}
-		return nil
-	})
-	slices.Sort(problems)
-	return problems, err
-}
-
-func fileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // of are the artifacts of kind k that are known.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpukit/gpukit/manifests"
 	"github.com/gpukit/gpukit/pkg/atomicfile"
+	"github.com/gpukit/gpukit/pkg/bundlefs"
 	"github.com/gpukit/gpukit/pkg/charts"
 	"github.com/gpukit/gpukit/pkg/download"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
@@ -35,7 +36,7 @@ func (c *creator) charts(ctx context.Context) error {
 			continue
 		}
 		any = true
-		rel := ChartsDir + "/" + a.Name + "-" + a.Version + ".tgz"
+		rel := bundlefs.ChartsDir + "/" + a.Name + "-" + a.Version + ".tgz"
 		if c.have(rel, ch.SHA256) {
 			continue
 		}
@@ -53,7 +54,7 @@ func (c *creator) charts(ctx context.Context) error {
 	if !any {
 		return nil
 	}
-	dir := filepath.Join(c.dir, ChartsDir)
+	dir := filepath.Join(c.dir, bundlefs.ChartsDir)
 	idx, err := repo.IndexDirectory(dir, "")
 	if err != nil {
 		return fmt.Errorf("charts: index: %w", err)
@@ -81,7 +82,7 @@ func (c *creator) charts(ctx context.Context) error {
 func (c *creator) kubeflow(ctx context.Context) error {
 	k := c.inv.Cluster.Spec.Kubeflow
 	for _, a := range c.of(Manifests) {
-		rel := KubeflowDir + "/manifests-" + a.Version + ".tar.gz"
+		rel := bundlefs.KubeflowManifests(a.Version)
 		if c.have(rel, "") {
 			continue
 		}
@@ -111,7 +112,7 @@ func (c *creator) kubeflow(ctx context.Context) error {
 		}
 		return nil
 	}
-	rel := KubeflowDir + "/remote-bases.tar.gz"
+	rel := bundlefs.KubeflowRemoteBases
 	if c.have(rel, "") {
 		return nil
 	}

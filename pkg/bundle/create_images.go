@@ -22,13 +22,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-)
 
-// Annotations name an image of the layout by its full reference: the OCI
-// one, and containerd's (ctr import).
-const (
-	RefAnnotation           = "org.opencontainers.image.ref.name"
-	containerdRefAnnotation = "io.containerd.image.name"
+	"github.com/gpukit/gpukit/pkg/bundlefs"
 )
 
 // imageTimeout bounds one image's pull: a registry that stops answering
@@ -48,7 +43,7 @@ func (c *creator) images(ctx context.Context) error {
 	if len(all) == 0 {
 		return nil
 	}
-	dir := filepath.Join(c.dir, ImagesDir)
+	dir := filepath.Join(c.dir, bundlefs.ImagesDir)
 	p, err := layout.FromPath(dir)
 	if err != nil {
 		if p, err = layout.Write(dir, empty.Index); err != nil {
@@ -119,7 +114,7 @@ func refsIn(p layout.Path) (map[string]bool, error) {
 	}
 	out := map[string]bool{}
 	for _, d := range m.Manifests {
-		if r := d.Annotations[RefAnnotation]; r != "" {
+		if r := d.Annotations[bundlefs.RefAnnotation]; r != "" {
 			out[r] = true
 		}
 	}
@@ -214,7 +209,7 @@ func (c *creator) pullImage(ctx context.Context, p layout.Path, a Artifact, plat
 	if d, ok := ref.(name.Digest); ok && desc.Digest.String() != d.DigestStr() {
 		return v1.Descriptor{}, fmt.Errorf("from %s: digest %s, not the one named", from, desc.Digest)
 	}
-	desc.Annotations = map[string]string{RefAnnotation: a.Name, containerdRefAnnotation: a.Name}
+	desc.Annotations = map[string]string{bundlefs.RefAnnotation: a.Name, bundlefs.ContainerdRefAnnotation: a.Name}
 	return desc, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"pault.ag/go/debian/version"
 
 	"github.com/gpukit/gpukit/manifests"
+	"github.com/gpukit/gpukit/pkg/bundlefs"
 	"github.com/gpukit/gpukit/pkg/debrepo"
 	"github.com/gpukit/gpukit/pkg/osfamily"
 )
@@ -130,7 +131,7 @@ func (c *creator) familyPackages(ctx context.Context, get debrepo.Getter, stream
 			}
 		}
 	}
-	osOut := out(PackagesDir+"/os/"+family+"/", "", "")
+	osOut := out(bundlefs.PackagesDir+"/os/"+family+"/", "", "")
 	fprs := dist.Fingerprints
 	if f := c.o.OSFingerprints[family]; len(f) > 0 {
 		fprs = f
@@ -173,7 +174,7 @@ func (c *creator) familyPackages(ctx context.Context, get debrepo.Getter, stream
 			return nil
 		}
 		indexes = append(indexes, idx)
-		rel := path.Join(PackagesDir, r.Mirror, r.Path) + "/"
+		rel := path.Join(bundlefs.PackagesDir, r.Mirror, r.Path) + "/"
 		if r.Suite != "" {
 			outOf[strings.TrimSuffix(r.URL, "/")] = out(rel, r.Suite, r.Components[0])
 		} else {

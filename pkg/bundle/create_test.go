@@ -26,6 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/gpukit/gpukit/pkg/bundlefs"
 	"github.com/gpukit/gpukit/pkg/debrepo"
 	"github.com/gpukit/gpukit/test/fixtures"
 )
@@ -234,16 +235,16 @@ func TestCreate(t *testing.T) {
 			t.Errorf("%s is in the bundle", f)
 		}
 	}
-	if st, err := os.Stat(filepath.Join(out, secretKeyFile)); err != nil || st.Mode().Perm() != 0o600 {
+	if st, err := os.Stat(filepath.Join(out, bundlefs.SecretKeyFile)); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("the private key: %v %v", st, err)
 	}
-	if slices.ContainsFunc(m.Files, func(f File) bool { return strings.HasPrefix(f.Path, "private/") }) {
+	if slices.ContainsFunc(m.Files, func(f bundlefs.File) bool { return strings.HasPrefix(f.Path, "private/") }) {
 		t.Error("the manifest lists the private key")
 	}
 
 	// The bundle's repositories are signed by its key: read, verified and
 	// resolved as a host's apt would.
-	pub, _ := os.ReadFile(filepath.Join(out, PublicKeyFile))
+	pub, _ := os.ReadFile(filepath.Join(out, bundlefs.PublicKeyFile))
 	srv := httptest.NewServer(http.FileServer(http.Dir(out)))
 	defer srv.Close()
 	get := debrepo.HTTPGetter(http.DefaultClient)
@@ -260,7 +261,7 @@ func TestCreate(t *testing.T) {
 	}
 
 	// Images: the tagged index keeps linux/amd64 only; the digest's is whole.
-	lp, err := layout.FromPath(filepath.Join(out, ImagesDir))
+	lp, err := layout.FromPath(filepath.Join(out, bundlefs.ImagesDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,12 +274,12 @@ func TestCreate(t *testing.T) {
 			t.Fatal(err)
 		}
 		cm, _ := child.IndexManifest()
-		platforms[d.Annotations[RefAnnotation]] = len(cm.Manifests)
+		platforms[d.Annotations[bundlefs.RefAnnotation]] = len(cm.Manifests)
 	}
 	if platforms[tagged] != 1 || platforms[pinnedRef] != 2 {
 		t.Errorf("platforms kept by image: %v", platforms)
 	}
-	if problems, err := Verify(out); err != nil || len(problems) > 0 {
+	if problems, err := bundlefs.Verify(out); err != nil || len(problems) > 0 {
 		t.Errorf("verify: %v %v", problems, err)
 	}
 
@@ -300,7 +301,7 @@ func TestCreate(t *testing.T) {
 	deb := filepath.Join(out, "packages/os/debian-12/dkms_3.0.10-8_amd64.deb")
 	os.WriteFile(deb, []byte("not a deb"), 0o644)
 	os.Remove(filepath.Join(out, "charts/flannel-v0.28.9.tgz"))
-	problems, _ := Verify(out)
+	problems, _ := bundlefs.Verify(out)
 	if len(problems) != 2 || !strings.Contains(strings.Join(problems, "\n"), "dkms_3.0.10-8_amd64.deb: 9 bytes") {
 		t.Errorf("verify after changes: %q", problems)
 	}
@@ -315,7 +316,7 @@ func TestCreate(t *testing.T) {
 	if want := map[Kind]int{Package: 0, Chart: 1}; fetched[Chart] != 1 || fetched[Package] != 0 {
 		t.Errorf("after changes, fetched %v, want %v (the changed .deb is fetched again in place)", fetched, want)
 	}
-	if problems, err := Verify(out); err != nil || len(problems) > 0 {
+	if problems, err := bundlefs.Verify(out); err != nil || len(problems) > 0 {
 		t.Errorf("verify after the third run: %v %v", problems, err)
 	}
 
@@ -326,7 +327,7 @@ func TestCreate(t *testing.T) {
 	if err == nil || m.Complete || len(m.Missing) != 2 {
 		t.Fatalf("with two artifacts that cannot be had: %v, %+v", err, m.Missing)
 	}
-	if problems, _ := Verify(out); len(problems) != 1 || !strings.Contains(problems[0], "not complete") {
+	if problems, _ := bundlefs.Verify(out); len(problems) != 1 || !strings.Contains(problems[0], "not complete") {
 		t.Errorf("verify of an incomplete bundle: %q", problems)
 	}
 }
@@ -356,10 +357,10 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	files := httptest.NewServer(Files(out))
+	files := httptest.NewServer(bundlefs.Files(out))
 	defer files.Close()
-	for path, code := range map[string]int{"/" + PublicKeyFile: 200, "/" + ManifestFile: 404, "/" + secretKeyFile: 404, "/packages/": 404,
-		"/images/index.json": 404, "/../" + secretKeyFile: 404} {
+	for path, code := range map[string]int{"/" + bundlefs.PublicKeyFile: 200, "/" + bundlefs.ManifestFile: 404, "/" + bundlefs.SecretKeyFile: 404, "/packages/": 404,
+		"/images/index.json": 404, "/../" + bundlefs.SecretKeyFile: 404} {
 		resp, err := http.Get(files.URL + path)
 		if err != nil {
 			t.Fatal(err)
@@ -370,7 +371,7 @@ func TestServe(t *testing.T) {
 		}
 	}
 
-	reg := httptest.NewTLSServer(NewRegistry(out))
+	reg := httptest.NewTLSServer(bundlefs.NewRegistry(out))
 	defer reg.Close()
 	host := strings.TrimPrefix(reg.URL, "https://")
 	opt := remote.WithTransport(reg.Client().Transport)

@@ -7,6 +7,8 @@ import (
 	gopath "path"
 	"slices"
 	"strconv"
+
+	"github.com/gpukit/gpukit/pkg/bundlefs"
 )
 
 // checkBundle checks spec.bundle: a directory, a host of the inventory, two
@@ -55,15 +57,6 @@ func (c *checker) checkBundle(cl *Cluster, machines []Machine) {
 	}
 }
 
-// bundleManifest is what the inventory reads of a bundle's manifest
-// (pkg/bundle writes it; the inventory is below that package).
-type bundleManifest struct {
-	Kind        string   `json:"kind"`
-	Complete    bool     `json:"complete"`
-	Missing     []string `json:"missing"`
-	Fingerprint string   `json:"fingerprint"`
-}
-
 // useBundle points every source of the run at the bundle (ReadSite): the
 // package mirrors at its host's repositories, pinned to the bundle's key;
 // the registry mirror at its host, trusting the bundle's CA; the charts and
@@ -72,12 +65,12 @@ type bundleManifest struct {
 func (inv *Inventory) useBundle(readFile func(string) ([]byte, error)) error {
 	s := &inv.Cluster.Spec
 	b := s.Bundle
-	raw, err := readFile(b.Dir + "/bundle.json")
+	raw, err := readFile(b.Dir + "/" + bundlefs.ManifestFile)
 	if err != nil {
 		return fmt.Errorf("the bundle's manifest: %w (made by gpukit bundle create %s)", err, b.Dir)
 	}
-	var m bundleManifest
-	if err := json.Unmarshal(raw, &m); err != nil || m.Kind != "Bundle" {
+	var m bundlefs.Manifest
+	if err := json.Unmarshal(raw, &m); err != nil || m.Kind != bundlefs.ManifestKind {
 		return fmt.Errorf("%s/bundle.json is not a gpukit bundle's manifest", b.Dir)
 	}
 	if !m.Complete {
@@ -93,17 +86,17 @@ func (inv *Inventory) useBundle(readFile func(string) ([]byte, error)) error {
 	if ip, err := netip.ParseAddr(addr); err == nil && ip.Is6() {
 		host = "[" + addr + "]"
 	}
-	base := "http://" + host + ":" + strconv.Itoa(b.Port) + "/packages/"
+	base := "http://" + host + ":" + strconv.Itoa(b.Port) + "/" + bundlefs.PackagesDir + "/"
 	s.Mirrors.NVIDIA, s.Mirrors.Kubernetes, s.Mirrors.Docker = base+"nvidia/", base+"kubernetes/", base+"docker/"
 	fpr := []string{m.Fingerprint}
 	s.Mirrors.SigningKeys = MirrorKeys{NVIDIA: fpr, Kubernetes: fpr, Docker: fpr}
 	s.Mirrors.Registry = host + ":" + strconv.Itoa(b.RegistryPort)
-	s.Mirrors.RegistryCAFile = b.Dir + "/key/registry-ca.pem"
-	s.Mirrors.Charts = b.Dir + "/charts"
+	s.Mirrors.RegistryCAFile = b.Dir + "/" + bundlefs.RegistryCAFile
+	s.Mirrors.Charts = b.Dir + "/" + bundlefs.ChartsDir
 	if s.Kubeflow.Enabled {
-		s.Kubeflow.Manifests = b.Dir + "/kubeflow/manifests-" + s.Kubeflow.Version + ".tar.gz"
-		if _, err := readFile(b.Dir + "/kubeflow/remote-bases.tar.gz"); err == nil {
-			s.Kubeflow.RemoteBases = b.Dir + "/kubeflow/remote-bases.tar.gz"
+		s.Kubeflow.Manifests = b.Dir + "/" + bundlefs.KubeflowManifests(s.Kubeflow.Version)
+		if _, err := readFile(b.Dir + "/" + bundlefs.KubeflowRemoteBases); err == nil {
+			s.Kubeflow.RemoteBases = b.Dir + "/" + bundlefs.KubeflowRemoteBases
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpukit/gpukit/internal/cli"
 	"github.com/gpukit/gpukit/pkg/bundle"
+	"github.com/gpukit/gpukit/pkg/bundlefs"
 	"github.com/gpukit/gpukit/test/cluster"
 	"github.com/gpukit/gpukit/test/gpusim"
 	"github.com/gpukit/gpukit/test/lab"
@@ -136,12 +137,12 @@ func TestLabBundle(t *testing.T) {
 		if !res.Complete || len(fetched(res)) != 0 {
 			t.Fatalf("second create: complete %v, fetched %v, missing %v", res.Complete, fetched(res), res.Missing)
 		}
-		before, err := os.ReadFile(filepath.Join(out, bundle.ManifestFile))
+		before, err := os.ReadFile(filepath.Join(out, bundlefs.ManifestFile))
 		if err != nil {
 			t.Fatal(err)
 		}
 		res = create(t)
-		after, _ := os.ReadFile(filepath.Join(out, bundle.ManifestFile))
+		after, _ := os.ReadFile(filepath.Join(out, bundlefs.ManifestFile))
 		if !res.Complete || len(fetched(res)) != 0 || string(before) != string(after) {
 			t.Errorf("third create: complete %v, fetched %v, manifest unchanged %v", res.Complete, fetched(res), string(before) == string(after))
 		}
@@ -156,7 +157,7 @@ func TestLabBundle(t *testing.T) {
 		if code, stdout, stderr := run(t, "bundle", "create", "--verify", out); code != cli.ExitOK || !strings.Contains(stdout, "complete") {
 			t.Fatalf("verify: exit %d\n%s%s", code, stdout, stderr)
 		}
-		m, err := bundle.ReadManifest(out)
+		m, err := bundlefs.ReadManifest(out)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,7 +29,7 @@ var layers = []struct {
 	pkgs []string
 }{
 	{"leaves: data, text and names, nothing of gpukit", []string{
-		"manifests", "internal/version", "pkg/event", "pkg/safetext", "pkg/redact", "pkg/osfamily", "pkg/compat", "pkg/atomicfile", "pkg/download", "pkg/localdir", "pkg/safe", "pkg/acceptance", "pkg/debrepo"}},
+		"manifests", "internal/version", "pkg/event", "pkg/safetext", "pkg/redact", "pkg/osfamily", "pkg/compat", "pkg/atomicfile", "pkg/download", "pkg/localdir", "pkg/safe", "pkg/acceptance", "pkg/bundlefs", "pkg/debrepo"}},
 	{"the model: the inventory, a host's facts, and the MIG layouts decided from both", []string{
 		"pkg/facts", "pkg/inventory", "pkg/inventory/ansible", "pkg/mig"}},
 	{"transport: SSH and the scripts sent over it", []string{
@@ -41,7 +41,7 @@ var layers = []struct {
 	{"reading hosts; Helm releases as phases", []string{
 		"pkg/probe", "pkg/charts"}},
 	{"installers", []string{
-		"pkg/nvidia", "pkg/bootstrap/kubeadm", "pkg/bootstrap/swarm", "pkg/preflight", "pkg/hostproxy"}},
+		"pkg/nvidia", "pkg/bootstrap/kubeadm", "pkg/bootstrap/swarm", "pkg/preflight", "pkg/hostproxy", "pkg/bundlehost"}},
 	{"the cluster API's users and the reports", []string{
 		"pkg/kubeflow", "pkg/upgrade", "pkg/dcgm", "pkg/gpuhealth", "pkg/verify"}},
 	{"what an air-gapped site needs for an inventory, from every layer above the API's users", []string{"pkg/bundle"}},

@@ -1,4 +1,7 @@
-package bundle
+// Package bundlehost serves an offline bundle from one of the inventory's
+// hosts (spec.bundle) and points every host's package manager at it: the
+// bundle host's phases, and the certificate its registry serves with.
+package bundlehost
 
 import (
 	"crypto/ecdsa"
@@ -17,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gpukit/gpukit/pkg/atomicfile"
+	"github.com/gpukit/gpukit/pkg/bundlefs"
 )
 
 // The bundle's registry is served over TLS with a certificate of the CA
@@ -24,16 +28,16 @@ import (
 // (key/registry-ca.pem: containerd trusts it for the mirror only, as
 // spec.mirrors.registryCAFile), its key stays in private/.
 const (
-	RegistryCAFile = "key/registry-ca.pem"
-	caKeyFile      = "private/registry-ca-key.pem"
+	caKeyFile = "private/registry-ca-key.pem"
 	// caLifetime is long: a site's bundle host serves for years, and a
 	// certificate that expires takes its nodes' image pulls with it.
 	caLifetime = 10 * 365 * 24 * time.Hour
 )
 
-// registryCA reads the bundle's CA, making it on the first run.
-func (c *creator) registryCA() error {
-	if _, _, err := readCA(c.dir); err == nil {
+// EnsureCA makes the bundle's registry CA in dir, named after cluster,
+// unless the bundle has one.
+func EnsureCA(dir, cluster string) error {
+	if _, _, err := readCA(dir); err == nil {
 		return nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -48,7 +52,7 @@ func (c *creator) registryCA() error {
 	}
 	now := time.Now()
 	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: "gpukit bundle CA of " + c.list.Cluster},
+		SerialNumber: serial, Subject: pkix.Name{CommonName: "gpukit bundle CA of " + cluster},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(caLifetime),
 		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign, BasicConstraintsValid: true, IsCA: true, MaxPathLenZero: true,
 	}
@@ -60,14 +64,20 @@ func (c *creator) registryCA() error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(c.dir, caKeyFile), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, bundlefs.PrivateDir), 0o700); err != nil {
 		return err
 	}
-	return c.write(RegistryCAFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	if err := atomicfile.Write(filepath.Join(dir, caKeyFile), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(bundlefs.RegistryCAFile)), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.Write(filepath.Join(dir, bundlefs.RegistryCAFile), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
 }
 
 func readCA(dir string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
-	certPEM, err := os.ReadFile(filepath.Join(dir, RegistryCAFile))
+	certPEM, err := os.ReadFile(filepath.Join(dir, bundlefs.RegistryCAFile))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -92,8 +102,8 @@ func readCA(dir string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
 // host at address (an IP or a DNS name), signed by the bundle's CA. It is
 // kept in private/, so that serving again sends the same one.
 func ServerCertificate(dir, address string) (cert, key []byte, err error) {
-	certFile := filepath.Join(dir, privateDir, "registry-"+address+".pem")
-	keyFile := filepath.Join(dir, privateDir, "registry-"+address+"-key.pem")
+	certFile := filepath.Join(dir, bundlefs.PrivateDir, "registry-"+address+".pem")
+	keyFile := filepath.Join(dir, bundlefs.PrivateDir, "registry-"+address+"-key.pem")
 	cert, cerr := os.ReadFile(certFile)
 	key, kerr := os.ReadFile(keyFile)
 	if cerr == nil && kerr == nil {

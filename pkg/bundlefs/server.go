@@ -1,4 +1,4 @@
-package bundle
+package bundlefs
 
 import (
 	"encoding/json"
