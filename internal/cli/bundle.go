@@ -26,7 +26,56 @@ func newBundleCmd(s Streams) *cobra.Command {
 		Example: `  gpukit bundle list -i cluster.yaml
   gpukit bundle create -i cluster.yaml /srv/gpukit-bundle
   gpukit bundle create --verify /srv/gpukit-bundle`,
-	}, newBundleListCmd(s), newBundleCreateCmd(s), newBundleDaemonCmd(s))
+	}, newBundleListCmd(s), newBundleCreateCmd(s), newBundleServeCmd(s), newBundleDaemonCmd(s))
+}
+
+func newBundleServeCmd(s Streams) *cobra.Command {
+	o := &runOptions{}
+	var binary string
+	cmd := &cobra.Command{
+		Use:   "serve -i FILE",
+		Short: "Serve the inventory's bundle (spec.bundle) from its host and point every host's apt at it",
+		Long: `Serve the bundle of spec.bundle from its host, as init does first with spec.bundle:
+
+  bundle/serve    the bundle host gets the bundle's files it lacks (by their sums in the manifest;
+                  a tar of those over the host's SSH connection), gpukit (--gpukit-binary: linux,
+                  the host's architecture; default this executable), the registry's certificate
+                  (signed by the bundle's CA) and gpukit-bundle.service (gpukit bundle daemon:
+                  packages over HTTP on spec.bundle.port, images over HTTPS on registryPort),
+                  enabled, started, waited for; it survives reboots
+  bundle/sources  every apt host: the bundle's repository of its distribution as a package source,
+                  the bundle's key trusted for it only
+
+With spec.bundle, every mirror of a run is the bundle (the package repositories, pinned to the
+bundle's key; the registry, trusting the bundle's CA; the charts and Kubeflow's manifests from its
+directory here): init, add-node and kubeflow deploy need nothing else. A second run changes nothing.`,
+		Example: `  gpukit bundle serve -i cluster.yaml
+  gpukit bundle serve -i cluster.yaml --gpukit-binary ./gpukit-linux-arm64`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.list {
+				return o.printPhases(s)
+			}
+			l, err := o.load(s)
+			if err != nil {
+				return err
+			}
+			if l.inv.Cluster.Spec.Bundle == nil {
+				return usage(fmt.Errorf("%s: no spec.bundle: name the bundle's directory and the host that serves it", o.inventory))
+			}
+			sum, err := o.execute(cmd.Context(), s, l, flow.NewBundleServe(l.inv, gpukitBinary(binary)))
+			if sum == nil {
+				return err
+			}
+			return runError(err)
+		},
+	}
+	o.addFlags(cmd, honours{writes: true, fanOut: true})
+	cmd.Flags().StringVar(&binary, "gpukit-binary", "", "the gpukit executable the bundle host runs (linux, its architecture; default: this one)")
+	o.phaseFlags(cmd, func(inv *inventory.Inventory) (flow.Flow, error) {
+		return flow.NewBundleServe(inv, gpukitBinary(binary)), nil
+	})
+	return cmd
 }
 
 func newBundleDaemonCmd(s Streams) *cobra.Command {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,6 +22,30 @@ type initOptions struct {
 	rebootTimeout      time.Duration
 	kubeconfigOut      string
 	mergeKubeconfig    bool
+	// bundleBinary is --gpukit-binary: what a bundle host runs.
+	bundleBinary string
+}
+
+// addBundleFlags is --gpukit-binary, for the bundle host of spec.bundle.
+func (o *initOptions) addBundleFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.bundleBinary, "gpukit-binary", "", "with spec.bundle: the gpukit executable the bundle host runs (linux, its architecture; default: this one)")
+}
+
+// initOptions is init's flow options.
+func (o *initOptions) flowOptions() flow.InitOptions {
+	return flow.InitOptions{NVIDIA: o.nvidiaOptions(), BundleBinary: gpukitBinary(o.bundleBinary)}
+}
+
+// gpukitBinary is the executable given, else this one.
+func gpukitBinary(given string) string {
+	if given != "" {
+		return given
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return self
 }
 
 // defaultMaxParallelReboots is --max-parallel-reboots' default.
@@ -103,6 +128,7 @@ func newInitCmd(s Streams) *cobra.Command {
 	o.addVersionFlags(cmd.Flags())
 	o.addRebootFlags(cmd.Flags())
 	o.addKubeconfigOutFlags(cmd)
+	o.addBundleFlags(cmd)
 	o.phaseFlags(cmd, o.initFlow)
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "probe the hosts and show every write as the script that would run; change nothing")
 	return cmd
@@ -129,13 +155,14 @@ the scripts on a terminal or in plain output; -o json carries them in "planned" 
 	}
 	o.runOptions.addFlags(cmd, honours{fanOut: true})
 	o.addVersionFlags(cmd.Flags())
+	o.addBundleFlags(cmd)
 	o.phaseFlags(cmd, o.initFlow)
 	return cmd
 }
 
 // initFlow is init's (and plan's) flow, for --list-phases.
 func (o *initOptions) initFlow(inv *inventory.Inventory) (flow.Flow, error) {
-	f := flow.NewInit(inv, flow.InitOptions{NVIDIA: o.nvidiaOptions()})
+	f := flow.NewInit(inv, o.flowOptions())
 	if o.dryRun {
 		f.Name = "gpukit plan"
 	}
@@ -164,7 +191,7 @@ func (o *initOptions) run(cmd *cobra.Command, s Streams) error {
 	if err != nil {
 		return err
 	}
-	f := flow.NewInit(l.inv, flow.InitOptions{NVIDIA: o.nvidiaOptions()})
+	f := flow.NewInit(l.inv, o.flowOptions())
 	if l.inv.Cluster.Spec.Kubeflow.Enabled {
 		if err := flow.CheckKubeflowSources(l.inv, flow.KubeflowOptions{}); err != nil {
 			return usage(err)

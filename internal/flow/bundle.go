@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"github.com/gpukit/gpukit/pkg/bundlehost"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/preflight"
@@ -18,5 +19,30 @@ func NewBundleList(inv *inventory.Inventory) Flow {
 		Phases: []engine.Phase{
 			preflight.New(inv).Facts(), // preflight/facts  probe each host in one round trip
 		},
+	}
+}
+
+// NewBundleServe is `gpukit bundle serve`: the bundle of spec.bundle served
+// from its host and every host's apt pointed at it, as init does first.
+func NewBundleServe(inv *inventory.Inventory, binary string) Flow {
+	return Flow{
+		Name:     "gpukit bundle serve",
+		Machines: inv.Machines,
+		Phases: append([]engine.Phase{
+			preflight.New(inv).Facts(), // preflight/facts  probe each host in one round trip
+		}, bundlePhases(inv, binary)...),
+	}
+}
+
+// bundlePhases serve spec.bundle (none without one), before anything is
+// installed: every later phase installs from it.
+func bundlePhases(inv *inventory.Inventory, binary string) []engine.Phase {
+	if inv.Cluster.Spec.Bundle == nil {
+		return nil
+	}
+	b := bundlehost.New(inv, binary)
+	return []engine.Phase{
+		b.Serve(),   // bundle/serve    the bundle host: the files it lacks, gpukit, the registry's certificate, gpukit-bundle.service
+		b.Sources(), // bundle/sources  every apt host: the bundle's repository of its distribution, its key trusted for it only
 	}
 }

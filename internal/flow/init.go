@@ -15,6 +15,9 @@ import (
 // InitOptions are `gpukit init`'s choices that are not in the inventory.
 type InitOptions struct {
 	NVIDIA nvidia.Options
+	// BundleBinary is the gpukit executable a bundle host runs
+	// (spec.bundle): linux, on the host's architecture.
+	BundleBinary string
 }
 
 // Init is `gpukit init` (and `gpukit plan`, its dry-run): the whole cluster,
@@ -61,6 +64,7 @@ func NewInit(inv *inventory.Inventory, o InitOptions) *Init {
 	p := newPreflight(inv)
 	p.Name = "gpukit init"
 	gpu := nvidiaLayer(inv, o.NVIDIA)
+	p.Phases = append(p.Phases, bundlePhases(inv, o.BundleBinary)...) // bundle/serve, bundle/sources with spec.bundle
 	p.Phases = append(p.Phases,
 		hostproxy.New(inv).Apply(), // host/proxy         apt/dnf, containerd or dockerd, the kubelet through spec.proxy
 		gpu.Prepare(),              // nvidia/prepare           headers and DKMS for the running kernel, nouveau off

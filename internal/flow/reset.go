@@ -1,8 +1,11 @@
 package flow
 
 import (
+	"slices"
+
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
+	"github.com/gpukit/gpukit/pkg/bundlehost"
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/hostproxy"
 	"github.com/gpukit/gpukit/pkg/inventory"
@@ -48,11 +51,11 @@ func NewReset(inv *inventory.Inventory, names []string) (*Reset, error) {
 		return &Reset{Hosts: names, Flow: Flow{
 			Name:     "gpukit reset",
 			Machines: machines,
-			Phases: []engine.Phase{
+			Phases: append([]engine.Phase{
 				k.RemoveNodes(names),                                            // reset/remove-nodes  a staying control plane drains the leaving nodes and deletes them
 				engine.Scoped{Phase: k.ResetNode(), Hosts: names},               // reset/node          kubeadm reset, CNI leftovers, containerd's config restored
 				engine.Scoped{Phase: hostproxy.New(inv).Remove(), Hosts: names}, // reset/proxy  gpukit's proxy settings removed
-			},
+			}, bundleResetPhases(inv, names)...),
 		}}, nil
 	}
 	if m, ok := swarm.RemainingManager(inv, names); ok {
@@ -62,11 +65,26 @@ func NewReset(inv *inventory.Inventory, names []string) (*Reset, error) {
 	return &Reset{Hosts: names, Flow: Flow{
 		Name:     "gpukit reset",
 		Machines: machines,
-		Phases: []engine.Phase{
+		Phases: append([]engine.Phase{
 			sw.Demote(names), // reset/demote        a staying manager demotes the leaving managers
 			engine.Scoped{Phase: sw.Leave(), Hosts: names},                  // reset/leave         leave the swarm, restore daemon.json and the runtime's config
 			sw.RemoveNodes(names),                                           // reset/remove-nodes  the staying manager forgets the nodes that left
 			engine.Scoped{Phase: hostproxy.New(inv).Remove(), Hosts: names}, // reset/proxy  gpukit's proxy settings removed
-		},
+		}, bundleResetPhases(inv, names)...),
 	}}, nil
+}
+
+// bundleResetPhases take spec.bundle back from the hosts reset: the
+// bundle's package source, and, when the bundle host is one of them, the
+// serving (last: the others' resets may still install from it).
+func bundleResetPhases(inv *inventory.Inventory, names []string) []engine.Phase {
+	if inv.Cluster.Spec.Bundle == nil {
+		return nil
+	}
+	b := bundlehost.New(inv, "")
+	phases := []engine.Phase{engine.Scoped{Phase: b.RemoveSources(), Hosts: names}} // reset/bundle-sources  the bundle's package source removed
+	if slices.Contains(names, inv.Cluster.Spec.Bundle.Host) {
+		phases = append(phases, b.Unserve()) // reset/bundle  the bundle host stops serving, its files removed
+	}
+	return phases
 }

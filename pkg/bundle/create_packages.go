@@ -224,12 +224,12 @@ func (c *creator) familyPackages(ctx context.Context, get debrepo.Getter, stream
 			return err
 		}
 		dst := filepath.Join(dir, p.DebName())
-		_, statErr := os.Stat(dst)
-		if err := debrepo.DownloadStream(ctx, stream, p, dst); err != nil {
+		fetched, err := debrepo.DownloadStream(ctx, stream, p, dst)
+		if err != nil {
 			c.miss("package %s: %v", p, err)
 			continue
 		}
-		if statErr != nil {
+		if fetched {
 			c.fetched[Package]++
 		}
 		o.pkgs[p.DebName()] = p

@@ -102,13 +102,10 @@ func readCA(dir string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
 // host at address (an IP or a DNS name), signed by the bundle's CA. It is
 // kept in private/, so that serving again sends the same one.
 func ServerCertificate(dir, address string) (cert, key []byte, err error) {
-	certFile := filepath.Join(dir, bundlefs.PrivateDir, "registry-"+address+".pem")
-	keyFile := filepath.Join(dir, bundlefs.PrivateDir, "registry-"+address+"-key.pem")
-	cert, cerr := os.ReadFile(certFile)
-	key, kerr := os.ReadFile(keyFile)
-	if cerr == nil && kerr == nil {
+	if cert, key, ok := existingCertificate(dir, address); ok {
 		return cert, key, nil
 	}
+	certFile, keyFile := certificateFiles(dir, address)
 	ca, caKey, err := readCA(dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the bundle's registry CA: %w (made by gpukit bundle create)", err)
@@ -148,4 +145,17 @@ func ServerCertificate(dir, address string) (cert, key []byte, err error) {
 		return nil, nil, err
 	}
 	return cert, key, nil
+}
+
+func certificateFiles(dir, address string) (cert, key string) {
+	return filepath.Join(dir, bundlefs.PrivateDir, "registry-"+address+".pem"), filepath.Join(dir, bundlefs.PrivateDir, "registry-"+address+"-key.pem")
+}
+
+// existingCertificate is the certificate ServerCertificate made for address
+// before, if it did: what a dry-run compares, making none.
+func existingCertificate(dir, address string) (cert, key []byte, ok bool) {
+	certFile, keyFile := certificateFiles(dir, address)
+	cert, cerr := os.ReadFile(certFile)
+	key, kerr := os.ReadFile(keyFile)
+	return cert, key, cerr == nil && kerr == nil
 }

@@ -16,23 +16,25 @@ import (
 // already holds that file is left as it is, without fetching: a bundle's
 // re-run fetches only what changed.
 func Download(ctx context.Context, get Getter, p *Package, dst string) error {
-	return DownloadStream(ctx, func(ctx context.Context, url string, w io.Writer, max int64) error {
+	_, err := DownloadStream(ctx, func(ctx context.Context, url string, w io.Writer, max int64) error {
 		b, err := get(ctx, url, max)
 		if err == nil {
 			_, err = w.Write(b)
 		}
 		return err
 	}, p, dst)
+	return err
 }
 
 // DownloadStream is Download through a Streamer: the .deb goes to a
 // temporary file beside dst as it arrives, hashed on the way, and replaces
-// dst only when its size and SHA256 are the index's.
-func DownloadStream(ctx context.Context, stream Streamer, p *Package, dst string) error {
+// dst only when its size and SHA256 are the index's. It says whether it
+// fetched (false: dst held the file already).
+func DownloadStream(ctx context.Context, stream Streamer, p *Package, dst string) (bool, error) {
 	want := fileSum{p.SHA256, p.Size}
 	if fi, err := os.Stat(dst); err == nil && fi.Mode().IsRegular() && fi.Size() == p.Size {
 		if got, err := sumFile(dst); err == nil && got == want {
-			return nil
+			return false, nil
 		}
 	}
 	u := p.URL()
@@ -48,9 +50,9 @@ func DownloadStream(ctx context.Context, stream Streamer, p *Package, dst string
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("%s: %w", u, err)
+		return false, fmt.Errorf("%s: %w", u, err)
 	}
-	return nil
+	return true, nil
 }
 
 // counter counts what goes through it.

@@ -19,6 +19,16 @@ import (
 // OS family (it renders nothing family-specific).
 const anyFamily = "any"
 
+// testBundleHost are a bundle host's paths as gpukit's phases give them.
+func testBundleHost(incoming, files bool) BundleHostParams {
+	p := BundleHostParams{Dir: "/var/lib/gpukit/bundle", Binary: "/usr/local/lib/gpukit/gpukit", Cert: "/etc/gpukit/bundle/registry.pem",
+		Key: "/etc/gpukit/bundle/registry-key.pem", Unit: "/etc/systemd/system/gpukit-bundle.service", Port: 8480, RegistryPort: 8443, Files: files}
+	if incoming {
+		p.Incoming, p.Restart = "/var/lib/gpukit/bundle.incoming.tar", true
+	}
+	return p
+}
+
 // golden is one rendered script: its template, the family it was rendered
 // for (and a variant name when one family has several), and how.
 type goldenCase struct {
@@ -39,6 +49,25 @@ func cases() []goldenCase {
 			return NVIDIAState(NVIDIAStateParams{GPUFields: facts.GPUQueryFields()})
 		}},
 		{rebootTemplate.name, anyFamily, "", Reboot},
+		{bundleHostStateTemplate.name, anyFamily, "", func() (ssh.Command, error) { return BundleHostState(testBundleHost(false, true)) }},
+		{bundleHostTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return BundleHost(testBundleHost(true, false), []string{"packages/os/debian-12/old_1_amd64.deb"})
+		}},
+		{bundleSourcesTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return BundleSources(BundleSourcesParams{URL: "http://10.0.0.1:8480/packages/os/debian-12/", Key: "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nxjMEZ...\n-----END PGP PUBLIC KEY BLOCK-----"})
+		}},
+		{bundleSourcesTemplate.name, anyFamily, "check", func() (ssh.Command, error) {
+			return BundleSources(BundleSourcesParams{Check: true, URL: "http://10.0.0.1:8480/packages/os/debian-12/", Key: "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nxjMEZ...\n-----END PGP PUBLIC KEY BLOCK-----"})
+		}},
+		{bundleSourcesTemplate.name, anyFamily, "remove", func() (ssh.Command, error) { return BundleSources(BundleSourcesParams{Remove: true}) }},
+		{bundleSourcesTemplate.name, anyFamily, "check-remove", func() (ssh.Command, error) {
+			return BundleSources(BundleSourcesParams{Remove: true, Check: true})
+		}},
+		{bundleHostTemplate.name, anyFamily, "remove", func() (ssh.Command, error) {
+			p := testBundleHost(false, false)
+			p.Remove = true
+			return BundleHost(p, nil)
+		}},
 		{moduleSwapTemplate.name, anyFamily, "", func() (ssh.Command, error) {
 			return ModuleSwap(ModuleSwapParams{Driver: "590.48.01", Units: GPUConsumerUnits})
 		}},

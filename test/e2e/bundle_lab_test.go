@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/gpukit/gpukit/internal/cli"
 	"github.com/gpukit/gpukit/pkg/bundle"
 	"github.com/gpukit/gpukit/pkg/bundlefs"
+	"github.com/gpukit/gpukit/pkg/bundlehost"
 	"github.com/gpukit/gpukit/test/cluster"
 	"github.com/gpukit/gpukit/test/gpusim"
 	"github.com/gpukit/gpukit/test/lab"
@@ -174,5 +176,79 @@ func TestLabBundle(t *testing.T) {
 		if code, stdout, _ := run(t, "bundle", "create", "--verify", out); code == cli.ExitOK || !strings.Contains(stdout, deb+": 8 bytes") {
 			t.Errorf("verify of a changed file: exit %d\n%s", code, stdout)
 		}
+		// create mends it: that one file fetched again
+		if res := create(t); !res.Complete || fetched(res)[bundle.Package] != 1 {
+			t.Errorf("create after the change: complete %v, fetched %v", res.Complete, fetched(res))
+		}
+		if code, stdout, stderr := run(t, "bundle", "create", "--verify", out); code != cli.ExitOK {
+			t.Fatalf("verify after create mended it: exit %d\n%s%s", code, stdout, stderr)
+		}
 	})
+
+	t.Run("init from the bundle only", func(t *testing.T) {
+		// The hosts reach nothing but each other: the lab's package
+		// repository, Debian's mirror and the registry are cut off, and
+		// the hosts have no package sources of their own, as at an
+		// air-gapped site. lab-1 serves the bundle.
+		l.CutOff(t, 8080, 3143, 5000)
+		for _, h := range []string{"lab-1", "lab-2", "lab-3"} {
+			l.SSH(t, h, "rm -f /etc/apt/sources.list /etc/apt/sources.list.d/*")
+		}
+		raw, err := os.ReadFile(inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offline := filepath.Join(dir, "offline.yaml")
+		doc, ok := addUnderSpec(withoutMirrors(string(raw)), "bundle:", "dir: "+out, "host: lab-1")
+		if !ok {
+			t.Fatalf("no spec in %s", inv)
+		}
+		if err := os.WriteFile(offline, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		bin := filepath.Join(t.TempDir(), "gpukit")
+		if b, err := exec.Command("go", "build", "-o", bin, "github.com/gpukit/gpukit/cmd/gpukit").CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, b)
+		}
+		kubeconfig := filepath.Join(dir, "offline.kubeconfig")
+		began := time.Now()
+		r := runInit(t, "init", "-i", offline, "--gpukit-binary", bin, "--kubeconfig-out", kubeconfig)
+		if r.code != cli.ExitOK {
+			t.Fatalf("init from the bundle: exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
+		}
+		t.Logf("init from the bundle on 3 hosts: %s (bundle/serve %s, bundle/sources %s)", time.Since(began).Round(100*time.Millisecond),
+			phaseTime(r, bundlehost.PhaseServe), phaseTime(r, bundlehost.PhaseSources))
+		nodes := kubectlIn(t, kubeconfig, "", "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
+		if strings.Count(nodes, " True") != 3 {
+			t.Errorf("nodes:\n%s", nodes)
+		}
+		// Every image the nodes run came through the bundle's registry.
+		if got := l.SSH(t, "lab-2", "grep -c . /etc/containerd/certs.d/registry.k8s.io/hosts.toml >/dev/null && crictl images -o json | grep -c '\"registry.k8s.io/pause'"); got == "0" {
+			t.Errorf("lab-2 pulled no pause image: %s", got)
+		}
+		r = runInit(t, "init", "-i", offline, "--gpukit-binary", bin, "--kubeconfig-out", kubeconfig)
+		if r.code != cli.ExitOK || r.counts.Changed != 0 {
+			t.Errorf("second init from the bundle: exit %d, %+v\n%s", r.code, r.counts, r.out)
+		}
+	})
+}
+
+// withoutMirrors is an inventory's text without its spec.mirrors block
+// (at whatever indent it is written).
+func withoutMirrors(doc string) string {
+	var out []string
+	indent := -1 // of the mirrors: key being skipped
+	for _, line := range strings.Split(doc, "\n") {
+		at := len(line) - len(strings.TrimLeft(line, " "))
+		if indent >= 0 && (at > indent || strings.TrimSpace(line) == "") {
+			continue
+		}
+		indent = -1
+		if strings.TrimSpace(line) == "mirrors:" {
+			indent = at
+			continue
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
 }

@@ -1,0 +1,14 @@
+set -euo pipefail
+export LC_ALL=C DEBIAN_FRONTEND=noninteractive
+# Says whether the offline bundle's package source gpukit added is there
+# ("pending: ..."), and changes nothing.
+# put FILE CONTENT: writes CONTENT (and a newline) to FILE, creating its
+# directory, unless FILE holds it already; true when it wrote.
+put() {
+  if [ "$(cat "$1" 2>/dev/null)" = "$2" ]; then return 1; fi
+  mkdir -p "${1%/*}"
+  printf '%s\n' "$2" >"$1"
+}
+keyring=/usr/share/keyrings/gpukit-bundle.asc
+list=/etc/apt/sources.list.d/gpukit-bundle.list
+if [ -e "$list" ] || [ -e "$keyring" ]; then echo "pending: the bundle's package source"; fi
