@@ -52,15 +52,17 @@ type Options struct {
 
 // creator is one run of Create.
 type creator struct {
-	inv     *inventory.Inventory
-	dir     string
-	list    *List
-	o       Options
-	key     *openpgp.Entity
-	prev    map[string]bundlefs.File // the files the previous run's manifest lists
-	missing []string
-	fetched map[Kind]int
-	took    map[Kind]time.Duration
+	inv  *inventory.Inventory
+	dir  string
+	list *List
+	o    Options
+	key  *openpgp.Entity
+	// publicKey is key's, armored: what the hosts fetch and pin.
+	publicKey []byte
+	prev      map[string]bundlefs.File // the files the previous run's manifest lists
+	missing   []string
+	fetched   map[Kind]int
+	took      map[Kind]time.Duration
 }
 
 // Create gathers list's artifacts into the bundle at dir, fetching only
@@ -138,11 +140,10 @@ func (c *creator) signingKey() error {
 	default:
 		return err
 	}
-	public, err := debrepo.ArmoredPublicKey(c.key)
-	if err != nil {
+	if c.publicKey, err = debrepo.ArmoredPublicKey(c.key); err != nil {
 		return err
 	}
-	return c.write(bundlefs.PublicKeyFile, public)
+	return c.write(bundlefs.PublicKeyFile, c.publicKey)
 }
 
 // write puts b at rel in the bundle, whole.

@@ -174,6 +174,13 @@ func (c *creator) familyPackages(ctx context.Context, get debrepo.Getter, stream
 			return nil
 		}
 		indexes = append(indexes, idx)
+		// The bundle's key where the hosts fetch the repository's: they
+		// pin it by its fingerprint (spec.bundle sets the mirrors' keys).
+		if r.KeyPath != "" {
+			if err := c.write(path.Join(bundlefs.PackagesDir, r.Mirror, r.KeyPath), c.publicKey); err != nil {
+				return err
+			}
+		}
 		rel := path.Join(bundlefs.PackagesDir, r.Mirror, r.Path) + "/"
 		if r.Suite != "" {
 			outOf[strings.TrimSuffix(r.URL, "/")] = out(rel, r.Suite, r.Components[0])

@@ -82,9 +82,11 @@ type Artifact struct {
 type Repo struct {
 	URL string `json:"url,omitempty"`
 	// Mirror is the inventory's mirror that replaces URL's server (nvidia,
-	// kubernetes, docker), Path where URL lies below it.
+	// kubernetes, docker), Path where URL lies below it, KeyPath where its
+	// key does (where the hosts fetch it from the mirror).
 	Mirror     string   `json:"mirror,omitempty"`
 	Path       string   `json:"path,omitempty"`
+	KeyPath    string   `json:"keyPath,omitempty"`
 	Suite      string   `json:"suite,omitempty"`
 	Components []string `json:"components,omitempty"`
 	// KeyURL is its signing key's file, which must hold keys with these
@@ -213,7 +215,7 @@ func (b *builder) host(h Host) {
 			a := Artifact{Kind: Package, Name: n, Version: s.Version, Family: string(s.Family.Family), Arch: packageArch(s.Family, h.Facts.Arch), Source: sourceOf(s),
 				For: []string{s.For}, Hosts: []string{name}}
 			if s.Repo != "" || len(s.Components) > 0 {
-				a.Repo = &Repo{URL: s.Repo, Mirror: s.Mirror, Path: s.Path, Suite: s.Suite, Components: s.Components, KeyURL: s.KeyURL, Fingerprints: s.Key.Fingerprints}
+				a.Repo = &Repo{URL: s.Repo, Mirror: s.Mirror, Path: s.Path, KeyPath: s.KeyPath, Suite: s.Suite, Components: s.Components, KeyURL: s.KeyURL, Fingerprints: s.Key.Fingerprints}
 			}
 			b.add(a)
 		}

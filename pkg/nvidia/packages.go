@@ -40,6 +40,7 @@ func (w Want) PackageSets(inv *inventory.Inventory, f *facts.Facts) []scripts.Pa
 	if w.Source == inventory.DriverSourceCUDARepo {
 		driver.Repo, driver.Key, driver.KeyURL = w.Repo.RepoURL, w.Repo.Key, w.Repo.RepoURL+w.Repo.Key.File
 		driver.Mirror, driver.Path = "nvidia", "cuda/repos/"+w.Family.CUDARepo+"/"+w.Repo.Arch+"/"
+		driver.KeyPath = driver.Path + w.Repo.Key.File
 	} else {
 		driver.Components = w.Repo.Components
 	}
@@ -62,7 +63,7 @@ func (w Want) PackageSets(inv *inventory.Inventory, f *facts.Facts) []scripts.Pa
 	ct := w.ContainerToolkit
 	toolkit := scripts.PackageSet{Family: w.Family, Repo: ct.RepoURL + "stable/deb/" + ct.DebArch + "/", Key: ct.Key, KeyURL: ct.RepoURL + ct.Key.File,
 		Names: ct.Packages(), Version: ct.Version, For: "NVIDIA container toolkit " + ct.Version}
-	toolkit.Mirror, toolkit.Path = "nvidia", "libnvidia-container/stable/deb/"+ct.DebArch+"/"
+	toolkit.Mirror, toolkit.Path, toolkit.KeyPath = "nvidia", "libnvidia-container/stable/deb/"+ct.DebArch+"/", "libnvidia-container/"+ct.Key.File
 	if w.Family.PackageManager == osfamily.Dnf {
 		toolkit.Repo, toolkit.Path = ct.RepoURL+"stable/rpm/"+f.Arch+"/", "libnvidia-container/stable/rpm/"+f.Arch+"/"
 	}

@@ -16,9 +16,10 @@ type PackageSet struct {
 	// (ending in "/"); "" is the distribution's own sources.
 	Repo string
 	// Mirror is the inventory's mirror that replaces Repo's server
-	// (spec.mirrors: nvidia, kubernetes, docker), and Path where Repo lies
-	// below it: a mirror, and a bundle, lay repositories out the same way.
-	Mirror, Path string
+	// (spec.mirrors: nvidia, kubernetes, docker), Path where Repo lies
+	// below it, and KeyPath where its signing key does: a mirror, and a
+	// bundle, lay repositories out the same way.
+	Mirror, Path, KeyPath string
 	// Suite and Components are the apt suite and components under Repo
 	// ("" and none: a flat repository, `deb URL /`).
 	Suite      string

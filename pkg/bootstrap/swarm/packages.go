@@ -24,6 +24,7 @@ func PackageSets(inv *inventory.Inventory, f *facts.Facts) ([]scripts.PackageSet
 			base += "/"
 		}
 		set.Mirror, set.Path = "docker", strings.TrimPrefix(e.RepoURL, base)
+		set.KeyPath = set.Path + e.Key.File
 	}
 	out := []scripts.PackageSet{set}
 	if len(e.Extra) > 0 {
