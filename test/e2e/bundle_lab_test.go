@@ -230,6 +230,31 @@ func TestLabBundle(t *testing.T) {
 		if r.code != cli.ExitOK || r.counts.Changed != 0 {
 			t.Errorf("second init from the bundle: exit %d, %+v\n%s", r.code, r.counts, r.out)
 		}
+
+		// The bundle survives its host's reboot.
+		l.Reboot(t, "lab-1")
+		if got := l.SSHWithin(t, "lab-1", "for i in $(seq 1 60); do systemctl is-active -q gpukit-bundle.service && break; sleep 0.5; done; systemctl is-active gpukit-bundle.service", time.Minute); got != "active" {
+			t.Errorf("gpukit-bundle.service after lab-1's reboot: %s", got)
+		}
+
+		// reset takes the bundle back: every host's source, then the
+		// bundle host's service and files; a second reset changes nothing.
+		only := []string{"--yes", "--only-phases", bundlehost.PhaseRemoveSources + "," + bundlehost.PhaseUnserve}
+		r = runInit(t, append([]string{"reset", "-i", offline}, only...)...)
+		if r.code != cli.ExitOK || r.counts.Changed != 3 {
+			t.Fatalf("reset of the bundle: exit %d, %+v\n%s", r.code, r.counts, r.out)
+		}
+		if got := l.SSH(t, "lab-1", "systemctl is-active gpukit-bundle.service || true; "+
+			"for f in /var/lib/gpukit/bundle /usr/local/lib/gpukit/gpukit /etc/systemd/system/gpukit-bundle.service /etc/gpukit/bundle/registry-key.pem "+
+			"/etc/apt/sources.list.d/gpukit-bundle.list; do if test -e $f; then echo left: $f; fi; done"); got != "inactive" {
+			t.Errorf("lab-1 after reset: %s", got)
+		}
+		if got := l.SSH(t, "lab-2", "ls /etc/apt/sources.list.d/ /usr/share/keyrings/ | grep -c gpukit-bundle || true"); got != "0" {
+			t.Errorf("lab-2 keeps the bundle's source: %s", got)
+		}
+		if r = runInit(t, append([]string{"reset", "-i", offline}, only...)...); r.code != cli.ExitOK || r.counts.Changed != 0 {
+			t.Errorf("second reset of the bundle: exit %d, %+v\n%s", r.code, r.counts, r.out)
+		}
 	})
 }
 
