@@ -167,18 +167,8 @@ packages), as is a chart that cannot be loaded. Exit code 0 when every artifact 
 			if o.list {
 				return o.printPhases(s)
 			}
-			l, err := o.load(s)
-			if err != nil {
-				return err
-			}
-			sum, err := o.execute(cmd.Context(), s, l, flow.NewBundleList(l.inv))
-			if sum == nil {
-				return err
-			}
-			// Kubeflow's build warnings are kustomize's about its manifests,
-			// not about the list: dropped.
-			list, err := bundle.Compute(cmd.Context(), l.inv, bundleHosts(l.inv, sum), nil)
-			if err != nil {
+			l, list, err := o.bundleList(cmd.Context(), s)
+			if list == nil {
 				return err
 			}
 			if err := writeBundleList(l.out, list); err != nil {
@@ -193,6 +183,23 @@ packages), as is a chart that cannot be loaded. Exit code 0 when every artifact 
 	o.addFlags(cmd, honours{fanOut: true})
 	o.phaseFlags(cmd, func(inv *inventory.Inventory) (flow.Flow, error) { return flow.NewBundleList(inv), nil })
 	return cmd
+}
+
+// bundleList reads every host's facts and works the list out from them
+// (nil list: the run did not start, or the list could not be made).
+func (o *runOptions) bundleList(ctx context.Context, s Streams) (*loaded, *bundle.List, error) {
+	l, err := o.load(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	sum, err := o.execute(ctx, s, l, flow.NewBundleList(l.inv))
+	if sum == nil {
+		return nil, nil, err
+	}
+	// Kubeflow's build warnings are kustomize's about its manifests, not
+	// about the list: dropped.
+	list, err := bundle.Compute(ctx, l.inv, bundleHosts(l.inv, sum), nil)
+	return l, list, err
 }
 
 // bundleHosts are the inventory's hosts with the facts the run read (none
@@ -289,16 +296,8 @@ keys pinned in it, for a mirror the site re-signs with its own key.`,
 			if err != nil {
 				return err
 			}
-			l, err := o.load(s)
-			if err != nil {
-				return err
-			}
-			sum, err := o.execute(cmd.Context(), s, l, flow.NewBundleList(l.inv))
-			if sum == nil {
-				return err
-			}
-			list, err := bundle.Compute(cmd.Context(), l.inv, bundleHosts(l.inv, sum), nil)
-			if err != nil {
+			l, list, err := o.bundleList(cmd.Context(), s)
+			if list == nil {
 				return err
 			}
 			opts := bundle.Options{OSMirrors: map[string][]string{}, Keyrings: map[string]string{}, OSFingerprints: map[string][]string{}}
