@@ -56,7 +56,8 @@ func NewAddNode(inv *inventory.Inventory, names []string, o InitOptions) (*AddNo
 		}
 		return out
 	}
-	p.Phases = append(only(p.Phases...), only(
+	p.Phases = append(only(p.Phases...), only(bundleSources(inv)...)...) // bundle/sources  with spec.bundle: the new hosts install from it (its host serves it already)
+	p.Phases = append(p.Phases, only(
 		hostproxy.New(inv).Apply(), // host/proxy, nvidia/prepare ... nvidia/verify: as in init, on the new hosts
 		gpu.Prepare(),              //
 		gpu.Driver(),               //

@@ -46,3 +46,12 @@ func bundlePhases(inv *inventory.Inventory, binary string) []engine.Phase {
 		b.Sources(), // bundle/sources  every apt host: the bundle's repository of its distribution, its key trusted for it only
 	}
 }
+
+// bundleSources is bundle/sources alone (none without spec.bundle): for
+// hosts added to a cluster whose bundle host serves already.
+func bundleSources(inv *inventory.Inventory) []engine.Phase {
+	if inv.Cluster.Spec.Bundle == nil {
+		return nil
+	}
+	return []engine.Phase{bundlehost.New(inv, "").Sources()}
+}

@@ -49,17 +49,34 @@ type Layer struct {
 	inv *inventory.Inventory
 	// binary is the gpukit executable the bundle host runs (linux, its
 	// architecture).
-	binary string
-	local  func() (*local, error)
+	binary     string
+	local      func() (*local, error)
+	executable func() (executable, error)
 }
 
 // local is what this machine has of the bundle.
 type local struct {
 	manifest    *bundlefs.Manifest
 	manifestSum string
-	binarySum   string
-	binaryArch  string // x86_64, aarch64: the executable's
 	publicKey   []byte
+}
+
+// executable is the gpukit the bundle host runs: its sum and its
+// architecture as uname -m names it (only bundle/serve needs it).
+type executable struct {
+	sum, arch string
+}
+
+func (l *Layer) readExecutable() (executable, error) {
+	var e executable
+	var err error
+	if e.sum, err = bundlefs.FileSHA256(l.binary); err != nil {
+		return e, fmt.Errorf("the gpukit executable for the bundle host: %w", err)
+	}
+	if e.arch, err = elfArch(l.binary); err != nil {
+		return e, fmt.Errorf("the gpukit executable for the bundle host, %s: %w (give gpukit for linux on the host's architecture with --gpukit-binary)", l.binary, err)
+	}
+	return e, nil
 }
 
 // New is the layer of inv, whose bundle host runs binary (the gpukit
@@ -67,6 +84,7 @@ type local struct {
 func New(inv *inventory.Inventory, binary string) *Layer {
 	l := &Layer{inv: inv, binary: binary}
 	l.local = sync.OnceValues(l.readLocal)
+	l.executable = sync.OnceValues(l.readExecutable)
 	return l
 }
 
@@ -82,12 +100,6 @@ func (l *Layer) readLocal() (*local, error) {
 	out := &local{manifest: m}
 	if out.manifestSum, err = bundlefs.FileSHA256(filepath.Join(b.Dir, bundlefs.ManifestFile)); err != nil {
 		return nil, err
-	}
-	if out.binarySum, err = bundlefs.FileSHA256(l.binary); err != nil {
-		return nil, fmt.Errorf("the gpukit executable for the bundle host: %w", err)
-	}
-	if out.binaryArch, err = elfArch(l.binary); err != nil {
-		return nil, fmt.Errorf("the gpukit executable for the bundle host, %s: %w (give gpukit for linux on the host's architecture with --gpukit-binary)", l.binary, err)
 	}
 	if out.publicKey, err = os.ReadFile(filepath.Join(b.Dir, bundlefs.PublicKeyFile)); err != nil {
 		return nil, err
@@ -211,19 +223,23 @@ func (p *servePhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, strin
 	if err != nil {
 		return false, "", err
 	}
+	exe, err := p.l.executable()
+	if err != nil {
+		return false, "", err
+	}
 	f, err := probe.Ensure(ctx, h)
 	if err != nil {
 		return false, "", err
 	}
-	if f.Arch != loc.binaryArch {
-		return false, "", fmt.Errorf("the bundle host is %s and %s is gpukit for %s: give gpukit for %s with --gpukit-binary", f.Arch, p.l.binary, loc.binaryArch, f.Arch)
+	if f.Arch != exe.arch {
+		return false, "", fmt.Errorf("the bundle host is %s and %s is gpukit for %s: give gpukit for %s with --gpukit-binary", f.Arch, p.l.binary, exe.arch, f.Arch)
 	}
 	st, err := p.l.state(ctx, h, false)
 	if err != nil {
 		return false, "", err
 	}
 	// A certificate not made yet differs; ShouldRun (dry-run too) makes none.
-	want := map[string]string{"manifest": loc.manifestSum, "binary": loc.binarySum, "cert": "to be made", "key": "to be made", "unit": sum([]byte(p.l.unit()))}
+	want := map[string]string{"manifest": loc.manifestSum, "binary": exe.sum, "cert": "to be made", "key": "to be made", "unit": sum([]byte(p.l.unit()))}
 	if cert, key, ok := existingCertificate(p.l.inv.Cluster.Spec.Bundle.Dir, h.Machine.NodeIP()); ok {
 		want["cert"], want["key"] = sum(cert), sum(key)
 	}
@@ -282,7 +298,11 @@ func (p *servePhase) Run(ctx context.Context, h *engine.Host) error {
 		}
 		params.Incoming = remoteIncoming
 	}
-	if st.sums["binary"] != loc.binarySum {
+	exe, err := p.l.executable()
+	if err != nil {
+		return err
+	}
+	if st.sums["binary"] != exe.sum {
 		f, err := os.Open(p.l.binary)
 		if err != nil {
 			return err

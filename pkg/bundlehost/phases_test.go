@@ -122,3 +122,38 @@ func TestServe(t *testing.T) {
 		t.Errorf("gpu-1's source:\n%s", sources)
 	}
 }
+
+// add-node points its new hosts at a bundle served already: no gpukit
+// executable needed.
+func TestSourcesAlone(t *testing.T) {
+	dir := fakeBundle(t)
+	doc := "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: t}\nspec:\n  bundle: {dir: " + dir + ", host: cp-1}\n  hosts:\n" +
+		"    - {name: cp-1, address: 10.0.0.10, roles: [control-plane]}\n    - {name: gpu-1, address: 10.0.0.11, roles: [worker]}\n"
+	inv, err := inventory.Parse("t.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet := &enginetest.Fleet{Handler: func(_ context.Context, e *enginetest.Executor, cmd ssh.Command) (ssh.Result, error) {
+		switch cmd.Name {
+		case "probe facts":
+			return ssh.Result{Stdout: []byte("os.id=ubuntu\nos.version=24.04\narch=x86_64\n")}, nil
+		case "read the bundle's package source":
+			return ssh.Result{Stdout: []byte("pending: the bundle's key\n")}, nil
+		}
+		return ssh.Result{}, nil
+	}}
+	r := &engine.Runner{Name: "test", Phases: []engine.Phase{engine.Scoped{Phase: bundlehost.New(inv, "").Sources(), Hosts: []string{"gpu-1"}}}, Sink: &enginetest.Recorder{}}
+	sum, err := r.Run(context.Background(), inv.Machines[1:], fleet.Dial)
+	if err != nil || sum.HostCounts().Changed != 1 {
+		t.Fatalf("%v %+v", err, sum.HostCounts())
+	}
+	var script string
+	for _, c := range fleet.Executor("gpu-1").Commands() {
+		if c.Name == "point apt at the bundle" {
+			script = c.Script
+		}
+	}
+	if !strings.Contains(script, "http://10.0.0.10:8480/packages/os/ubuntu-24.04/ ./") {
+		t.Errorf("gpu-1's source:\n%s", script)
+	}
+}
