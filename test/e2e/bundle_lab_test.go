@@ -18,6 +18,73 @@ import (
 	"github.com/gpukit/gpukit/test/lab"
 )
 
+// demoSite is the demo's site in a fresh lab: 3 Kubernetes hosts, lab-2 and
+// lab-3 with simulated H100s (lab-3 without its kernel's headers when
+// asked), the lab's stand-in repositories, registry and the chart archives
+// as the inventory's mirrors. It returns the lab, the site and the
+// inventory's path.
+func demoSite(t *testing.T, noHeaders bool) (*lab.Lab, cluster.Site, string) {
+	t.Helper()
+	h100 := labCapture(t, "h100-80gb-hbm3__drv590.48.01")
+	l := lab.Start(t, lab.Options{Hosts: 3, Kube: true})
+	repo := gpusim.Simulate(t, l, map[string]gpusim.Hardware{
+		"lab-2": {Capture: withUUID(t, h100, "GPU-5a1e0002-6c2d-4b1e-9f00-0000000000b2")},
+		"lab-3": {Capture: withUUID(t, h100, "GPU-5a1e0003-6c2d-4b1e-9f00-0000000000b3"), NoKernelHeaders: noHeaders},
+	})
+	dir := t.TempDir()
+	gpuInv, err := repo.Inventory(l, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	site := cluster.NewSite(t, l, "")
+	inv := filepath.Join(dir, "kubernetes.yaml")
+	if err := site.WriteInventory(gpuInv, inv, cluster.LabKubernetes); err != nil {
+		t.Fatal(err)
+	}
+	return l, site, inv
+}
+
+// offlineInventory is inv with spec.bundle (dir, served by lab-1) instead
+// of its mirrors, written beside it.
+func offlineInventory(t *testing.T, inv, bundleDir string) string {
+	t.Helper()
+	raw, err := os.ReadFile(inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offline := filepath.Join(filepath.Dir(inv), "offline.yaml")
+	doc, ok := addUnderSpec(withoutMirrors(string(raw)), "bundle:", "dir: "+bundleDir, "host: lab-1")
+	if !ok {
+		t.Fatalf("no spec in %s", inv)
+	}
+	if err := os.WriteFile(offline, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return offline
+}
+
+// airGap cuts the lab's hosts off every source but each other (the lab's
+// package repository, Debian's mirror, the registry), and takes their own
+// package sources away, as at an air-gapped site.
+func airGap(t *testing.T, l *lab.Lab) {
+	t.Helper()
+	l.CutOff(t, 8080, 3143, 5000)
+	for _, h := range []string{"lab-1", "lab-2", "lab-3"} {
+		l.SSH(t, h, "rm -f /etc/apt/sources.list /etc/apt/sources.list.d/*")
+	}
+}
+
+// buildGpukit builds gpukit (for a bundle host: the in-process CLI has no
+// executable of its own to copy).
+func buildGpukit(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "gpukit")
+	if b, err := exec.Command("go", "build", "-o", bin, "github.com/gpukit/gpukit/cmd/gpukit").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	return bin
+}
+
 // bundleCreated is bundle create's final object (-o json).
 type bundleCreated struct {
 	Complete    bool     `json:"complete"`
@@ -52,22 +119,8 @@ func TestLabBundle(t *testing.T) {
 	cluster.Require(t)
 	lab.Require(t)
 	t.Parallel()
-	h100 := labCapture(t, "h100-80gb-hbm3__drv590.48.01")
-	l := lab.Start(t, lab.Options{Hosts: 3, Kube: true})
-	repo := gpusim.Simulate(t, l, map[string]gpusim.Hardware{
-		"lab-2": {Capture: withUUID(t, h100, "GPU-5a1e0002-6c2d-4b1e-9f00-0000000000b2")},
-		"lab-3": {Capture: withUUID(t, h100, "GPU-5a1e0003-6c2d-4b1e-9f00-0000000000b3"), NoKernelHeaders: true},
-	})
-	dir := t.TempDir()
-	gpuInv, err := repo.Inventory(l, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	site := cluster.NewSite(t, l, "")
-	inv := filepath.Join(dir, "kubernetes.yaml")
-	if err := site.WriteInventory(gpuInv, inv, cluster.LabKubernetes); err != nil {
-		t.Fatal(err)
-	}
+	l, site, inv := demoSite(t, true)
+	dir := filepath.Dir(inv)
 	kernel := l.SSH(t, "lab-3", "uname -r")
 
 	t.Run("list", func(t *testing.T) {
@@ -190,26 +243,9 @@ func TestLabBundle(t *testing.T) {
 		// repository, Debian's mirror and the registry are cut off, and
 		// the hosts have no package sources of their own, as at an
 		// air-gapped site. lab-1 serves the bundle.
-		l.CutOff(t, 8080, 3143, 5000)
-		for _, h := range []string{"lab-1", "lab-2", "lab-3"} {
-			l.SSH(t, h, "rm -f /etc/apt/sources.list /etc/apt/sources.list.d/*")
-		}
-		raw, err := os.ReadFile(inv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		offline := filepath.Join(dir, "offline.yaml")
-		doc, ok := addUnderSpec(withoutMirrors(string(raw)), "bundle:", "dir: "+out, "host: lab-1")
-		if !ok {
-			t.Fatalf("no spec in %s", inv)
-		}
-		if err := os.WriteFile(offline, []byte(doc), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		bin := filepath.Join(t.TempDir(), "gpukit")
-		if b, err := exec.Command("go", "build", "-o", bin, "github.com/gpukit/gpukit/cmd/gpukit").CombinedOutput(); err != nil {
-			t.Fatalf("go build: %v\n%s", err, b)
-		}
+		airGap(t, l)
+		offline := offlineInventory(t, inv, out)
+		bin := buildGpukit(t)
 		kubeconfig := filepath.Join(dir, "offline.kubeconfig")
 		began := time.Now()
 		r := runInit(t, "init", "-i", offline, "--gpukit-binary", bin, "--kubeconfig-out", kubeconfig)
