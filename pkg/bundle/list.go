@@ -349,11 +349,16 @@ func (b *builder) images(objs []*yaml.RNode, why string) {
 	}
 }
 
-// image adds ref, and where the site's registry mirror holds it.
+// image adds ref, and where the site's registry mirror holds it. An image
+// of a registry containerd is not pointed at the mirror for cannot reach a
+// site's nodes through gpukit's mirror: named as unknown.
 func (b *builder) image(ref, why string) {
 	a := Artifact{Kind: Image, Name: ref, For: []string{why}}
 	if m := b.inv.Cluster.Spec.Mirrors.Registry; m != "" {
 		a.Source = strings.TrimSuffix(m, "/") + "/" + ref
+	}
+	if reg, _, _ := strings.Cut(ref, "/"); !slices.Contains(kubeadm.MirroredRegistries, reg) {
+		a.Unknown = fmt.Sprintf("the nodes pull %s's images from the registry mirror only for %s", reg, strings.Join(kubeadm.MirroredRegistries, ", "))
 	}
 	b.add(a)
 }

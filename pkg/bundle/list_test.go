@@ -261,3 +261,18 @@ func TestKernelHeadersOnlyWhereMissing(t *testing.T) {
 		t.Errorf("headers listed: %q", headers)
 	}
 }
+
+// An image of a registry the nodes' containerd is not pointed at the mirror
+// for cannot reach them: named as unknown, with the registries that are.
+func TestUnmirroredRegistry(t *testing.T) {
+	inv, _ := load(t, "demo.yaml")
+	b := &builder{inv: inv, index: map[string]int{}}
+	b.image("registry.example.com/team/trainer:1", "a site's own")
+	b.image("gcr.io/istio-release/pilot:1.28.0", "Kubeflow")
+	if u := b.out[0].Unknown; !strings.Contains(u, "registry.example.com's images") || !strings.Contains(u, "gcr.io") {
+		t.Errorf("unknown %q", u)
+	}
+	if b.out[1].Unknown != "" {
+		t.Errorf("gcr.io: %q", b.out[1].Unknown)
+	}
+}

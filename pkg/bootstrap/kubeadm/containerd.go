@@ -174,9 +174,10 @@ func set(t map[string]any, v any, keys ...string) {
 }
 
 // MirroredRegistries are the public registries whose images the registry
-// mirror holds, each under a path of its name: what Kubernetes, its CNIs and
-// NVIDIA's charts pull from.
-var MirroredRegistries = []string{"registry.k8s.io", "docker.io", "ghcr.io", "quay.io", "nvcr.io"}
+// mirror holds, each under a path of its name: what Kubernetes, its CNIs,
+// NVIDIA's charts, the platform's and Kubeflow's images pull from (gpukit
+// bundle names an image of any other as one it cannot deliver).
+var MirroredRegistries = []string{"registry.k8s.io", "docker.io", "ghcr.io", "quay.io", "nvcr.io", "gcr.io", "us-central1-docker.pkg.dev"}
 
 // Mirror is spec.mirrors.registry taken apart, with how containerd
 // trusts and logs in to it.
