@@ -289,12 +289,35 @@ func (p *servePhase) Run(ctx context.Context, h *engine.Host) error {
 	if len(send) > 0 || st.sums["manifest"] != loc.manifestSum {
 		send = append(send, bundlefs.ManifestFile)
 		h.Logf("%s: sending %d files (%d bytes), removing %d", PhaseServe, len(send), bytesToSend, len(remove))
-		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(writeTar(pw, b.Dir, send)) }()
-		err := h.Upload(ctx, "upload the bundle's new files", ssh.File{Path: remoteIncoming, Mode: 0o600, Content: pr, Sudo: true})
-		pr.Close()
-		if err != nil {
-			return err
+		size := map[string]int64{}
+		for _, f := range loc.manifest.Files {
+			size[f.Path] = f.Size
+		}
+		// In parts: an upload passes through the host's /tmp (often a
+		// RAM disk), and a whole bundle is gigabytes. Each part but the
+		// last is put in place at once; the last, with the manifest, by
+		// the script that then serves.
+		parts := inParts(send, size, partBytes)
+		for i, part := range parts {
+			pr, pw := io.Pipe()
+			go func() { pw.CloseWithError(writeTar(pw, b.Dir, part)) }()
+			err := h.Upload(ctx, fmt.Sprintf("upload the bundle's new files (part %d of %d)", i+1, len(parts)), ssh.File{Path: remoteIncoming, Mode: 0o600, Content: pr, Sudo: true})
+			pr.Close()
+			if err != nil {
+				return err
+			}
+			if i == len(parts)-1 {
+				break
+			}
+			extract := params
+			extract.Incoming, extract.ExtractOnly = remoteIncoming, true
+			cmd, err := scripts.BundleHost(extract, nil)
+			if err != nil {
+				return err
+			}
+			if _, err := h.Apply(ctx, cmd.Name, cmd); err != nil {
+				return err
+			}
 		}
 		params.Incoming = remoteIncoming
 	}
@@ -343,6 +366,25 @@ func (p *servePhase) Run(ctx context.Context, h *engine.Host) error {
 	}
 	_, err = h.Apply(ctx, cmd.Name, cmd)
 	return err
+}
+
+// partBytes bounds an upload's part (a single bigger file is a part alone).
+const partBytes = 256 << 20
+
+// inParts cuts files, in order, into runs of at most max bytes.
+func inParts(files []string, size map[string]int64, max int64) [][]string {
+	var out [][]string
+	var cur []string
+	var n int64
+	for _, f := range files {
+		if len(cur) > 0 && n+size[f] > max {
+			out = append(out, cur)
+			cur, n = nil, 0
+		}
+		cur = append(cur, f)
+		n += size[f]
+	}
+	return append(out, cur)
 }
 
 // writeTar writes the bundle's files named (slash paths below dir) to w.

@@ -31,6 +31,9 @@ type BundleHostParams struct {
 	// (its daemon, certificate or unit changed).
 	Incoming string
 	Restart  bool
+	// ExtractOnly puts Incoming in place and does nothing else: a part of
+	// the files, the service handled after the last.
+	ExtractOnly bool
 	// Remove stops serving and removes it all (gpukit reset).
 	Remove bool
 }
@@ -68,8 +71,11 @@ func BundleHost(p BundleHostParams, remove []string) (ssh.Command, error) {
 		}
 	}
 	name := "serve the bundle"
-	if p.Remove {
+	switch {
+	case p.Remove:
 		name = "stop serving the bundle"
+	case p.ExtractOnly:
+		name = "put a part of the bundle in place"
 	}
 	cmd, err := command(name, bundleHostTemplate, p)
 	cmd.Args = remove

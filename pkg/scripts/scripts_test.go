@@ -63,6 +63,11 @@ func cases() []goldenCase {
 		{bundleSourcesTemplate.name, anyFamily, "check-remove", func() (ssh.Command, error) {
 			return BundleSources(BundleSourcesParams{Remove: true, Check: true})
 		}},
+		{bundleHostTemplate.name, anyFamily, "part", func() (ssh.Command, error) {
+			p := testBundleHost(true, false)
+			p.ExtractOnly = true
+			return BundleHost(p, nil)
+		}},
 		{bundleHostTemplate.name, anyFamily, "remove", func() (ssh.Command, error) {
 			p := testBundleHost(false, false)
 			p.Remove = true
