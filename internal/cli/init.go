@@ -21,6 +21,7 @@ type initOptions struct {
 	maxParallelReboots int
 	rebootTimeout      time.Duration
 	kubeconfigOut      string
+	credentialsOut     string
 	mergeKubeconfig    bool
 	// bundleBinary is --gpukit-binary: what a bundle host runs.
 	bundleBinary string
@@ -72,8 +73,10 @@ func (o *initOptions) addRebootFlags(f *pflag.FlagSet) {
 func (o *initOptions) addKubeconfigOutFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfigOut, "kubeconfig-out", "", "where the cluster's admin kubeconfig is written, mode 0600 (kubernetes; default ./<cluster name>.kubeconfig)")
+	f.StringVar(&o.credentialsOut, "credentials-out", "", "where the logins the platform generates (Grafana's) are written, mode 0600 (kubernetes; default ./<cluster name>.credentials)")
 	f.BoolVar(&o.mergeKubeconfig, "merge-kubeconfig", false, "also merge the admin kubeconfig into $KUBECONFIG (its first file) or ~/.kube/config as context <cluster>-admin@<cluster>, made current (kubernetes)")
 	_ = cmd.MarkFlagFilename("kubeconfig-out")
+	_ = cmd.MarkFlagFilename("credentials-out")
 }
 
 const initLong = `Build the cluster on every host of the inventory, layer by layer:
@@ -221,7 +224,7 @@ func (o *initOptions) run(cmd *cobra.Command, s Streams) error {
 	}
 	if f.Platform != nil && !o.dryRun {
 		if creds := f.Platform.Credentials(); len(creds) > 0 {
-			path := l.inv.Cluster.Metadata.Name + ".credentials"
+			path := cmp.Or(o.credentialsOut, l.inv.Cluster.Metadata.Name+".credentials")
 			keep(writeCredentials(l.out, path, creds))
 			res.Files.Credentials = path
 		}

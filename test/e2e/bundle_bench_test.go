@@ -33,7 +33,7 @@ func TestBenchBundle(t *testing.T) {
 		t.Logf(format, args...)
 	}
 
-	la, _, invA := demoSite(t, false)
+	la, _, invA := demoSite(t, false, false)
 	var wg sync.WaitGroup
 	for _, h := range []string{"lab-1", "lab-2", "lab-3"} {
 		wg.Go(func() { la.UseDebianMirror(t, h) })
@@ -72,7 +72,7 @@ func TestBenchBundle(t *testing.T) {
 	row("bundle create: %s the first time (its .debs through the lab's Debian mirror, a cache that may hold them already), %s the second (nothing fetched)",
 		first.Round(100*time.Millisecond), second.Round(100*time.Millisecond))
 
-	lb, _, invB := demoSite(t, false)
+	lb, _, invB := demoSite(t, false, false)
 	airGap(t, lb)
 	offline := offlineInventory(t, invB, out)
 	bin := buildGpukit(t)

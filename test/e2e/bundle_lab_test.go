@@ -13,6 +13,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/bundle"
 	"github.com/gpukit/gpukit/pkg/bundlefs"
 	"github.com/gpukit/gpukit/pkg/bundlehost"
+	"github.com/gpukit/gpukit/pkg/kubeflow"
 	"github.com/gpukit/gpukit/test/cluster"
 	"github.com/gpukit/gpukit/test/gpusim"
 	"github.com/gpukit/gpukit/test/lab"
@@ -21,9 +22,10 @@ import (
 // demoSite is the demo's site in a fresh lab: 3 Kubernetes hosts, lab-2 and
 // lab-3 with simulated H100s (lab-3 without its kernel's headers when
 // asked), the lab's stand-in repositories, registry and the chart archives
-// as the inventory's mirrors. It returns the lab, the site and the
+// as the inventory's mirrors; with platform, monitoring on (the lab's
+// monitoring: Prometheus and the statsd exporter). It returns the lab, the site and the
 // inventory's path.
-func demoSite(t *testing.T, noHeaders bool) (*lab.Lab, cluster.Site, string) {
+func demoSite(t *testing.T, noHeaders, platform bool) (*lab.Lab, cluster.Site, string) {
 	t.Helper()
 	h100 := labCapture(t, "h100-80gb-hbm3__drv590.48.01")
 	l := lab.Start(t, lab.Options{Hosts: 3, Kube: true})
@@ -37,11 +39,38 @@ func demoSite(t *testing.T, noHeaders bool) (*lab.Lab, cluster.Site, string) {
 		t.Fatal(err)
 	}
 	site := cluster.NewSite(t, l, "")
+	if platform {
+		// monitoring on, its images built from Go modules (Prometheus, its
+		// operator and config reloader, the statsd exporter)
+		site = site.WithPlatform(t, l, kubeflow.MonitoringChart, kubeflow.StatsdImage)
+	}
 	inv := filepath.Join(dir, "kubernetes.yaml")
 	if err := site.WriteInventory(gpuInv, inv, cluster.LabKubernetes); err != nil {
 		t.Fatal(err)
 	}
 	return l, site, inv
+}
+
+// thanosStandIn pushes a labelled stand-in of the Thanos image the
+// monitoring chart names as its operator's default base image
+// (--thanos-default-base-image): bundle list names it, the lab builds no
+// Thanos, and this cluster runs none (no ThanosRuler, no sidecar).
+func thanosStandIn(t *testing.T, l *lab.Lab, inv string) {
+	t.Helper()
+	code, stdout, stderr := run(t, "bundle", "list", "-i", inv, "-o", "json")
+	var list struct{ Artifacts []bundle.Artifact }
+	lastJSON(t, stdout, &list)
+	if code != cli.ExitOK {
+		t.Fatalf("bundle list: exit %d\n%s", code, stderr)
+	}
+	for _, a := range list.Artifacts {
+		if a.Kind == bundle.Image && strings.HasPrefix(a.Name, "quay.io/thanos/thanos:") {
+			pause := filepath.Join(cluster.Build(t, ""), "pause")
+			cluster.Mirror(t, l, cluster.Image{Ref: a.Name, Upstream: a.Name, Files: map[string]string{"/pause": pause}, Entrypoint: []string{"/pause"}})
+			return
+		}
+	}
+	t.Fatalf("bundle list names no Thanos image: the stand-in is no longer needed")
 }
 
 // offlineInventory is inv with spec.bundle (dir, served by lab-1) instead
@@ -119,9 +148,10 @@ func TestLabBundle(t *testing.T) {
 	cluster.Require(t)
 	lab.Require(t)
 	t.Parallel()
-	l, site, inv := demoSite(t, true)
+	l, site, inv := demoSite(t, true, true)
 	dir := filepath.Dir(inv)
 	kernel := l.SSH(t, "lab-3", "uname -r")
+	thanosStandIn(t, l, inv)
 
 	t.Run("list", func(t *testing.T) {
 		code, out, errOut := run(t, "bundle", "list", "-i", inv, "-o", "plain")
@@ -179,8 +209,10 @@ func TestLabBundle(t *testing.T) {
 		if res.Complete || len(res.Missing) != 1 || !strings.Contains(res.Missing[0], "linux-headers-"+kernel) {
 			t.Fatalf("want exactly lab-3's kernel headers missing: %+v", res)
 		}
-		if got := fetched(res); got[bundle.Package] < 10 || got[bundle.Chart] != 1 || got[bundle.Image] != 9 {
-			t.Errorf("fetched %v: want the packages with their dependencies, flannel's chart, 9 images", got)
+		// kubeadm's 7 images, flannel's 2, the monitoring's 4 and Thanos'
+		// stand-in, the statsd exporter's
+		if got := fetched(res); got[bundle.Package] < 10 || got[bundle.Chart] != 2 || got[bundle.Image] != 14 {
+			t.Errorf("fetched %v: want the packages with their dependencies, flannel's and kube-prometheus-stack's charts, 14 images", got)
 		}
 	})
 
@@ -247,8 +279,9 @@ func TestLabBundle(t *testing.T) {
 		offline := offlineInventory(t, inv, out)
 		bin := buildGpukit(t)
 		kubeconfig := filepath.Join(dir, "offline.kubeconfig")
+		creds := filepath.Join(dir, "offline.credentials")
 		began := time.Now()
-		r := runInit(t, "init", "-i", offline, "--gpukit-binary", bin, "--kubeconfig-out", kubeconfig)
+		r := runInit(t, "init", "-i", offline, "--gpukit-binary", bin, "--kubeconfig-out", kubeconfig, "--credentials-out", creds)
 		if r.code != cli.ExitOK {
 			t.Fatalf("init from the bundle: exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
 		}
@@ -258,11 +291,24 @@ func TestLabBundle(t *testing.T) {
 		if strings.Count(nodes, " True") != 3 {
 			t.Errorf("nodes:\n%s", nodes)
 		}
+		// The platform too: Prometheus and the statsd exporter run, their
+		// chart from the bundle's directory, their images from its registry.
+		// (The operator makes Prometheus' StatefulSet after the release is in.)
+		deadline := time.Now().Add(3 * time.Minute)
+		for !strings.Contains(kubectlIn(t, kubeconfig, "", "-n", kubeflow.MonitoringNamespace, "get", "statefulsets", "-o", "name"), "prometheus-") {
+			if time.Now().After(deadline) {
+				t.Fatalf("no Prometheus StatefulSet in 3 minutes:\n%s", kubectlIn(t, kubeconfig, "", "-n", kubeflow.MonitoringNamespace, "get", "all,events"))
+			}
+			time.Sleep(2 * time.Second)
+		}
+		for _, w := range []string{"statefulset/prometheus-kube-prometheus-stack-prometheus", "deployment/statsd-exporter"} {
+			kubectlIn(t, kubeconfig, "", "-n", kubeflow.MonitoringNamespace, "rollout", "status", w, "--timeout=180s")
+		}
 		// Every image the nodes run came through the bundle's registry.
 		if got := l.SSH(t, "lab-2", "grep -c . /etc/containerd/certs.d/registry.k8s.io/hosts.toml >/dev/null && crictl images -o json | grep -c '\"registry.k8s.io/pause'"); got == "0" {
 			t.Errorf("lab-2 pulled no pause image: %s", got)
 		}
-		r = runInit(t, "init", "-i", offline, "--gpukit-binary", bin, "--kubeconfig-out", kubeconfig)
+		r = runInit(t, "init", "-i", offline, "--gpukit-binary", bin, "--kubeconfig-out", kubeconfig, "--credentials-out", creds)
 		if r.code != cli.ExitOK || r.counts.Changed != 0 {
 			t.Errorf("second init from the bundle: exit %d, %+v\n%s", r.code, r.counts, r.out)
 		}
