@@ -147,7 +147,9 @@ func lastJSON(t *testing.T, out string, v any) {
 func TestLabBundle(t *testing.T) {
 	cluster.Require(t)
 	lab.Require(t)
-	t.Parallel()
+	// Not parallel, as TestLabKubernetes: a kubeadm cluster with its
+	// monitoring beside the parallel lab tests would starve their hosts of
+	// CPU on a 2-core machine.
 	l, site, inv := demoSite(t, true, true)
 	dir := filepath.Dir(inv)
 	kernel := l.SSH(t, "lab-3", "uname -r")
