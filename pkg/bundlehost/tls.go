@@ -5,15 +5,12 @@ package bundlehost
 
 import (
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -21,6 +18,7 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/atomicfile"
 	"github.com/gpukit/gpukit/pkg/bundlefs"
+	"github.com/gpukit/gpukit/pkg/pki"
 )
 
 // The bundle's registry is served over TLS with a certificate of the CA
@@ -42,38 +40,24 @@ func EnsureCA(dir, cluster string) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return err
-	}
 	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: "gpukit bundle CA of " + cluster},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(caLifetime),
+	certPEM, keyPEM, err := pki.Issue(&x509.Certificate{
+		Subject: pkix.Name{CommonName: "gpukit bundle CA of " + cluster}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(caLifetime),
 		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign, BasicConstraintsValid: true, IsCA: true, MaxPathLenZero: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
+	}, nil, nil)
 	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Join(dir, bundlefs.PrivateDir), 0o700); err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(dir, caKeyFile), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, caKeyFile), keyPEM, 0o600); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(bundlefs.RegistryCAFile)), 0o755); err != nil {
 		return err
 	}
-	return atomicfile.Write(filepath.Join(dir, bundlefs.RegistryCAFile), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	return atomicfile.Write(filepath.Join(dir, bundlefs.RegistryCAFile), certPEM, 0o644)
 }
 
 func readCA(dir string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
@@ -110,17 +94,8 @@ func ServerCertificate(dir, address string) (cert, key []byte, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("the bundle's registry CA: %w (made by gpukit bundle create)", err)
 	}
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, nil, err
-	}
 	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: address},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: ca.NotAfter,
+		Subject: pkix.Name{CommonName: address}, NotBefore: time.Now().Add(-time.Hour), NotAfter: ca.NotAfter,
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	if ip := net.ParseIP(address); ip != nil {
@@ -128,16 +103,9 @@ func ServerCertificate(dir, address string) (cert, key []byte, err error) {
 	} else {
 		tmpl.DNSNames = []string{address}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &k.PublicKey, caKey)
-	if err != nil {
+	if cert, key, err = pki.Issue(tmpl, ca, caKey); err != nil {
 		return nil, nil, err
 	}
-	keyDER, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		return nil, nil, err
-	}
-	cert = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	key = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 	if err := atomicfile.Write(keyFile, key, 0o600); err != nil {
 		return nil, nil, err
 	}

@@ -2,14 +2,10 @@ package kubeflow
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"slices"
 	"strings"
 	"time"
@@ -19,6 +15,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/pki"
 )
 
 // PhaseRoutes publishes the platform's web UIs through Traefik.
@@ -87,32 +84,14 @@ func RouteObjects(routes []Route) ([]*yaml.RNode, error) {
 // certificate is a self-signed certificate for the domain and every name
 // under it (ECDSA P-256, two years), as PEM.
 func certificate(domain string, now time.Time) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: "*." + domain, Organization: []string{"gpukit"}},
-		DNSNames:     []string{"*." + domain, domain},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(2 * 365 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, err
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), nil
+	return pki.Issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: "*." + domain, Organization: []string{"gpukit"}},
+		DNSNames:    []string{"*." + domain, domain},
+		NotBefore:   now.Add(-time.Hour),
+		NotAfter:    now.Add(2 * 365 * 24 * time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}, nil, nil)
 }
 
 // covers: the PEM certificate names *.domain and is valid for 30 days more.
