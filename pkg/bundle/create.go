@@ -192,6 +192,7 @@ func (c *creator) manifest() (*bundlefs.Manifest, []Stats, error) {
 	for _, k := range kinds {
 		stats[k] = &Stats{Kind: k, Fetched: c.fetched[k], Took: c.took[k]}
 	}
+	written := startOf(c) // read once: it is compared for every file
 	err = filepath.WalkDir(c.dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -206,7 +207,7 @@ func (c *creator) manifest() (*bundlefs.Manifest, []Stats, error) {
 		}
 		f := bundlefs.File{Path: rel, Kind: string(kindOf(rel))}
 		if prev, ok := c.prev[rel]; ok {
-			if st, err := d.Info(); err == nil && st.Size() == prev.Size && st.ModTime().Before(startOf(c)) {
+			if st, err := d.Info(); err == nil && st.Size() == prev.Size && st.ModTime().Before(written) {
 				// unchanged since the last run wrote its manifest
 				f.Size, f.SHA256 = prev.Size, prev.SHA256
 			}

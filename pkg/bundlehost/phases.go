@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -438,17 +437,8 @@ func (p *sourcesPhase) params(ctx context.Context, h *engine.Host) (scripts.Bund
 	if err != nil {
 		return scripts.BundleSourcesParams{}, false, err
 	}
-	b := p.l.inv.Cluster.Spec.Bundle
-	host := ""
-	for _, m := range p.l.inv.Machines {
-		if m.Name == b.Host {
-			host = m.NodeIP()
-		}
-	}
-	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
-	}
-	return scripts.BundleSourcesParams{URL: "http://" + host + ":" + strconv.Itoa(b.Port) + "/" + bundlefs.PackagesDir + "/os/" + string(fam.Family) + "/",
+	_, base := p.l.inv.BundleHost()
+	return scripts.BundleSourcesParams{URL: base + bundlefs.PackagesDir + "/os/" + string(fam.Family) + "/",
 		Key: strings.TrimSpace(string(loc.publicKey))}, true, nil
 }
 

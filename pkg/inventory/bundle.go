@@ -3,7 +3,7 @@ package inventory
 import (
 	"encoding/json"
 	"fmt"
-	"net/netip"
+	"net"
 	gopath "path"
 	"slices"
 	"strconv"
@@ -76,28 +76,35 @@ func (inv *Inventory) useBundle(readFile func(string) ([]byte, error)) error {
 	if !m.Complete {
 		return fmt.Errorf("the bundle in %s is not complete: %d artifact(s) missing (gpukit bundle create lists them)", b.Dir, len(m.Missing))
 	}
-	addr := ""
-	for _, mc := range inv.Machines {
-		if mc.Name == b.Host {
-			addr = mc.NodeIP()
-		}
-	}
-	host := addr
-	if ip, err := netip.ParseAddr(addr); err == nil && ip.Is6() {
-		host = "[" + addr + "]"
-	}
-	base := "http://" + host + ":" + strconv.Itoa(b.Port) + "/" + bundlefs.PackagesDir + "/"
+	host, base := inv.BundleHost()
+	base += bundlefs.PackagesDir + "/"
 	s.Mirrors.NVIDIA, s.Mirrors.Kubernetes, s.Mirrors.Docker = base+"nvidia/", base+"kubernetes/", base+"docker/"
 	fpr := []string{m.Fingerprint}
 	s.Mirrors.SigningKeys = MirrorKeys{NVIDIA: fpr, Kubernetes: fpr, Docker: fpr}
-	s.Mirrors.Registry = host + ":" + strconv.Itoa(b.RegistryPort)
+	s.Mirrors.Registry = net.JoinHostPort(host, strconv.Itoa(b.RegistryPort))
 	s.Mirrors.RegistryCAFile = b.Dir + "/" + bundlefs.RegistryCAFile
 	s.Mirrors.Charts = b.Dir + "/" + bundlefs.ChartsDir
 	if s.Kubeflow.Enabled {
+		// The manifest says what the bundle holds: its files are not read.
 		s.Kubeflow.Manifests = b.Dir + "/" + bundlefs.KubeflowManifests(s.Kubeflow.Version)
-		if _, err := readFile(b.Dir + "/" + bundlefs.KubeflowRemoteBases); err == nil {
+		if slices.ContainsFunc(m.Files, func(f bundlefs.File) bool { return f.Path == bundlefs.KubeflowRemoteBases }) {
 			s.Kubeflow.RemoteBases = b.Dir + "/" + bundlefs.KubeflowRemoteBases
 		}
 	}
 	return nil
+}
+
+// BundleHost is spec.bundle's host's address and the base URL of what it
+// serves over HTTP (http://HOST:PORT/); "" without spec.bundle.
+func (inv *Inventory) BundleHost() (host, base string) {
+	b := inv.Cluster.Spec.Bundle
+	if b == nil {
+		return "", ""
+	}
+	for _, m := range inv.Machines {
+		if m.Name == b.Host {
+			host = m.NodeIP()
+		}
+	}
+	return host, "http://" + net.JoinHostPort(host, strconv.Itoa(b.Port)) + "/"
 }
