@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -24,6 +25,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/gpukit/gpukit/pkg/bundlefs"
+	"github.com/gpukit/gpukit/pkg/osfamily"
 )
 
 // imageTimeout bounds one image's pull: a registry that stops answering
@@ -126,13 +128,7 @@ func refsIn(p layout.Path) (map[string]bool, error) {
 func (c *creator) platforms() []v1.Platform {
 	var out []v1.Platform
 	for _, a := range c.list.Of(Package) {
-		arch := a.Arch
-		if arch == "x86_64" {
-			arch = "amd64"
-		}
-		if arch == "aarch64" {
-			arch = "arm64"
-		}
+		arch := cmp.Or(osfamily.DebArch(a.Arch), a.Arch) // dnf's x86_64 is OCI's amd64
 		if arch != "" && !slices.ContainsFunc(out, func(p v1.Platform) bool { return p.Architecture == arch }) {
 			out = append(out, v1.Platform{OS: "linux", Architecture: arch})
 		}

@@ -26,7 +26,6 @@ import (
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
 	"github.com/gpukit/gpukit/pkg/nvidia"
-	"github.com/gpukit/gpukit/pkg/osfamily"
 	"github.com/gpukit/gpukit/pkg/scripts"
 )
 
@@ -212,7 +211,7 @@ func (b *builder) host(h Host) {
 	}
 	for _, s := range append(sets, more...) {
 		for _, n := range s.Names {
-			a := Artifact{Kind: Package, Name: n, Version: s.Version, Family: string(s.Family.Family), Arch: packageArch(s.Family, h.Facts.Arch), Source: sourceOf(s),
+			a := Artifact{Kind: Package, Name: n, Version: s.Version, Family: string(s.Family.Family), Arch: s.Family.PackageArch(h.Facts.Arch), Source: sourceOf(s),
 				For: []string{s.For}, Hosts: []string{name}}
 			if s.Repo != "" || len(s.Components) > 0 {
 				a.Repo = &Repo{URL: s.Repo, Mirror: s.Mirror, Path: s.Path, KeyPath: s.KeyPath, Suite: s.Suite, Components: s.Components, KeyURL: s.KeyURL, Fingerprints: s.Key.Fingerprints}
@@ -220,19 +219,6 @@ func (b *builder) host(h Host) {
 			b.add(a)
 		}
 	}
-}
-
-// packageArch is machine (uname -m) as fam's package manager names it.
-func packageArch(fam osfamily.Info, machine string) string {
-	if fam.PackageManager == osfamily.Apt {
-		switch machine {
-		case "x86_64":
-			return "amd64"
-		case "aarch64":
-			return "arm64"
-		}
-	}
-	return machine
 }
 
 // sourceOf is a package set's source as apt's sources name it: "URL /"

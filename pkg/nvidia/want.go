@@ -319,9 +319,9 @@ func (w Want) supports(gpus []GPU) error {
 func archOf(m string) (repo, deb string, err error) {
 	switch m {
 	case "x86_64":
-		return "x86_64", "amd64", nil
+		return "x86_64", osfamily.DebArch(m), nil
 	case "aarch64":
-		return "sbsa", "arm64", nil
+		return "sbsa", osfamily.DebArch(m), nil
 	}
 	return "", "", fmt.Errorf("architecture %s: NVIDIA publishes drivers for x86_64 and aarch64", m)
 }

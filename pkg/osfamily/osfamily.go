@@ -138,3 +138,25 @@ func UpstreamMatches(have, want string) bool {
 	}
 	return have == want
 }
+
+// DebArch is a machine's architecture as uname -m names it (x86_64,
+// aarch64) the way Debian, Ubuntu and OCI image platforms name it (amd64,
+// arm64); "" for one gpukit installs nothing on.
+func DebArch(machine string) string {
+	switch machine {
+	case "x86_64":
+		return "amd64"
+	case "aarch64":
+		return "arm64"
+	}
+	return ""
+}
+
+// PackageArch is a machine's architecture as i's package manager names it:
+// Debian's on apt, uname -m's on dnf.
+func (i Info) PackageArch(machine string) string {
+	if d := DebArch(machine); i.PackageManager == Apt && d != "" {
+		return d
+	}
+	return machine
+}

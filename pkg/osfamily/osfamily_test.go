@@ -78,3 +78,18 @@ func TestVersionMatches(t *testing.T) {
 		}
 	}
 }
+
+func TestPackageArch(t *testing.T) {
+	deb, rhel := Info{PackageManager: Apt}, Info{PackageManager: Dnf}
+	for _, tc := range []struct {
+		fam           Info
+		machine, want string
+	}{
+		{deb, "x86_64", "amd64"}, {deb, "aarch64", "arm64"}, {deb, "ppc64le", "ppc64le"},
+		{rhel, "x86_64", "x86_64"}, {rhel, "aarch64", "aarch64"},
+	} {
+		if got := tc.fam.PackageArch(tc.machine); got != tc.want {
+			t.Errorf("%s on %s: %s, want %s", tc.machine, tc.fam.PackageManager, got, tc.want)
+		}
+	}
+}
