@@ -272,14 +272,3 @@ func kindOf(rel string) Kind {
 	}
 	return ""
 }
-
-// of are the artifacts of kind k that are known.
-func (c *creator) of(k Kind) []Artifact {
-	var out []Artifact
-	for _, a := range c.list.Of(k) {
-		if a.Unknown == "" {
-			out = append(out, a)
-		}
-	}
-	return out
-}

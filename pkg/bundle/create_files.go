@@ -29,7 +29,7 @@ import (
 func (c *creator) charts(ctx context.Context) error {
 	src, access := charts.Source(c.inv.Cluster.Spec.Mirrors.Charts), charts.AccessOf(c.inv)
 	any := false
-	for _, a := range c.of(Chart) {
+	for _, a := range c.list.known(Chart) {
 		ch := charts.Pinned(a.Name)
 		if ch.Version != a.Version {
 			c.miss("chart %s %s: the bill of materials pins %s", a.Name, a.Version, ch.Version)
@@ -81,7 +81,7 @@ func (c *creator) charts(ctx context.Context) error {
 // spec.kubeflow.remoteBases: a bundle laid out by URL.
 func (c *creator) kubeflow(ctx context.Context) error {
 	k := c.inv.Cluster.Spec.Kubeflow
-	for _, a := range c.of(Manifests) {
+	for _, a := range c.list.known(Manifests) {
 		rel := bundlefs.KubeflowManifests(a.Version)
 		if c.have(rel, "") {
 			continue
@@ -102,7 +102,7 @@ func (c *creator) kubeflow(ctx context.Context) error {
 		}
 		c.fetched[Manifests]++
 	}
-	remote := c.of(RemoteBase)
+	remote := c.list.known(RemoteBase)
 	if len(remote) == 0 {
 		return nil
 	}

@@ -41,7 +41,7 @@ const imageJobs = 4
 // multi-platform image keeps the platforms the hosts run (or all of them
 // when it is named by digest: a digest names the whole index).
 func (c *creator) images(ctx context.Context) error {
-	all := c.of(Image)
+	all := c.list.known(Image)
 	if len(all) == 0 {
 		return nil
 	}

@@ -52,7 +52,7 @@ func (c *creator) packages(ctx context.Context) error {
 	type group struct{ family, arch string }
 	var groups []group
 	byGroup := map[group][]Artifact{}
-	for _, a := range c.of(Package) {
+	for _, a := range c.list.known(Package) {
 		g := group{a.Family, a.Arch}
 		if _, ok := byGroup[g]; !ok {
 			groups = append(groups, g)

@@ -119,6 +119,17 @@ func (l *List) Unknown() []Artifact {
 	return out
 }
 
+// known are the artifacts of kind k named exactly.
+func (l *List) known(k Kind) []Artifact {
+	var out []Artifact
+	for _, a := range l.Of(k) {
+		if a.Unknown == "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // Of are the artifacts of kind k.
 func (l *List) Of(k Kind) []Artifact {
 	var out []Artifact

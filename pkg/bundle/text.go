@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -13,7 +14,7 @@ import (
 func WriteText(w io.Writer, l *List) error {
 	var counts []string
 	for _, k := range kinds {
-		if n := known(l.Of(k)); n > 0 {
+		if n := len(l.known(k)); n > 0 {
 			counts = append(counts, fmt.Sprintf("%s %d", plural(k), n))
 		}
 	}
@@ -21,24 +22,22 @@ func WriteText(w io.Writer, l *List) error {
 	fmt.Fprintf(w, "cluster %s needs %s; %d unknown\n", l.Cluster, strings.Join(counts, ", "), len(unknown))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, k := range kinds {
+		as := l.known(k)
+		if len(as) == 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "\n%s\n", plural(k))
 		group := ""
-		for i, a := range l.Of(k) {
-			if a.Unknown != "" {
+		for _, a := range as {
+			if k != Package {
+				fmt.Fprintf(tw, "  %s\t%s\t%s\n", nameText(a), a.Source, forText(a))
 				continue
 			}
-			if i == 0 || group == "" {
-				fmt.Fprintf(tw, "\n%s\n", plural(k))
+			if g := a.Family + " " + sourceText(a.Source); g != group {
+				group = g
+				fmt.Fprintf(tw, "  %s\n", g)
 			}
-			if k == Package {
-				if g := a.Family + " " + sourceText(a.Source); g != group {
-					group = g
-					fmt.Fprintf(tw, "  %s\n", g)
-				}
-				fmt.Fprintf(tw, "    %s\t%s\t%s\n", a.Name, or(a.Version, "newest"), forText(a))
-				continue
-			}
-			group = "-"
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", nameText(a), a.Source, forText(a))
+			fmt.Fprintf(tw, "    %s\t%s\t%s\n", a.Name, cmp.Or(a.Version, "newest"), forText(a))
 		}
 	}
 	if len(unknown) > 0 {
@@ -48,16 +47,6 @@ func WriteText(w io.Writer, l *List) error {
 		}
 	}
 	return tw.Flush()
-}
-
-func known(as []Artifact) int {
-	n := 0
-	for _, a := range as {
-		if a.Unknown == "" {
-			n++
-		}
-	}
-	return n
 }
 
 func plural(k Kind) string {
@@ -91,13 +80,6 @@ func forText(a Artifact) string {
 	s := strings.Join(a.For, "; ")
 	if len(a.Hosts) > 0 {
 		s += " (" + strings.Join(a.Hosts, ", ") + ")"
-	}
-	return s
-}
-
-func or(s, def string) string {
-	if s == "" {
-		return def
 	}
 	return s
 }
