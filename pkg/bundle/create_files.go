@@ -40,10 +40,13 @@ func (c *creator) charts(ctx context.Context) error {
 		if c.have(rel, ch.SHA256) {
 			continue
 		}
-		b, from, err := src.Archive(ctx, ch, access)
-		if err != nil {
-			c.miss("chart %s: %v", ch, err)
-			continue
+		b, from := c.list.archives[ch.String()], "the list's rendering"
+		if b == nil {
+			var err error
+			if b, from, err = src.Archive(ctx, ch, access); err != nil {
+				c.miss("chart %s: %v", ch, err)
+				continue
+			}
 		}
 		if err := c.write(rel, b); err != nil {
 			return err

@@ -411,3 +411,30 @@ func TestServe(t *testing.T) {
 		t.Error("a push to the bundle's registry succeeded")
 	}
 }
+
+// A bundle made from a list keeps the chart archives the list rendered:
+// they are not fetched a second time (here the chart source is gone by
+// then, and the chart is bundled all the same, byte for byte).
+func TestCreateKeepsTheListsCharts(t *testing.T) {
+	inv, dir := load(t, "demo.yaml")
+	l, err := Compute(context.Background(), inv, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Artifacts = l.Of(Chart)
+	inv.Cluster.Spec.Mirrors.Charts = t.TempDir() // no archives there
+	out := filepath.Join(t.TempDir(), "bundle")
+	m, stats, err := Create(context.Background(), inv, l, out, Options{})
+	if err != nil {
+		t.Fatalf("%v %v", err, m.Missing)
+	}
+	want, _ := os.ReadFile(filepath.Join(dir, "flannel-v0.28.9.tgz"))
+	if got, _ := os.ReadFile(filepath.Join(out, "charts", "flannel-v0.28.9.tgz")); !bytes.Equal(got, want) || len(want) == 0 {
+		t.Errorf("the bundle's flannel archive is not the one listed (%d bytes, want %d)", len(got), len(want))
+	}
+	for _, s := range stats {
+		if s.Kind == Chart && s.Fetched != 1 {
+			t.Errorf("charts: %d put in the bundle, want 1", s.Fetched)
+		}
+	}
+}

@@ -106,6 +106,9 @@ type Host struct {
 type List struct {
 	Cluster   string     `json:"cluster"`
 	Artifacts []Artifact `json:"artifacts"`
+	// archives are the chart archives the list rendered, by name and
+	// version: a bundle made from the list fetches them no second time.
+	archives map[string][]byte
 }
 
 // Unknown are the artifacts that cannot be named exactly.
@@ -144,7 +147,7 @@ func (l *List) Of(k Kind) []Artifact {
 // Compute lists what inv implies for hosts (every machine of inv, with
 // the facts of those that answered). Kubeflow's build logs through logf.
 func Compute(ctx context.Context, inv *inventory.Inventory, hosts []Host, logf func(string, ...any)) (*List, error) {
-	b := &builder{inv: inv, index: map[string]int{}}
+	b := &builder{inv: inv, index: map[string]int{}, archives: map[string][]byte{}}
 	for _, h := range hosts {
 		b.host(h)
 	}
@@ -153,7 +156,7 @@ func Compute(ctx context.Context, inv *inventory.Inventory, hosts []Host, logf f
 			return nil, err
 		}
 	}
-	l := &List{Cluster: inv.Cluster.Metadata.Name, Artifacts: b.out}
+	l := &List{Cluster: inv.Cluster.Metadata.Name, Artifacts: b.out, archives: b.archives}
 	slices.SortStableFunc(l.Artifacts, func(x, y Artifact) int {
 		return cmp.Or(cmp.Compare(slices.Index(kinds, x.Kind), slices.Index(kinds, y.Kind)),
 			cmp.Compare(x.Family, y.Family), cmp.Compare(x.Arch, y.Arch), cmp.Compare(x.Source, y.Source), cmp.Compare(x.Name, y.Name), cmp.Compare(x.Version, y.Version))
@@ -162,9 +165,10 @@ func Compute(ctx context.Context, inv *inventory.Inventory, hosts []Host, logf f
 }
 
 type builder struct {
-	inv   *inventory.Inventory
-	out   []Artifact
-	index map[string]int // kind, family, source, name, version -> out
+	inv      *inventory.Inventory
+	out      []Artifact
+	index    map[string]int // kind, family, source, name, version -> out
+	archives map[string][]byte
 }
 
 // add records a, merging what needs it into an artifact listed already.
@@ -297,7 +301,10 @@ func (b *builder) release(ctx context.Context, r charts.Release, site kubeflow.S
 	}
 	why := "release " + r.Namespace + "/" + r.Name
 	b.add(Artifact{Kind: Chart, Name: c.Name, Version: c.Version, Source: source, SHA256: c.SHA256, For: []string{why}})
-	ch, err := site.Charts.LoadWith(ctx, c, site.ChartAccess)
+	ch, archive, err := site.Charts.Fetch(ctx, c, site.ChartAccess)
+	if archive != nil {
+		b.archives[c.String()] = archive
+	}
 	if err == nil {
 		var m string
 		if m, err = charts.Render(ctx, r, ch, kubeVersion, apis...); err == nil {

@@ -70,18 +70,40 @@ func (s Source) Load(ctx context.Context, c Chart) (*chart.Chart, error) {
 
 // LoadWith is Load with a's CA and login for an oci:// source.
 func (s Source) LoadWith(ctx context.Context, c Chart, a Access) (*chart.Chart, error) {
+	ch, _, err := s.Fetch(ctx, c, a)
+	return ch, err
+}
+
+// Fetch is c loaded, and its archive as the source holds it (checked as
+// Archive checks it): what loads a chart and keeps it (gpukit bundle)
+// fetches it once. The archive is nil where a local source holds c as a
+// directory.
+func (s Source) Fetch(ctx context.Context, c Chart, a Access) (*chart.Chart, []byte, error) {
 	if dir, ok := s.dir(); ok {
-		return loadFromDir(dir, c)
+		ch, err := loadFromDir(dir, c)
+		if err != nil {
+			return nil, nil, err
+		}
+		// read again from this machine's disk, where it is one (none for
+		// a chart directory)
+		b, _, err := s.Archive(ctx, c, a)
+		if err != nil {
+			b = nil
+		}
+		return ch, b, nil
 	}
 	b, from, err := s.Archive(ctx, c, a)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ch, err := loader.LoadArchive(bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("chart %s from %s: %w", c, from, err)
+		return nil, nil, fmt.Errorf("chart %s from %s: %w", c, from, err)
 	}
-	return checked(ch, c, from)
+	if ch, err = checked(ch, c, from); err != nil {
+		return nil, nil, err
+	}
+	return ch, b, nil
 }
 
 // Archive is c's archive as the source holds it, checked as Load checks it
