@@ -51,6 +51,9 @@ type Layer struct {
 	binary     string
 	local      func() (*local, error)
 	executable func() (executable, error)
+	// seen is bundle/serve's ShouldRun's read of a host (*state), by name,
+	// for its Run.
+	seen sync.Map
 }
 
 // local is what this machine has of the bundle.
@@ -237,6 +240,7 @@ func (p *servePhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, strin
 	if err != nil {
 		return false, "", err
 	}
+	p.l.seen.Store(h.Name(), st) // Run needs it again: no second read
 	// A certificate not made yet differs; ShouldRun (dry-run too) makes none.
 	want := map[string]string{"manifest": loc.manifestSum, "binary": exe.sum, "cert": "to be made", "key": "to be made", "unit": sum([]byte(p.l.unit()))}
 	if cert, key, ok := existingCertificate(p.l.inv.Cluster.Spec.Bundle.Dir, h.Machine.NodeIP()); ok {
@@ -262,30 +266,42 @@ func (p *servePhase) Run(ctx context.Context, h *engine.Host) error {
 		return err
 	}
 	b := p.l.inv.Cluster.Spec.Bundle
-	st, err := p.l.state(ctx, h, true)
-	if err != nil {
-		return err
+	// What ShouldRun read; the host's manifest is read only when it is
+	// not the bundle's: what the host holds of the bundle then.
+	st, _ := p.l.seen.LoadAndDelete(h.Name())
+	if st == nil {
+		if st, err = p.l.state(ctx, h, false); err != nil {
+			return err
+		}
 	}
+	held := st.(*state).sums["manifest"]
 	params := p.l.hostParams(false)
-	// The files whose sums differ from what the host holds, the manifest
-	// last; and those it holds that the bundle no longer lists.
-	have := map[string]string{}
-	if st.manifest != nil && st.sums["manifest"] != "none" {
-		for _, f := range st.manifest.Files {
-			have[f.Path] = f.SHA256
+	var remove []string
+	if held != loc.manifestSum {
+		have := map[string]string{}
+		if held != "none" {
+			full, err := p.l.state(ctx, h, true)
+			if err != nil {
+				return err
+			}
+			if full.manifest != nil {
+				for _, f := range full.manifest.Files {
+					have[f.Path] = f.SHA256
+				}
+			}
 		}
-	}
-	var send []string
-	var bytesToSend int64
-	for _, f := range loc.manifest.Files {
-		if have[f.Path] != f.SHA256 {
-			send = append(send, f.Path)
-			bytesToSend += f.Size
+		// The files whose sums differ from what the host holds, the
+		// manifest last; and those it holds that the bundle no longer lists.
+		var send []string
+		var bytesToSend int64
+		for _, f := range loc.manifest.Files {
+			if have[f.Path] != f.SHA256 {
+				send = append(send, f.Path)
+				bytesToSend += f.Size
+			}
+			delete(have, f.Path)
 		}
-		delete(have, f.Path)
-	}
-	remove := slices.Sorted(maps.Keys(have))
-	if len(send) > 0 || st.sums["manifest"] != loc.manifestSum {
+		remove = slices.Sorted(maps.Keys(have))
 		send = append(send, bundlefs.ManifestFile)
 		h.Logf("%s: sending %d files (%d bytes), removing %d", PhaseServe, len(send), bytesToSend, len(remove))
 		size := map[string]int64{}
@@ -324,7 +340,8 @@ func (p *servePhase) Run(ctx context.Context, h *engine.Host) error {
 	if err != nil {
 		return err
 	}
-	if st.sums["binary"] != exe.sum {
+	sums := st.(*state).sums
+	if sums["binary"] != exe.sum {
 		f, err := os.Open(p.l.binary)
 		if err != nil {
 			return err
@@ -351,7 +368,7 @@ func (p *servePhase) Run(ctx context.Context, h *engine.Host) error {
 	}{
 		{"cert", remoteCert, sum(cert), cert, 0o644}, {"key", remoteKey, sum(key), key, 0o600}, {"unit", remoteUnit, sum([]byte(unit)), []byte(unit), 0o644},
 	} {
-		if st.sums[u.what] == u.sum {
+		if sums[u.what] == u.sum {
 			continue
 		}
 		if err := h.Upload(ctx, "upload the bundle service's "+u.what, ssh.File{Path: u.path, Mode: u.mode, Content: bytes.NewReader(u.b), Sudo: true}); err != nil {

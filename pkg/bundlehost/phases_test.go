@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,12 +54,17 @@ func TestServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	served := "" // what the bundle host's state script prints
+	// what the bundle host's state script prints: nothing served yet
+	served := "manifest=none\nbinary=none\ncert=none\nkey=none\nunit=none\nactive=no\n"
+	held := "" // the manifest the host holds
 	fleet := &enginetest.Fleet{Handler: func(_ context.Context, e *enginetest.Executor, cmd ssh.Command) (ssh.Result, error) {
 		switch cmd.Name {
 		case "probe facts":
 			return ssh.Result{Stdout: []byte("os.id=debian\nos.version=12\narch=x86_64\n")}, nil
 		case "read the bundle the host serves":
+			if strings.Contains(cmd.Script, "--- manifest") {
+				return ssh.Result{Stdout: []byte(served + "--- manifest\n" + held)}, nil
+			}
 			return ssh.Result{Stdout: []byte(served)}, nil
 		case "read the bundle's package source":
 			return ssh.Result{Stdout: []byte("pending: the bundle's source\n")}, nil
@@ -77,7 +83,8 @@ func TestServe(t *testing.T) {
 	names := func(host string) string { return strings.Join(fleet.Executor(host).Names(), ", ") }
 
 	run(true)
-	if got := names("cp-1"); got != "probe facts, read the bundle the host serves, read the bundle the host serves, read the bundle's package source" {
+	// one read of what the host serves: Run takes ShouldRun's
+	if got := names("cp-1"); got != "probe facts, read the bundle the host serves, read the bundle's package source" {
 		t.Errorf("dry-run on the bundle host ran %q", got)
 	}
 	if got := names("gpu-1"); got != "probe facts, read the bundle's package source" {
@@ -120,6 +127,21 @@ func TestServe(t *testing.T) {
 	}
 	if !strings.Contains(sources, "http://10.0.0.10:8480/packages/os/debian-12/ ./") {
 		t.Errorf("gpu-1's source:\n%s", sources)
+	}
+
+	// A host that holds an older bundle with the same package file: its
+	// manifest is read once, and only the new manifest goes.
+	served = "manifest=older\nbinary=none\ncert=none\nkey=none\nunit=none\nactive=yes\n"
+	held = `{"kind": "Bundle", "files": [{"path": "packages/os/debian-12/Packages", "sha256": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}]}`
+	run(false)
+	if got := names("cp-1"); got != "probe facts, read the bundle the host serves, read the bundle the host serves, serve the bundle, read the bundle's package source, point apt at the bundle" {
+		t.Errorf("an older bundle on the host: %q", got)
+	}
+	tr = tar.NewReader(bytes.NewReader(fleet.Executor("cp-1").Uploads()[0].Content))
+	if h, err := tr.Next(); err != nil || h.Name != "bundle.json" {
+		t.Errorf("the upload to a host with the files: %v %v", h, err)
+	} else if _, err := tr.Next(); err != io.EOF {
+		t.Errorf("the upload holds more than the manifest: %v", err)
 	}
 }
 
