@@ -45,11 +45,32 @@ func load(t *testing.T, name string) (*inventory.Inventory, string) {
 		t.Fatal(err)
 	}
 	dir := fixtures.Dir(t, "charts")
-	inv, err := inventory.LoadFile(filepath.Join("testdata", name), bytes.ReplaceAll(b, []byte("/CHARTS"), []byte(dir)), inventory.Overrides{})
+	b = bytes.ReplaceAll(b, []byte("/CHARTS"), []byte(dir))
+	if bytes.Contains(b, []byte("/KUBEFLOW")) {
+		b = bytes.ReplaceAll(b, []byte("/KUBEFLOW"), []byte(fixtures.Dir(t, "kubeflow")))
+	}
+	inv, err := inventory.LoadFile(filepath.Join("testdata", name), b, inventory.Overrides{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return inv, dir
+}
+
+// listed is the list of inv's hosts, every artifact named, and its text.
+func listed(t *testing.T, inv *inventory.Inventory, hosts []Host) (*List, string) {
+	t.Helper()
+	l, err := Compute(context.Background(), inv, hosts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := l.Unknown(); len(u) > 0 {
+		t.Errorf("unknown: %+v", u)
+	}
+	var text bytes.Buffer
+	if err := WriteText(&text, l); err != nil {
+		t.Fatal(err)
+	}
+	return l, text.String()
 }
 
 // The demo's inventory: a control plane without GPUs and two H100 workers
@@ -62,22 +83,12 @@ func TestDemoListGolden(t *testing.T) {
 		{Machine: inv.Machines[1], Facts: hostFacts(t, "debian-12", "6.1.0-26-amd64", true)},
 		{Machine: inv.Machines[2], Facts: hostFacts(t, "debian-12", "6.1.0-28-amd64", true)},
 	}
-	l, err := Compute(context.Background(), inv, hosts, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if u := l.Unknown(); len(u) > 0 {
-		t.Errorf("unknown: %+v", u)
-	}
-	var text bytes.Buffer
-	if err := WriteText(&text, l); err != nil {
-		t.Fatal(err)
-	}
+	l, text := listed(t, inv, hosts)
 	js, err := json.MarshalIndent(l, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for file, got := range map[string][]byte{"demo.txt": text.Bytes(), "demo.json": append(js, '\n')} {
+	for file, got := range map[string][]byte{"demo.txt": []byte(text), "demo.json": append(js, '\n')} {
 		golden.Assert(t, filepath.Join("testdata", file), bytes.ReplaceAll(got, []byte(dir), []byte("/CHARTS")))
 	}
 	// Both kernels' headers: DKMS builds for the kernel each host runs.
@@ -127,44 +138,18 @@ func TestUnknownArtifacts(t *testing.T) {
 	}
 }
 
-// loadFull is testdata/full.yaml with the fixtures' charts and Kubeflow.
-func loadFull(t *testing.T) *inventory.Inventory {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "full.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = bytes.ReplaceAll(b, []byte("/CHARTS"), []byte(fixtures.Dir(t, "charts")))
-	b = bytes.ReplaceAll(b, []byte("/KUBEFLOW"), []byte(fixtures.Dir(t, "kubeflow")))
-	inv, err := inventory.LoadFile(filepath.Join("testdata", "full.yaml"), b, inventory.Overrides{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return inv
-}
-
 // Every layer on, hosts of two OS families: every release's chart, every
 // image of the charts as rendered, Kubeflow's manifests, remote bases and
 // images, packages per family.
 func TestFullList(t *testing.T) {
-	inv := loadFull(t)
+	inv, _ := load(t, "full.yaml")
 	hosts := []Host{
 		{Machine: inv.Machines[0], Facts: hostFacts(t, "debian-12", "6.1.0-26-amd64", false)},
 		{Machine: inv.Machines[1], Facts: hostFacts(t, "debian-12", "6.1.0-26-amd64", true)},
 		{Machine: inv.Machines[2], Facts: hostFacts(t, "ubuntu-22.04", "5.15.0-126-generic", true)},
 	}
-	l, err := Compute(context.Background(), inv, hosts, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if u := l.Unknown(); len(u) > 0 {
-		t.Errorf("unknown: %+v", u)
-	}
-	var text bytes.Buffer
-	if err := WriteText(&text, l); err != nil {
-		t.Fatal(err)
-	}
-	got := strings.ReplaceAll(text.String(), fixtures.Dir(t, "charts"), "/CHARTS")
+	l, text := listed(t, inv, hosts)
+	got := strings.ReplaceAll(text, fixtures.Dir(t, "charts"), "/CHARTS")
 	golden.AssertString(t, filepath.Join("testdata", "full.txt"), strings.ReplaceAll(got, fixtures.Dir(t, "kubeflow"), "/KUBEFLOW"))
 
 	// kube-prometheus-stack 88.5.3's images with gpukit's values, by hand
