@@ -119,13 +119,7 @@ func TestServe(t *testing.T) {
 	if got := names("gpu-1"); !strings.HasSuffix(got, "point apt at the bundle") || strings.Contains(got, "serve") {
 		t.Errorf("gpu-1 ran %q", got)
 	}
-	var sources string
-	for _, c := range fleet.Executor("gpu-1").Commands() {
-		if c.Name == "point apt at the bundle" {
-			sources = c.Script
-		}
-	}
-	if !strings.Contains(sources, "http://10.0.0.10:8480/packages/os/debian-12/ ./") {
+	if sources := scriptOf(fleet, "gpu-1", "point apt at the bundle"); !strings.Contains(sources, "http://10.0.0.10:8480/packages/os/debian-12/ ./") {
 		t.Errorf("gpu-1's source:\n%s", sources)
 	}
 
@@ -169,13 +163,18 @@ func TestSourcesAlone(t *testing.T) {
 	if err != nil || sum.HostCounts().Changed != 1 {
 		t.Fatalf("%v %+v", err, sum.HostCounts())
 	}
+	if script := scriptOf(fleet, "gpu-1", "point apt at the bundle"); !strings.Contains(script, "http://10.0.0.10:8480/packages/os/ubuntu-24.04/ ./") {
+		t.Errorf("gpu-1's source:\n%s", script)
+	}
+}
+
+// scriptOf is the script of the last command called name that host ran.
+func scriptOf(fleet *enginetest.Fleet, host, name string) string {
 	var script string
-	for _, c := range fleet.Executor("gpu-1").Commands() {
-		if c.Name == "point apt at the bundle" {
+	for _, c := range fleet.Executor(host).Commands() {
+		if c.Name == name {
 			script = c.Script
 		}
 	}
-	if !strings.Contains(script, "http://10.0.0.10:8480/packages/os/ubuntu-24.04/ ./") {
-		t.Errorf("gpu-1's source:\n%s", script)
-	}
+	return script
 }
