@@ -3,6 +3,8 @@ package cluster
 import (
 	"fmt"
 	"maps"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpukit/gpukit/pkg/charts"
+	"github.com/gpukit/gpukit/test/fixtures"
 	"github.com/gpukit/gpukit/test/lab"
 )
 
@@ -73,14 +76,15 @@ func PlatformImages(t testing.TB, chartsDir string, monitoring charts.Chart, sta
 // image turned off through the inventory's values, Prometheus at
 // prometheusVersion (the chart's CR takes its version from the tag), scraping every 5 s (tests wait for samples), the
 // operator without its TLS (its certificate comes from the job left out);
-// gpuMetrics is that key's YAML (flow style), "" for off.
-func LabMonitoring(prometheusVersion, gpuMetrics string) string {
+// gpuMetrics is that key's YAML (flow style), "" for off; grafana turns
+// Grafana on where the registry holds its stand-in (WithIngress).
+func LabMonitoring(prometheusVersion, gpuMetrics string, grafana bool) string {
 	if gpuMetrics == "" {
 		gpuMetrics = "{enabled: false}"
 	}
 	return fmt.Sprintf(`enabled: true
 values:
-  grafana: {enabled: false}
+  grafana: {enabled: %t}
   alertmanager: {enabled: false}
   kubeStateMetrics: {enabled: false}
   nodeExporter: {enabled: false}
@@ -92,7 +96,7 @@ values:
       image: {tag: %s}
       scrapeInterval: 5s
 gpuMetrics: %s
-`, prometheusVersion, gpuMetrics)
+`, grafana, prometheusVersion, gpuMetrics)
 }
 
 // WithPlatform pushes PlatformImages to l's registry as quay.io's and
@@ -109,7 +113,7 @@ func (s Site) WithPlatform(t testing.TB, l *lab.Lab, monitoring charts.Chart, st
 	t.Logf("the platform's %d images (prometheus-operator, its config reloader, Prometheus %s, the statsd exporter) pushed to the lab registry in %s",
 		len(images), prom, time.Since(began).Round(time.Millisecond))
 	s.prometheus = prom
-	s.Monitoring = LabMonitoring(prom, "")
+	s.Monitoring = LabMonitoring(prom, "", s.grafana)
 	return s
 }
 
@@ -150,8 +154,85 @@ func (s Site) WithDCGMSimulator(t testing.TB, l *lab.Lab, chart charts.Chart, bi
 	for _, node := range slices.Sorted(maps.Keys(uuids)) {
 		spec = append(spec, node+":"+strings.Join(uuids[node], ","))
 	}
-	s.Monitoring = LabMonitoring(s.prometheus, fmt.Sprintf("{enabled: true, values: {extraEnv: [{name: GPUSIM_UUIDS, value: %q}]}}", strings.Join(spec, " ")))
+	s.gpuMetrics = fmt.Sprintf("{enabled: true, values: {extraEnv: [{name: GPUSIM_UUIDS, value: %q}]}}", strings.Join(spec, " "))
+	s.Monitoring = LabMonitoring(s.prometheus, s.gpuMetrics, s.grafana)
 	return s
+}
+
+// WithIngress pushes the ingress's images to l's registry and turns the
+// site's ingress on (spec.addons.ingress, the default domain: Traefik on
+// the first control plane, the lab's lab-1), with Grafana in the monitoring
+// stack for its route. After WithPlatform.
+//   - Traefik is the real one, built from its module at the chart's
+//     appVersion (test/k8s/build.sh traefik; two modules the proxy cannot
+//     serve are stood in, test/k8s/traefik/tools.go says which and why).
+//   - Grafana is the labelled STAND-IN (test/standins/grafana: Grafana is
+//     AGPL, its modules not to be used), under the monitoring chart's
+//     Grafana image; its sidecars (k8s-sidecar, which gather the
+//     dashboards' and datasources' ConfigMaps into files no test reads
+//     here) run pause.
+func (s Site) WithIngress(t testing.TB, l *lab.Lab, traefik, monitoring charts.Chart) Site {
+	t.Helper()
+	if s.prometheus == "" {
+		t.Fatal("WithIngress: the site has no monitoring (WithPlatform first)")
+	}
+	src := charts.Source(s.Charts)
+	tr, err := src.Load(t.Context(), traefik)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := Build(t, "traefik")
+	if v := runtimeVersions(t, set)["traefik"]; v != tr.Metadata.AppVersion {
+		t.Fatalf("%s/versions: traefik %s, but chart %s %s runs %s: build the chart's (test/k8s/traefik/go.mod)", set, v, traefik.Name, traefik.Version, tr.Metadata.AppVersion)
+	}
+	mon, err := src.Load(t.Context(), monitoring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var grafanaRef, sidecarRef string
+	for _, d := range mon.Dependencies() {
+		if d.Name() != "grafana" {
+			continue
+		}
+		img, _ := d.Values["image"].(map[string]any)
+		grafanaRef = fmt.Sprintf("%v/%v:%s", img["registry"], img["repository"], d.Metadata.AppVersion)
+		sc, _ := d.Values["sidecar"].(map[string]any)
+		img, _ = sc["image"].(map[string]any)
+		sidecarRef = fmt.Sprintf("%v/%v:%v", img["registry"], img["repository"], img["tag"])
+	}
+	if grafanaRef == "" || strings.Contains(grafanaRef+sidecarRef, "<nil>") {
+		t.Fatalf("chart %s: no Grafana subchart with an image and a sidecar image (%q, %q)", monitoring.Name, grafanaRef, sidecarRef)
+	}
+	pause := filepath.Join(Build(t, ""), "pause")
+	began := time.Now()
+	traefikRef := "docker.io/library/traefik:" + tr.Metadata.AppVersion // the chart's docker.io/traefik, as containerd names it
+	Mirror(t, l,
+		Image{Ref: traefikRef, Upstream: traefikRef, Files: map[string]string{"/usr/local/bin/traefik": filepath.Join(set, "traefik")}, Entrypoint: []string{"/usr/local/bin/traefik"}},
+		Image{Ref: grafanaRef, Upstream: grafanaRef, Files: map[string]string{"/usr/share/grafana/bin/grafana": GrafanaStandIn(t)}, Entrypoint: []string{"/usr/share/grafana/bin/grafana"}},
+		Image{Ref: sidecarRef, Upstream: sidecarRef, Files: map[string]string{"/pause": pause}, Entrypoint: []string{"/pause"}})
+	t.Logf("Traefik %s (built from its module), Grafana's stand-in as %s and pause as its sidecar %s pushed to the lab registry in %s",
+		tr.Metadata.AppVersion, grafanaRef, sidecarRef, time.Since(began).Round(time.Millisecond))
+	s.Ingress = "{enabled: true}"
+	s.grafana = true
+	s.Monitoring = LabMonitoring(s.prometheus, s.gpuMetrics, true)
+	return s
+}
+
+// GrafanaStandIn builds the Grafana STAND-IN (test/standins/grafana; static,
+// for an image) into a temporary directory of t and returns its path.
+func GrafanaStandIn(t testing.TB) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "grafana")
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", out,
+		"github.com/gpukit/gpukit/test/standins/grafana")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if root, err := fixtures.Root(); err == nil { // in the module, whatever the test's working directory
+		cmd.Dir = root
+	}
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the Grafana stand-in: %v\n%s", err, b)
+	}
+	return out
 }
 
 // setMonitoring puts the site's spec.addons.monitoring into addons.

@@ -35,8 +35,15 @@ type Site struct {
 	// Monitoring is spec.addons.monitoring (YAML) where the registry holds
 	// the platform's images (WithPlatform); "" turns monitoring off.
 	Monitoring string
-	// prometheus is the Prometheus version WithPlatform pushed.
-	prometheus string
+	// Ingress is spec.addons.ingress (YAML) where the registry holds the
+	// ingress's images (WithIngress); "" turns it off.
+	Ingress string
+	// prometheus is the Prometheus version WithPlatform pushed;
+	// gpuMetrics is spec.addons.monitoring.gpuMetrics (WithDCGMSimulator)
+	// and grafana whether the registry holds Grafana's stand-in
+	// (WithIngress).
+	prometheus, gpuMetrics string
+	grafana                bool
 }
 
 // mirrorPath is where the lab registry keeps the public registries' images.
@@ -133,13 +140,21 @@ func (s Site) WriteInventory(src, dst, kube string) error {
 		setScalar(m, "charts", s.Charts)
 	}
 	setScalar(mapping(spec, "network"), "cni", cni)
-	// Traefik's, Grafana's, the DCGM exporter's and the storage
-	// provisioner's images are not in the lab registry: their releases are
-	// installed against a real API server (pkg/kubeflow). The monitoring
-	// path's are, after WithPlatform.
+	// The storage provisioner's image is not in the lab registry: its
+	// release is installed against a real API server (pkg/kubeflow). The
+	// monitoring path's are, after WithPlatform, the DCGM exporter's after
+	// WithDCGMSimulator, Traefik's and Grafana's after WithIngress.
 	a := mapping(spec, "addons")
 	off := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "false"}
-	set(mapping(a, "ingress"), "enabled", off)
+	if s.Ingress != "" {
+		var in yaml.Node
+		if err := yaml.Unmarshal([]byte(s.Ingress), &in); err != nil {
+			return fmt.Errorf("spec.addons.ingress: %w", err)
+		}
+		set(a, "ingress", in.Content[0])
+	} else {
+		set(mapping(a, "ingress"), "enabled", off)
+	}
 	if s.Monitoring != "" {
 		if err := s.setMonitoring(a); err != nil {
 			return err

@@ -1,9 +1,15 @@
 package e2e
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -294,7 +300,7 @@ spec:
 	// ServiceMonitor's cluster and node labels. What has no image here is
 	// turned off through the inventory's values (cluster.PlatformImages):
 	// Grafana, kube-state-metrics, node exporter, Alertmanager, the DCGM
-	// exporter; Traefik is off (its modules are not all on the proxy).
+	// exporter; Traefik is off until its own subtest (WithIngress).
 	var mon cluster.Site // the site with the platform's images, once the subtest made it
 	invMon := filepath.Join(dir, "kubernetes-3-monitoring.yaml")
 	t.Run("init with monitoring: Prometheus scrapes a metric pushed to the statsd exporter", func(t *testing.T) {
@@ -383,6 +389,7 @@ spec:
 	// API server's pod proxy and puts its readings (utilization, the pod
 	// using the GPU) beside nvidia-smi's, and Prometheus scrapes the
 	// exporters through gpukit's ServiceMonitor, with the node label.
+	var dcgmSite cluster.Site // the site with the DCGM exporter's stand-in, once the subtest made it
 	t.Run("status reads each GPU node's DCGM exporter", func(t *testing.T) {
 		if mon.Monitoring == "" {
 			t.Skip("the monitoring subtest did not run")
@@ -394,6 +401,7 @@ spec:
 		uuids := map[string][]string{"lab-2": {"GPU-5a1e0002-6c2d-4b1e-9f00-000000000002"}, "lab-3": {"GPU-5a1e0003-6c2d-4b1e-9f00-000000000003"},
 			"lab-4": {"GPU-5a1e0004-6c2d-4b1e-9f00-000000000004"}} // lab-4 joins later
 		d := mon.WithDCGMSimulator(t, l, kubeflow.DCGMChart, exporter, scrape, uuids)
+		dcgmSite = d
 		invDCGM := filepath.Join(dir, "kubernetes-3-dcgm.yaml")
 		if err := d.WriteInventory(gpuInv3, invDCGM, cluster.LabKubernetes); err != nil {
 			t.Fatal(err)
@@ -444,6 +452,100 @@ spec:
 		}
 		if !slices.Equal(nodes, []string{"lab-2", "lab-3"}) {
 			t.Errorf("Prometheus's DCGM_FI_DEV_GPU_TEMP series are of nodes %v, want lab-2 and lab-3", nodes)
+		}
+	})
+
+	// The ingress on: the real Traefik (built from its module, two modules
+	// stood in: test/k8s/traefik) on lab-1's ports 80 and 443, Grafana's
+	// labelled stand-in in the monitoring stack. From the lab's bridge, as
+	// a browser would: HTTP is sent to HTTPS, and https://grafana.<domain>
+	// answers with gpukit's certificate for the domain, from Grafana,
+	// which takes the generated login and refuses another.
+	t.Run("the real Traefik publishes Grafana with TLS", func(t *testing.T) {
+		if dcgmSite.Monitoring == "" {
+			t.Skip("the DCGM subtest did not run")
+		}
+		t.Chdir(t.TempDir())
+		in := dcgmSite.WithIngress(t, l, kubeflow.TraefikChart, kubeflow.MonitoringChart)
+		invIngress := filepath.Join(dir, "kubernetes-3-ingress.yaml")
+		if err := in.WriteInventory(gpuInv3, invIngress, cluster.LabKubernetes); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		r := runInit(t, "init", "-i", invIngress, "--kubeconfig-out", kubeconfig)
+		if r.code != cli.ExitOK {
+			t.Fatalf("init with the ingress: exit %d %+v %v\n%s\n%s", r.code, r.counts, r.failed, r.out,
+				kubectl(t, "get", "pods,events", "-n", kubeflow.IngressNamespace, "-o", "wide"))
+		}
+		t.Logf("init with the ingress on a converged cluster: %s (platform/ingress %s, platform/routes %s)",
+			time.Since(start).Round(100*time.Millisecond), phaseTime(r, "platform/ingress"), phaseTime(r, kubeflow.PhaseRoutes))
+		kubectl(t, "-n", kubeflow.MonitoringNamespace, "rollout", "status", "deployment/"+kubeflow.GrafanaService, "--timeout=180s")
+		host := kubectl(t, "-n", kubeflow.MonitoringNamespace, "get", "ingress", "gpukit-grafana", "-o", "jsonpath={.spec.rules[0].host}")
+		if want := "grafana." + l.Hosts[0].Address + ".nip.io"; host != want {
+			t.Fatalf("Grafana's route is for %q, want %q", host, want)
+		}
+		crt, err := base64.StdEncoding.DecodeString(kubectl(t, "-n", kubeflow.IngressNamespace, "get", "secret", kubeflow.TLSSecret, "-o", `jsonpath={.data.tls\.crt}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pw, _ := base64.StdEncoding.DecodeString(kubectl(t, "-n", kubeflow.MonitoringNamespace, "get", "secret", kubeflow.GrafanaAdminSecret, "-o", "jsonpath={.data.admin-password}"))
+		ingress := func(port string) *http.Client {
+			roots := x509.NewCertPool()
+			roots.AppendCertsFromPEM(crt)
+			return &http.Client{Timeout: 10 * time.Second,
+				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+				Transport: &http.Transport{
+					// the name resolves to lab-1, as nip.io would resolve it
+					DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+						return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort(l.Hosts[0].Address, port))
+					},
+					TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: host},
+				}}
+		}
+		get := func(c *http.Client, url, user, password string) (*http.Response, string) {
+			t.Helper()
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+			if user != "" {
+				req.SetBasicAuth(user, password)
+			}
+			var resp *http.Response
+			var err error
+			// Traefik reads the route from the API once its watch sees it.
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(2 * time.Second) {
+				if resp, err = c.Do(req); err == nil && resp.StatusCode != http.StatusNotFound || time.Now().After(deadline) {
+					break
+				}
+				if err == nil {
+					resp.Body.Close()
+				}
+			}
+			if err != nil {
+				t.Fatalf("GET %s through lab-1: %v", url, err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp, string(b)
+		}
+		if resp, _ := get(ingress("80"), "http://"+host+"/", "", ""); resp.StatusCode/100 != 3 || !strings.HasPrefix(resp.Header.Get("Location"), "https://"+host) {
+			t.Errorf("http://%s/: %s, Location %q; want a redirect to https", host, resp.Status, resp.Header.Get("Location"))
+		}
+		c := ingress("443")
+		resp, body := get(c, "https://"+host+"/api/health", "", "")
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Gpukit-Stand-In") != "grafana" || !strings.Contains(body, `"database":"ok"`) {
+			t.Fatalf("https://%s/api/health: %s %v %s", host, resp.Status, resp.Header, body)
+		}
+		if resp.TLS == nil || len(resp.TLS.PeerCertificates) == 0 || !slices.Contains(resp.TLS.PeerCertificates[0].DNSNames, "*."+strings.TrimPrefix(host, "grafana.")) {
+			t.Fatalf("Traefik's certificate is not gpukit's for the domain: %+v", resp.TLS)
+		}
+		t.Logf("https://%s/api/health through Traefik on lab-1: %s from Grafana's stand-in, certificate %s", host, resp.Status, resp.TLS.PeerCertificates[0].Subject.CommonName)
+		if resp, body := get(c, "https://"+host+"/api/user", "admin", string(pw)); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"login":"admin"`) {
+			t.Errorf("Grafana's generated login through Traefik: %s %s", resp.Status, body)
+		}
+		if resp, _ := get(c, "https://"+host+"/api/user", "admin", "prom-operator"); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("the chart's default login through Traefik: %s, want 401", resp.Status)
+		}
+		if r := runInit(t, "init", "-i", invIngress, "--kubeconfig-out", kubeconfig); r.code != cli.ExitOK || r.counts.Changed != 0 || len(r.writeSteps()) != 0 {
+			t.Fatalf("second init with the ingress: exit %d %+v writes %v\n%s", r.code, r.counts, r.writeSteps(), r.out)
 		}
 	})
 

@@ -11,6 +11,8 @@
 #                       its nested module cni: the flannel CNI plugin)
 #   build.sh platform   the platform's programs (module platform: statsd_exporter, prometheus;
 #                       its nested module operator: prometheus-operator and its config reloader)
+#   build.sh traefik    the platform's ingress proxy (module traefik: Traefik at the chart's
+#                       appVersion, two modules the proxy cannot serve stood in: traefik/tools.go)
 #   build.sh versions   the Kubernetes versions there are modules for, newest first
 #   build.sh all        every set, one after the other (make test builds them before
 #                       the tests start: cold builds beside lab tests starve them)
@@ -30,6 +32,7 @@
 # container copies the CNI plugin with it), flannel (the CNI plugin); versions.
 # The platform set: statsd_exporter, prometheus (no web UI assets), prometheus-operator,
 # prometheus-config-reloader; versions.
+# The traefik set: traefik; versions.
 #
 # A cold Kubernetes set takes about 6 minutes and 2-3 GB of memory per link
 # step on 2 cores; a second build never runs at once (flock). The cache lives
@@ -55,7 +58,7 @@ expand() {
 	local s
 	for s in "$@"; do
 		case $s in
-		all) echo runtime flannel platform "$(versions | tr '\n' ' ')" ;;
+		all) echo runtime flannel platform traefik "$(versions | tr '\n' ' ')" ;;
 		demo) echo "$KUBE_VERSION" runtime flannel ;;
 		*) echo "$s" ;;
 		esac
@@ -77,6 +80,7 @@ cached)
 runtime) mod=$here/runtime ;;
 flannel) mod=$here/flannel ;;
 platform) mod=$here/platform ;;
+traefik) mod=$here/traefik ;;
 "$KUBE_VERSION") mod=$here ;;
 v1.*)
 	minor=${set#v}
@@ -85,12 +89,12 @@ v1.*)
 	;;
 *) die "usage: build.sh [vX.Y.Z|runtime|flannel|platform|versions|all|demo|cached SET...]" ;;
 esac
-if [ "$set" != runtime ] && [ "$set" != flannel ] && [ "$set" != platform ]; then
+if [ "$set" != runtime ] && [ "$set" != flannel ] && [ "$set" != platform ] && [ "$set" != traefik ]; then
 	got=$(modversion "$mod" k8s.io/kubernetes)
 	[ "$got" = "$set" ] || die "$mod/go.mod has k8s.io/kubernetes $got, not $set: change both"
 fi
 cd "$mod"
-key=$({ echo "$set"; cat go.mod go.sum "$here/build.sh"; find . -path ./runtime -prune -o -path ./flannel -prune -o -path ./platform -prune -o -path './kube-*' -prune -o -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) -print | sort | xargs cat; go version; } | sha256sum | cut -c1-16)
+key=$({ echo "$set"; cat go.mod go.sum "$here/build.sh"; find . -path ./runtime -prune -o -path ./flannel -prune -o -path ./platform -prune -o -path ./traefik -prune -o -path './kube-*' -prune -o -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) -print | sort | xargs cat; go version; } | sha256sum | cut -c1-16)
 out=$cache/$set-$key
 if [ -f "$out/.complete" ]; then
 	echo "$out"
@@ -190,9 +194,31 @@ build_platform() {
 	printf 'statsd_exporter %s\nprometheus %s\nprometheus-operator %s\n' "$v" "$p" "$o" >"$tmp/versions"
 }
 
+build_traefik() {
+	local v auth
+	v=$(modversion . github.com/traefik/traefik/v3)
+	echo "build.sh: building Traefik $v into $out (cold: about 4 minutes)" >&2
+	# The go-http-auth stand-in: abbot's v0.4.0 from the module proxy (its
+	# sum checked) with standins/go-http-auth's additions, replacing the
+	# committed directory (which holds only those) through a copy of go.mod.
+	auth=$(GOFLAGS=-mod=mod go mod download -json github.com/abbot/go-http-auth@v0.4.0 | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[ -n "$auth" ] || die "go mod download github.com/abbot/go-http-auth@v0.4.0: no directory"
+	mkdir -p "$tmp/src/go-http-auth"
+	find "$auth" -maxdepth 1 -name '*.go' ! -name '*_test.go' -exec cp {} "$tmp/src/go-http-auth/" \;
+	cp standins/go-http-auth/* "$tmp/src/go-http-auth/"
+	chmod -R u+w "$tmp/src"
+	cp go.mod "$tmp/src/build.mod"
+	cp go.sum "$tmp/src/build.sum"
+	go mod edit -modfile="$tmp/src/build.mod" -replace "github.com/abbot/go-http-auth=$tmp/src/go-http-auth" -replace "github.com/traefik/traefik/dynamic/ext=$PWD/standins/ext"
+	CGO_ENABLED=0 go build -modfile="$tmp/src/build.mod" -trimpath -ldflags "-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=$v" -o "$tmp/traefik" github.com/traefik/traefik/v3/cmd/traefik >&2
+	rm -rf "$tmp/src"
+	printf 'traefik %s\n' "$v" >"$tmp/versions"
+}
+
 case $set in
 runtime) build_runtime ;;
 platform) build_platform ;;
+traefik) build_traefik ;;
 flannel) build_flannel ;;
 *) build_kube ;;
 esac
@@ -203,7 +229,7 @@ mv "$tmp" "$out"
 # module builds any more (an older Kubernetes) go after a week unused
 # shellcheck disable=SC2012 # our own directory names: no odd characters
 ls -1dt "$cache/$set"-* 2>/dev/null | tail -n +3 | xargs -r rm -rf
-keep=" runtime flannel platform $(versions | tr '\n' ' ')"
+keep=" runtime flannel platform traefik $(versions | tr '\n' ' ')"
 for d in "$cache"/v*-*; do
 	v=${d##*/}
 	if [ -d "$d" ] && [[ $keep != *" ${v%%-*} "* ]] && [ -n "$(find "$d" -maxdepth 0 -mtime +7)" ]; then rm -rf "$d"; fi
