@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/gpukit/gpukit/pkg/imageref"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -38,7 +38,7 @@ func ImagesOf(objs []*yaml.RNode) []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(ref string) {
-		if r, ok := normal(ref); ok && !seen[r] {
+		if r, ok := imageref.Normal(ref); ok && !seen[r] {
 			seen[r] = true
 			out = append(out, r)
 		}
@@ -111,35 +111,3 @@ var imageLine = regexp.MustCompile(`(?m)^\s*(?:- )?image:\s*["']?([^"'{}\s$]+)["
 // explicit is a reference that names its registry (a host with a dot or a
 // port) and a tag or digest: a string that is surely an image.
 var explicit = regexp.MustCompile(`^[a-z0-9-]+(\.[a-z0-9-]+)+(:[0-9]+)?/[a-z0-9._/-]+(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}(@sha256:[0-9a-f]{64})?|@sha256:[0-9a-f]{64})$`)
-
-// normal is ref in full (docker.io/library/busybox:latest for busybox),
-// false when it is not a reference (an empty or templated value).
-func normal(ref string) (string, bool) {
-	ref = strings.TrimSpace(ref)
-	if ref == "" || strings.ContainsAny(ref, " ${}") {
-		return "", false
-	}
-	r, err := name.ParseReference(ref, name.WeakValidation)
-	if err != nil {
-		return "", false
-	}
-	// Docker Hub as people and containerd's mirror configuration name it
-	// (go-containerregistry says index.docker.io).
-	full := r.Context().RepositoryStr()
-	if reg := r.Context().RegistryStr(); reg == name.DefaultRegistry {
-		full = "docker.io/" + full
-	} else {
-		full = reg + "/" + full
-	}
-	switch t := r.(type) {
-	case name.Tag:
-		full += ":" + t.TagStr()
-	case name.Digest:
-		// a reference with both keeps its tag for the reader: tag@digest
-		if tag, _, ok := strings.Cut(ref, "@"); ok && strings.LastIndex(tag, ":") > strings.LastIndex(tag, "/") {
-			full += ":" + tag[strings.LastIndex(tag, ":")+1:]
-		}
-		full += "@" + t.DigestStr()
-	}
-	return full, true
-}

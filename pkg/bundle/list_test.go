@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/gpukit/gpukit/pkg/facts"
+	"github.com/gpukit/gpukit/pkg/imageref"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/test/fixtures"
 	"github.com/gpukit/gpukit/test/golden"
@@ -209,7 +210,7 @@ func TestFullList(t *testing.T) {
 			continue // a placeholder its controller or template fills in
 		}
 		fields++
-		full, ok := normal(strings.Trim(v, `"'`))
+		full, ok := imageref.Normal(strings.Trim(v, `"'`))
 		if !ok || !listed[full] {
 			t.Errorf("the reference build runs image %s; the list lacks it", v)
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gpukit/gpukit/pkg/imageref"
 	"github.com/gpukit/gpukit/pkg/safetext"
 )
 
@@ -18,6 +19,18 @@ type Site struct {
 	RegistryCA []byte
 	// RegistryPassword is spec.mirrors.registryLogin's password.
 	RegistryPassword string
+}
+
+// RegistryMirror is the inventory's registry mirror, with its CA and login
+// as read from this machine (ReadSite); ok false without one.
+func (inv *Inventory) RegistryMirror() (m imageref.Mirror, ok bool) {
+	r := inv.Cluster.Spec.Mirrors.Registry
+	if r == "" {
+		return imageref.Mirror{}, false
+	}
+	m = imageref.ParseMirror(r)
+	m.CA, m.Authorization = inv.Site.RegistryCA, inv.RegistryAuthorization()
+	return m, true
 }
 
 // RegistryAuthorization is the registry login as an HTTP Authorization

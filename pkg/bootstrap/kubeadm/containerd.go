@@ -14,7 +14,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/imageref"
 	"github.com/gpukit/gpukit/pkg/kube"
 )
 
@@ -179,54 +179,13 @@ func set(t map[string]any, v any, keys ...string) {
 // bundle names an image of any other as one it cannot deliver).
 var MirroredRegistries = []string{"registry.k8s.io", "docker.io", "ghcr.io", "quay.io", "nvcr.io", "gcr.io", "us-central1-docker.pkg.dev"}
 
-// Mirror is spec.mirrors.registry taken apart, with how containerd
-// trusts and logs in to it.
-type Mirror struct {
-	Scheme string // https, or http for a plain-HTTP mirror
-	Host   string // host[:port]
-	Path   string // "" or a path without slashes at either end
-	// CA is the PEM of the CA that signed the mirror's certificate
-	// (spec.mirrors.registryCAFile), or nil.
-	CA []byte
-	// Authorization is the login's header value ("Basic ..."), or "".
-	Authorization string
-}
-
-// MirrorOf is inv's registry mirror, with its CA and login as read from
-// this machine (Inventory.ReadSite); ok false without one.
-func MirrorOf(inv *inventory.Inventory) (Mirror, bool) {
-	r := inv.Cluster.Spec.Mirrors.Registry
-	if r == "" {
-		return Mirror{}, false
-	}
-	m := ParseMirror(r)
-	m.CA, m.Authorization = inv.Site.RegistryCA, inv.RegistryAuthorization()
-	return m, true
-}
-
-// ParseMirror reads [http://]host[:port][/path] (validated by the inventory).
-func ParseMirror(s string) Mirror {
-	m := Mirror{Scheme: "https"}
-	if rest, ok := strings.CutPrefix(s, "http://"); ok {
-		m.Scheme, s = "http", rest
-	}
-	m.Host, m.Path, _ = strings.Cut(s, "/")
-	m.Path = strings.Trim(m.Path, "/")
-	return m
-}
-
-// Ref is the mirror's name of an image of registry: host[:port]/path/registry/repo.
-func (m Mirror) Ref(registry, repo string) string {
-	return path.Join(m.Host, m.Path, registry, repo)
-}
-
 // HostsFiles are the files, by path, that make containerd pull each
 // mirrored registry's images from the mirror (and fall back to the registry
 // itself, where a site can reach it), and the mirror's own images
 // (spec.kubernetes.imageRepository pointing into it) over its scheme: a
 // hosts.toml per registry, trusting the mirror's CA (ca.crt beside the
 // mirror's own hosts.toml) and sending its login to the mirror only.
-func (m Mirror) HostsFiles() map[string]string {
+func HostsFiles(m imageref.Mirror) map[string]string {
 	out := map[string]string{}
 	mirrorDir := path.Join(CertsDir, hostDir(m.Host))
 	var ca string

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/BurntSushi/toml"
+	"github.com/gpukit/gpukit/pkg/imageref"
 	"github.com/gpukit/gpukit/test/golden"
 )
 
@@ -95,9 +96,9 @@ func TestMirrorHostsFiles(t *testing.T) {
 		{"https-ca-login", "10.251.0.1:5443/lab", []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"), "Basic cm9ib3Q6ZXhhbXBsZQ=="},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			m := ParseMirror(c.mirror)
+			m := imageref.ParseMirror(c.mirror)
 			m.CA, m.Authorization = c.ca, c.auth
-			files := m.HostsFiles()
+			files := HostsFiles(m)
 			var b strings.Builder
 			paths := make([]string, 0, len(files))
 			for p := range files {
@@ -116,7 +117,7 @@ func TestMirrorHostsFiles(t *testing.T) {
 			golden.AssertString(t, filepath.Join("testdata", "containerd", "hosts-"+c.name+".txt"), b.String())
 		})
 	}
-	if got := ParseMirror("http://10.251.0.1:5000/lab").Ref("registry.k8s.io", "pause:3.10.1"); got != "10.251.0.1:5000/lab/registry.k8s.io/pause:3.10.1" {
+	if got := imageref.ParseMirror("http://10.251.0.1:5000/lab").Ref("registry.k8s.io", "pause:3.10.1"); got != "10.251.0.1:5000/lab/registry.k8s.io/pause:3.10.1" {
 		t.Errorf("Ref = %s", got)
 	}
 }

@@ -170,8 +170,8 @@ func (p *containerdPhase) want(ctx context.Context, h *engine.Host) (*containerd
 		return nil, err
 	}
 	w.hosts = map[string]string{}
-	if m, ok := MirrorOf(p.l.inv); ok {
-		w.hosts = m.HostsFiles()
+	if m, ok := p.l.inv.RegistryMirror(); ok {
+		w.hosts = HostsFiles(m)
 	}
 	switch {
 	case !bytes.Equal(bytes.TrimRight(s.Files[ContainerdConfigFile], "\n"), bytes.TrimRight(w.config, "\n")):
