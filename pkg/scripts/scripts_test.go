@@ -136,7 +136,7 @@ func cases() []goldenCase {
 		}},
 		{waitBootTemplate.name, anyFamily, "", func() (ssh.Command, error) { return WaitBoot(WaitBootParams{TimeoutSeconds: 300}) }},
 		{dockerConfigTemplate.name, anyFamily, "", func() (ssh.Command, error) {
-			return DockerConfig(BackupParams{BackupDir: "/var/lib/gpukit/swarm/originals"}, "{}", "")
+			return DockerConfig(BackupParams{BackupDir: "/var/lib/gpukit/swarm/originals"}, "{}", "", "/etc/docker/certs.d/registry.site:8443/gpukit-mirror-ca.crt", "-----BEGIN CERTIFICATE-----")
 		}},
 		{swarmInitTemplate.name, anyFamily, "", func() (ssh.Command, error) {
 			return SwarmInit(SwarmAddrParams{AdvertiseAddr: "10.0.0.10", ListenAddr: "10.0.0.10:2377"})

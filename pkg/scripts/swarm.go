@@ -38,7 +38,9 @@ const (
 
 var (
 	dockerVersion = regexp.MustCompile(`^[0-9]+\.[0-9]+(\.[0-9]+)?$`)
-	swarmNodeID   = regexp.MustCompile(`^[a-z0-9]{25}$`)
+	// a registry's CA where docker reads it: certs.d/<host[:port]>/
+	mirrorCAFile = regexp.MustCompile(`^/etc/docker/certs\.d/[A-Za-z0-9.-]+(:[0-9]+)?/gpukit-mirror-ca\.crt$`)
+	swarmNodeID  = regexp.MustCompile(`^[a-z0-9]{25}$`)
 )
 
 // DockerEngineParams install the Docker engine.
@@ -130,12 +132,17 @@ func (p BackupParams) Validate() error {
 	return nil
 }
 
-// DockerConfig returns the command that writes daemon.json and the NVIDIA
-// runtime's config.toml (empty: left alone) and restarts docker if either
-// changed. The contents travel as arguments (stdin).
-func DockerConfig(p BackupParams, daemonJSON, runtimeTOML string) (ssh.Command, error) {
+// DockerConfig returns the command that writes daemon.json, the NVIDIA
+// runtime's config.toml (empty: left alone) and the registry mirror's CA
+// at caFile (empty: none), and restarts docker if daemon.json or the
+// runtime's configuration changed (Docker reads a registry's CAs at each
+// pull). The contents travel as arguments (stdin).
+func DockerConfig(p BackupParams, daemonJSON, runtimeTOML, caFile, ca string) (ssh.Command, error) {
 	c, err := command("configure docker", dockerConfigTemplate, p)
-	c.Args = []string{daemonJSON, runtimeTOML}
+	if err == nil && caFile != "" && !mirrorCAFile.MatchString(caFile) {
+		err = fmt.Errorf("CA file %q", caFile)
+	}
+	c.Args = []string{daemonJSON, runtimeTOML, caFile, ca}
 	return c, err
 }
 

@@ -23,7 +23,7 @@ func TestSwarmAsGPUkitReadsIt(t *testing.T) {
 	m1, w1 := sw.Remote("m1"), sw.Remote("w1")
 	id := swarmsim.NodeID("w1")
 	initSwarm, err1 := scripts.SwarmInit(scripts.SwarmAddrParams{AdvertiseAddr: "10.0.0.1", ListenAddr: "10.0.0.1:2377"})
-	config, err2 := scripts.DockerConfig(scripts.BackupParams{BackupDir: "/var/lib/gpukit/swarm/originals"}, `{"node-generic-resources":["NVIDIA-GPU=GPU-a"]}`, "")
+	config, err2 := scripts.DockerConfig(scripts.BackupParams{BackupDir: "/var/lib/gpukit/swarm/originals"}, `{"node-generic-resources":["NVIDIA-GPU=GPU-a"]}`, "", "", "")
 	join, err3 := scripts.SwarmJoin(scripts.SwarmAddrParams{AdvertiseAddr: "10.0.0.2", ListenAddr: "10.0.0.2:2377", Manager: "10.0.0.1:2377"}, sw.Token)
 	listNodes, err4 := scripts.SwarmNodes()
 	listTasks, err5 := scripts.SwarmNodeTasks(id)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/gpukit/gpukit/pkg/swarmapi"
@@ -26,14 +27,27 @@ const NVIDIARuntime = "nvidia-container-runtime"
 // DaemonConfig returns daemon.json with gpukit's settings merged into the
 // current file (nil: none): on a GPU host (uuids not empty) the nvidia
 // runtime as the default, and node-generic-resources advertising each GPU
-// as NVIDIA-GPU=<uuid>; every other key, and generic resources of other
-// kinds, stay as the user wrote them. changed is false when the current file
-// already means the same (formatting aside).
-func DaemonConfig(current []byte, uuids []string) (out []byte, changed bool, err error) {
+// as NVIDIA-GPU=<uuid>; a plain-HTTP registry mirror (insecure: its
+// host[:port], "" for none) among the insecure-registries, which Docker
+// must be told to reach without TLS; every other key, and generic
+// resources of other kinds, stay as the user wrote them. changed is false
+// when the current file already means the same (formatting aside).
+func DaemonConfig(current []byte, uuids []string, insecure string) (out []byte, changed bool, err error) {
 	cfg := map[string]json.RawMessage{}
 	if len(bytes.TrimSpace(current)) > 0 {
 		if err := json.Unmarshal(current, &cfg); err != nil {
 			return nil, false, fmt.Errorf("%s is not a JSON object (%v): fix or remove it", DaemonJSON, err)
+		}
+	}
+	if insecure != "" {
+		var registries []string
+		if raw, ok := cfg["insecure-registries"]; ok {
+			if err := json.Unmarshal(raw, &registries); err != nil {
+				return nil, false, fmt.Errorf("%s: insecure-registries is not a list of strings: %v", DaemonJSON, err)
+			}
+		}
+		if !slices.Contains(registries, insecure) {
+			cfg["insecure-registries"] = mustJSON(append(registries, insecure))
 		}
 	}
 	var resources []string
@@ -102,6 +116,12 @@ func sameJSON(a, b []byte) bool {
 	}
 	return reflect.DeepEqual(x, y)
 }
+
+// MirrorCAFile is where Docker finds the CA of the registry mirror at
+// host[:port]: every *.crt of /etc/docker/certs.d/<host[:port]>/ is a CA
+// it trusts for that registry. The name is gpukit's, so that reset removes
+// only what gpukit wrote.
+func MirrorCAFile(host string) string { return "/etc/docker/certs.d/" + host + "/gpukit-mirror-ca.crt" }
 
 // swarmResourceLine matches the top-level swarm-resource key, commented out
 // (as NVIDIA ships it: #swarm-resource = "DOCKER_RESOURCE_GPU") or not.

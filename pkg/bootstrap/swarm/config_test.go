@@ -16,11 +16,12 @@ func TestDaemonConfig(t *testing.T) {
 	t.Parallel()
 	gpus := []string{"GPU-aaaa", "GPU-bbbb"}
 	tests := []struct {
-		name    string
-		current string
-		uuids   []string
-		changed bool
-		err     string
+		name     string
+		current  string
+		uuids    []string
+		insecure string
+		changed  bool
+		err      string
 	}{
 		{name: "no file", uuids: gpus, changed: true},
 		{name: "user settings kept", current: `{"log-level": "warn", "data-root": "/data/docker", "registry-mirrors": ["https://mirror.example"]}`, uuids: gpus, changed: true},
@@ -29,6 +30,9 @@ func TestDaemonConfig(t *testing.T) {
 		{name: "converged, other formatting", current: `{"default-runtime":"nvidia","node-generic-resources":["NVIDIA-GPU=GPU-aaaa","NVIDIA-GPU=GPU-bbbb"],"runtimes":{"nvidia":{"path":"nvidia-container-runtime","runtimeArgs":[]}}}`, uuids: gpus},
 		{name: "no GPU, no file", changed: false},
 		{name: "no GPU left: GPUs no longer advertised", current: `{"default-runtime": "nvidia", "node-generic-resources": ["NVIDIA-GPU=GPU-gone"]}`, changed: true},
+		{name: "a plain-HTTP mirror added to the user's insecure registries", current: `{"insecure-registries": ["10.0.0.9:5000"]}`, insecure: "10.251.0.1:5000", changed: true},
+		{name: "the mirror already insecure", current: `{"insecure-registries": ["10.251.0.1:5000"]}`, insecure: "10.251.0.1:5000"},
+		{name: "insecure registries not a list", current: `{"insecure-registries": "x"}`, insecure: "10.251.0.1:5000", err: "insecure-registries is not a list of strings"},
 		{name: "not JSON", current: `{"log-level": `, uuids: gpus, err: "/etc/docker/daemon.json is not a JSON object"},
 		{name: "resources not a list", current: `{"node-generic-resources": "NVIDIA-GPU=x"}`, uuids: gpus, err: "node-generic-resources is not a list of strings"},
 	}
@@ -39,7 +43,7 @@ func TestDaemonConfig(t *testing.T) {
 			if tt.current != "" {
 				cur = []byte(tt.current)
 			}
-			out, changed, err := DaemonConfig(cur, tt.uuids)
+			out, changed, err := DaemonConfig(cur, tt.uuids, tt.insecure)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("error %v, want %q", err, tt.err)
@@ -51,7 +55,7 @@ func TestDaemonConfig(t *testing.T) {
 			}
 			golden.Assert(t, filepath.Join("testdata", "daemon.json", fileName(tt.name)+".json"), out)
 			// Merging again changes nothing.
-			if _, again, err := DaemonConfig(out, tt.uuids); again || err != nil {
+			if _, again, err := DaemonConfig(out, tt.uuids, tt.insecure); again || err != nil {
 				t.Errorf("second merge: changed %v, err %v", again, err)
 			}
 		})

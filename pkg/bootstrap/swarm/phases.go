@@ -1,6 +1,7 @@
 package swarm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -61,29 +62,50 @@ func (*runtimePhase) Title() string {
 	return "Make the NVIDIA runtime docker's default and advertise the GPUs"
 }
 
-// want renders the host's daemon.json and NVIDIA runtime configuration from
-// what it has; changed is false when both are as wanted.
-func (p *runtimePhase) want(ctx context.Context, h *engine.Host) (daemon, runtime []byte, changed bool, gpus int, err error) {
+// dockerConfig is what swarm/runtime writes: daemon.json, the NVIDIA
+// runtime's configuration (nil: left alone) and the registry mirror's CA
+// (CAFile "": none).
+type dockerConfig struct {
+	Daemon, Runtime []byte
+	CAFile          string
+	CA              []byte
+}
+
+// want renders the host's daemon.json, NVIDIA runtime configuration and
+// the mirror's CA from what it has; changed is false when all are as
+// wanted. Docker mirrors only Docker Hub, so a swarm's services name the
+// registry mirror's images by the mirror's own names: Docker is told to
+// trust it (its CA) or to reach it over plain HTTP.
+func (p *runtimePhase) want(ctx context.Context, h *engine.Host) (c dockerConfig, changed bool, gpus int, err error) {
 	s, err := p.l.state(ctx, h)
 	if err != nil {
-		return nil, nil, false, 0, err
+		return c, false, 0, err
 	}
 	uuids, err := gpuUUIDs(h)
 	if err != nil {
-		return nil, nil, false, 0, err
+		return c, false, 0, err
 	}
-	daemon, dChanged, err := DaemonConfig(s.Files[DaemonJSON], uuids)
+	var insecure string
+	m, mirrored := p.l.inv.RegistryMirror()
+	if mirrored && m.Scheme == "http" {
+		insecure = m.Host
+	}
+	var dChanged, rChanged, caChanged bool
+	c.Daemon, dChanged, err = DaemonConfig(s.Files[DaemonJSON], uuids, insecure)
 	if err != nil {
-		return nil, nil, false, 0, err
+		return c, false, 0, err
 	}
-	var rChanged bool
 	if len(uuids) > 0 {
-		runtime, rChanged = RuntimeTOML(s.Files[RuntimeConfig], swarmapi.GPUKind)
-		if runtime == nil && !h.DryRun() {
-			return nil, nil, false, 0, fmt.Errorf("%s is missing: the NVIDIA container toolkit (%s) must be installed first", RuntimeConfig, "nvidia/container-toolkit")
+		c.Runtime, rChanged = RuntimeTOML(s.Files[RuntimeConfig], swarmapi.GPUKind)
+		if c.Runtime == nil && !h.DryRun() {
+			return c, false, 0, fmt.Errorf("%s is missing: the NVIDIA container toolkit (%s) must be installed first", RuntimeConfig, "nvidia/container-toolkit")
 		}
 	}
-	return daemon, runtime, dChanged || rChanged, len(uuids), nil
+	if mirrored && len(m.CA) > 0 {
+		c.CAFile, c.CA = MirrorCAFile(m.Host), m.CA
+		caChanged = !bytes.Equal(bytes.TrimRight(s.Files[c.CAFile], "\n"), bytes.TrimRight(m.CA, "\n"))
+	}
+	return c, dChanged || rChanged || caChanged, len(uuids), nil
 }
 
 // gpuUUIDs are the host's GPUs as nvidia-smi lists them, a GPU with MIG on
@@ -126,7 +148,7 @@ func (e errGPUsPending) Error() string {
 }
 
 func (p *runtimePhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
-	_, _, changed, gpus, err := p.want(ctx, h)
+	_, changed, gpus, err := p.want(ctx, h)
 	var pending errGPUsPending
 	if errors.As(err, &pending) {
 		return false, pending.Error(), nil
@@ -141,11 +163,11 @@ func (p *runtimePhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, str
 }
 
 func (p *runtimePhase) Run(ctx context.Context, h *engine.Host) error {
-	daemon, runtime, _, gpus, err := p.want(ctx, h)
+	c, _, gpus, err := p.want(ctx, h)
 	if err != nil {
 		return err
 	}
-	cmd, err := scripts.DockerConfig(scripts.BackupParams{BackupDir: BackupDir}, string(daemon), string(runtime))
+	cmd, err := scripts.DockerConfig(scripts.BackupParams{BackupDir: BackupDir}, string(c.Daemon), string(c.Runtime), c.CAFile, strings.TrimRight(string(c.CA), "\n"))
 	_, err = p.l.apply(ctx, h, fmt.Sprintf("configure docker (%d GPU(s) advertised)", gpus), cmd, err)
 	return err
 }

@@ -317,3 +317,40 @@ func TestSwarmRolesFollowTheInventory(t *testing.T) {
 		t.Errorf("w2 is a %s", n.Role)
 	}
 }
+
+// A plain-HTTP registry mirror: every host's docker is told to reach it
+// without TLS (a swarm's services name the mirror's images by its own
+// names), the GPU-less manager too; a second run writes nothing.
+func TestSwarmRegistryMirror(t *testing.T) {
+	t.Parallel()
+	inv, err := inventory.Parse("inv.yaml", []byte(`apiVersion: gpukit.dev/v1alpha1
+kind: Cluster
+metadata: {name: s}
+spec:
+  orchestrator: swarm
+  mirrors: {registry: "http://10.0.0.9:5000/mirror"}
+  hosts:
+    - {name: m1, address: 10.0.0.1, roles: [manager]}
+    - {name: w1, address: 10.0.0.2, roles: [worker]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := newSwarm(map[string][]string{"w1": {"GPU-w1a"}})
+	phases := func() []engine.Phase { l := swarm.New(inv); return []engine.Phase{l.Engine(), l.Runtime()} }
+	sum, _, _ := run(t, inv.Machines, phases(), fake)
+	if c := sum.HostCounts(); c.Changed != 2 || c.Failed != 0 {
+		t.Fatalf("first run: %+v %+v", c, sum.Failed())
+	}
+	for _, h := range []string{"m1", "w1"} {
+		var daemon struct {
+			Insecure []string `json:"insecure-registries"`
+		}
+		if err := json.Unmarshal([]byte(fake.Host(h).DaemonJSON), &daemon); err != nil || !slices.Equal(daemon.Insecure, []string{"10.0.0.9:5000"}) {
+			t.Errorf("%s daemon.json: %s", h, fake.Host(h).DaemonJSON)
+		}
+	}
+	if sum, fleet, _ := run(t, inv.Machines, phases(), fake); sum.HostCounts().Changed != 0 || len(writes(fleet)) != 0 {
+		t.Errorf("second run: %+v, writes %v", sum.HostCounts(), writes(fleet))
+	}
+}

@@ -1,7 +1,8 @@
 # Writes Docker's daemon configuration ($1) and the NVIDIA container
 # runtime's ($2; empty: left as it is), both rendered by gpukit from what the
-# host had, so the user's other settings stay, and restarts docker only when
-# one of them changed. The first time gpukit changes a file it keeps the
+# host had, so the user's other settings stay, and the registry mirror's CA
+# ($3 the file, $4 its PEM; empty: none); restarts docker only when one of
+# the first two changed. The first time gpukit changes a file it keeps the
 # original under {{.BackupDir}} (gpukit reset puts it back).
 {{template "put"}}
 backup={{quote .BackupDir}}
@@ -28,6 +29,12 @@ if [ -n "$2" ] && [ "$(cat "$runtime" 2>/dev/null)" != "$2" ]; then
   put "$runtime" "$2"
   echo "gpukit: $runtime written"
   changed=1
+fi
+# The registry mirror's CA ($3, $4): a file of gpukit's own name, which
+# reset removes; docker reads it at each pull.
+if [ -n "$3" ] && [ "$(cat "$3" 2>/dev/null)" != "$4" ]; then
+  put "$3" "$4"
+  echo "gpukit: $3 written"
 fi
 {{template "restartdocker"}}
 if [ "$changed" = 1 ]; then restart_docker; fi

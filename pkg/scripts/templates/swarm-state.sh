@@ -5,7 +5,7 @@
 kv() { printf '%s=%s\n' "$1" "$2"; }
 {{template "pkgstate" .}}
 kv docker.active "$(systemctl is-active docker 2>/dev/null || true)"
-for f in /etc/docker/daemon.json /etc/nvidia-container-runtime/config.toml; do
+for f in /etc/docker/daemon.json /etc/nvidia-container-runtime/config.toml /etc/docker/certs.d/*/gpukit-mirror-ca.crt; do
   if [ -f "$f" ]; then kv "file $f" "$(base64 -w0 <"$f")"; fi
 done
 for f in {{quote .BackupDir}}/*; do

@@ -2,8 +2,9 @@ set -euo pipefail
 export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 # Writes Docker's daemon configuration ($1) and the NVIDIA container
 # runtime's ($2; empty: left as it is), both rendered by gpukit from what the
-# host had, so the user's other settings stay, and restarts docker only when
-# one of them changed. The first time gpukit changes a file it keeps the
+# host had, so the user's other settings stay, and the registry mirror's CA
+# ($3 the file, $4 its PEM; empty: none); restarts docker only when one of
+# the first two changed. The first time gpukit changes a file it keeps the
 # original under /var/lib/gpukit/swarm/originals (gpukit reset puts it back).
 # put FILE CONTENT: writes CONTENT (and a newline) to FILE, creating its
 # directory, unless FILE holds it already; true when it wrote.
@@ -36,6 +37,12 @@ if [ -n "$2" ] && [ "$(cat "$runtime" 2>/dev/null)" != "$2" ]; then
   put "$runtime" "$2"
   echo "gpukit: $runtime written"
   changed=1
+fi
+# The registry mirror's CA ($3, $4): a file of gpukit's own name, which
+# reset removes; docker reads it at each pull.
+if [ -n "$3" ] && [ "$(cat "$3" 2>/dev/null)" != "$4" ]; then
+  put "$3" "$4"
+  echo "gpukit: $3 written"
 fi
 # restart_docker: restarts docker and waits until it answers (a daemon that
 # does not come back fails the script with its own words).

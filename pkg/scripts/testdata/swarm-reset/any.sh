@@ -70,4 +70,8 @@ for f in /etc/docker/daemon.json /etc/nvidia-container-runtime/config.toml; do
   fi
 done
 rmdir "$backup" 2>/dev/null || true
+# the registry mirror's CA, which gpukit wrote under its own name
+for f in /etc/docker/certs.d/*/gpukit-mirror-ca.crt; do
+  if [ -e "$f" ]; then rm -f "$f"; rmdir "$(dirname "$f")" 2>/dev/null || true; echo "gpukit: $f removed"; fi
+done
 if [ "$restart" = 1 ] && systemctl is-enabled docker >/dev/null 2>&1; then restart_docker; fi

@@ -15,7 +15,7 @@ for p in "${pkgs[@]}"; do
   kv package "$p ${v##* } $h"
 done
 kv docker.active "$(systemctl is-active docker 2>/dev/null || true)"
-for f in /etc/docker/daemon.json /etc/nvidia-container-runtime/config.toml; do
+for f in /etc/docker/daemon.json /etc/nvidia-container-runtime/config.toml /etc/docker/certs.d/*/gpukit-mirror-ca.crt; do
   if [ -f "$f" ]; then kv "file $f" "$(base64 -w0 <"$f")"; fi
 done
 for f in /var/lib/gpukit/swarm/originals/*; do
