@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/kio"
 
 	"github.com/gpukit/gpukit/pkg/charts"
+	"github.com/gpukit/gpukit/pkg/dashboards"
 	"github.com/gpukit/gpukit/test/fixtures"
 	"github.com/gpukit/gpukit/test/golden"
 )
@@ -37,7 +38,7 @@ func TestStatsdObjects(t *testing.T) {
 // Each dashboard, as Grafana gets it, as golden files; its ConfigMap
 // carries the label the monitoring chart's Grafana sidecar loads.
 func TestDashboards(t *testing.T) {
-	for _, d := range Dashboards() {
+	for _, d := range dashboards.All() {
 		t.Run(d.UID, func(t *testing.T) {
 			b, err := d.JSON()
 			if err != nil {
@@ -50,7 +51,7 @@ func TestDashboards(t *testing.T) {
 		})
 	}
 	objs, err := DashboardObjects()
-	if err != nil || len(objs) != len(Dashboards()) {
+	if err != nil || len(objs) != len(dashboards.All()) {
 		t.Fatal(len(objs), err)
 	}
 	for _, o := range objs {
@@ -125,7 +126,7 @@ func TestDashboardsQueryWhatTheExportersExport(t *testing.T) {
 	}
 	labels := []string{"cluster", "node", "exported_namespace", "exported_pod", "gpu"}
 	used := map[string]bool{}
-	for _, d := range Dashboards() {
+	for _, d := range dashboards.All() {
 		var exprs []string
 		for _, p := range d.Panels {
 			for _, q := range p.Queries {

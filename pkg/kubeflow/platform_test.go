@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/charts"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/pki"
 	"github.com/gpukit/gpukit/test/fixtures"
 	"github.com/gpukit/gpukit/test/golden"
 )
@@ -234,7 +235,7 @@ func TestRouteObjects(t *testing.T) {
 // certificate is kept while it does and stays valid a month.
 func TestCertificate(t *testing.T) {
 	now := time.Now()
-	cert, key, err := certificate("10.0.0.5.nip.io", now)
+	cert, key, err := pki.IngressCertificate("10.0.0.5.nip.io", now)
 	if err != nil || !bytes.Contains(key, []byte("EC PRIVATE KEY")) {
 		t.Fatal(err)
 	}
@@ -250,7 +251,7 @@ func TestCertificate(t *testing.T) {
 		{"10.0.0.6.nip.io", now, false},
 		{"10.0.0.5.nip.io", now.Add(2*365*24*time.Hour - 29*24*time.Hour), false},
 	} {
-		if got := covers(cert, tc.domain, tc.at); got != tc.want {
+		if got := pki.CoversDomain(cert, tc.domain, tc.at); got != tc.want {
 			t.Errorf("covers(%s, %s) = %v", tc.domain, tc.at, got)
 		}
 	}

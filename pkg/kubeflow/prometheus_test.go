@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/gpukit/gpukit/pkg/dashboards"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
 	"github.com/gpukit/gpukit/test/cluster"
 )
@@ -82,7 +83,7 @@ func TestPrometheusScrapesTrainingMetricsAndTheDashboardsFindThem(t *testing.T) 
 
 	all := map[string]string{"cluster": ".*", "node": ".*", "namespace": ".*", "pod": ".*"}
 	one := map[string]string{"cluster": "t", "node": "gpu-1", "namespace": "team-a", "pod": "mnist-0"}
-	for _, d := range kubeflow.Dashboards() {
+	for _, d := range dashboards.All() {
 		b, err := d.JSON()
 		if err != nil {
 			t.Fatal(err)

@@ -2,11 +2,7 @@ package kubeflow
 
 import (
 	"context"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -81,32 +77,6 @@ func RouteObjects(routes []Route) ([]*yaml.RNode, error) {
 	return nodes(docs...)
 }
 
-// certificate is a self-signed certificate for the domain and every name
-// under it (ECDSA P-256, two years), as PEM.
-func certificate(domain string, now time.Time) (certPEM, keyPEM []byte, err error) {
-	return pki.Issue(&x509.Certificate{
-		Subject:     pkix.Name{CommonName: "*." + domain, Organization: []string{"gpukit"}},
-		DNSNames:    []string{"*." + domain, domain},
-		NotBefore:   now.Add(-time.Hour),
-		NotAfter:    now.Add(2 * 365 * 24 * time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}, nil, nil)
-}
-
-// covers: the PEM certificate names *.domain and is valid for 30 days more.
-func covers(certPEM []byte, domain string, now time.Time) bool {
-	b, _ := pem.Decode(certPEM)
-	if b == nil {
-		return false
-	}
-	c, err := x509.ParseCertificate(b.Bytes)
-	if err != nil {
-		return false
-	}
-	return slices.Contains(c.DNSNames, "*."+domain) && now.Add(30*24*time.Hour).Before(c.NotAfter)
-}
-
 // routesPhase applies the routes and the certificate: a self-signed one
 // made once (kept while it names the domain and stays valid a month), or
 // the operator's own, put in the same Secret without gpukit's
@@ -157,13 +127,13 @@ func (p *Platform) certificateSecret(ctx context.Context, h *engine.Host) (*yaml
 			return nil, false, err
 		case !madeByGpukit(s.Labels):
 			return nil, false, nil // the operator's own certificate
-		case covers(s.Data["tls.crt"], domain, time.Now()):
+		case pki.CoversDomain(s.Data["tls.crt"], domain, time.Now()):
 			cert, key, fresh = s.Data["tls.crt"], s.Data["tls.key"], false
 		}
 	}
 	if fresh {
 		var err error
-		if cert, key, err = certificate(domain, time.Now()); err != nil {
+		if cert, key, err = pki.IngressCertificate(domain, time.Now()); err != nil {
 			return nil, false, err
 		}
 	}

@@ -29,7 +29,7 @@ var layers = []struct {
 	pkgs []string
 }{
 	{"leaves: data, text and names, nothing of gpukit", []string{
-		"manifests", "internal/version", "pkg/event", "pkg/safetext", "pkg/redact", "pkg/osfamily", "pkg/compat", "pkg/atomicfile", "pkg/download", "pkg/localdir", "pkg/safe", "pkg/acceptance", "pkg/bundlefs", "pkg/debrepo", "pkg/pki", "pkg/imageref"}},
+		"manifests", "internal/version", "pkg/event", "pkg/safetext", "pkg/redact", "pkg/osfamily", "pkg/compat", "pkg/atomicfile", "pkg/download", "pkg/localdir", "pkg/safe", "pkg/acceptance", "pkg/bundlefs", "pkg/debrepo", "pkg/pki", "pkg/imageref", "pkg/dashboards"}},
 	{"the model: the inventory, a host's facts, and the MIG layouts decided from both", []string{
 		"pkg/facts", "pkg/inventory", "pkg/inventory/ansible", "pkg/mig"}},
 	{"transport: SSH and the scripts sent over it", []string{
