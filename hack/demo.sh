@@ -94,7 +94,9 @@ if [ "$orchestrator" = kubernetes ]; then
 fi
 if [ "$orchestrator" = swarm ]; then
 	swarm_inv=${inv%.yaml}-swarm.yaml
-	sed -e 's/^spec:$/spec:\n  orchestrator: swarm/' -e '0,/roles: \[control-plane\]/s//roles: [manager]/' "$inv" >"$swarm_inv"
+	# The platform's stacks need its images in the lab registry (TestLabSwarmPlatform
+	# pushes them): off in the demo.
+	sed -e 's/^spec:$/spec:\n  orchestrator: swarm\n  addons: {ingress: {enabled: false}, monitoring: {enabled: false}}/' -e '0,/roles: \[control-plane\]/s//roles: [manager]/' "$inv" >"$swarm_inv"
 	inv=$swarm_inv
 fi
 "$gpukit" inventory validate -i "$inv"

@@ -222,8 +222,8 @@ func (o *initOptions) run(cmd *cobra.Command, s Streams) error {
 			}
 		}
 	}
-	if f.Platform != nil && !o.dryRun {
-		if creds := f.Platform.Credentials(); len(creds) > 0 {
+	if !o.dryRun {
+		if creds := f.Credentials(); len(creds) > 0 {
 			path := cmp.Or(o.credentialsOut, l.inv.Cluster.Metadata.Name+".credentials")
 			keep(writeCredentials(l.out, path, creds))
 			res.Files.Credentials = path

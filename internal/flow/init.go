@@ -8,6 +8,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/kube"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
+	"github.com/gpukit/gpukit/pkg/swarmplatform"
 	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/pkg/probe"
 )
@@ -30,8 +31,20 @@ type Init struct {
 	// cluster's admin kubeconfig once the run fetched it.
 	Kube *kubeadm.Layer
 	// Platform is the platform on top (nil for swarm): the logins it
-	// generated.
-	Platform *kubeflow.Platform
+	// generated. SwarmPlatform is swarm's (nil for Kubernetes).
+	Platform      *kubeflow.Platform
+	SwarmPlatform *swarmplatform.Platform
+}
+
+// Credentials are the logins the platform generated in this run.
+func (i *Init) Credentials() []kubeflow.Credential {
+	switch {
+	case i.Platform != nil:
+		return i.Platform.Credentials()
+	case i.SwarmPlatform != nil:
+		return swarmCredentials(i.SwarmPlatform)
+	}
+	return nil
 }
 
 // firstControlPlane targets the first control plane of inv among the
@@ -87,6 +100,11 @@ func NewInit(inv *inventory.Inventory, o InitOptions) *Init {
 			sw.JoinWorkers(),  // swarm/join-workers   the workers, in parallel
 			sw.Labels(),       // swarm/labels         node labels from the facts and the inventory
 		)
+		// platform/ingress ... platform/training-metrics: as gpukit
+		// platform deploy runs them, those spec.addons enables.
+		platform := swarmplatform.New(swarmplatform.SiteOf(inv), firstManager(inv))
+		p.Phases = append(p.Phases, platform.Phases()...)
+		return &Init{Preflight: p, SwarmPlatform: platform}
 	}
 	if inv.Cluster.Spec.Orchestrator == inventory.Kubernetes {
 		kube := kubeadm.New(inv)

@@ -93,7 +93,7 @@ func platform(inv *inventory.Inventory, o KubeflowOptions) (*KubeflowDeploy, err
 	site, k := kubeflow.Site{}, inventory.Kubeflow{Version: inventory.DefaultKubeflowVersion}
 	if inv != nil {
 		if inv.Cluster.Spec.Orchestrator != inventory.Kubernetes {
-			return nil, fmt.Errorf("spec.orchestrator is %s: the platform and Kubeflow run on Kubernetes", inv.Cluster.Spec.Orchestrator)
+			return nil, fmt.Errorf("spec.orchestrator is %s: Kubeflow runs on Kubernetes only; gpukit platform deploy -i %s deploys the platform (Traefik, monitoring, training metrics) on a swarm", inv.Cluster.Spec.Orchestrator, inv.File)
 		}
 		site, k = kubeflow.SiteOf(inv), inv.Cluster.Spec.Kubeflow
 	}

@@ -159,7 +159,7 @@ func TestKubeflowDeployFlow(t *testing.T) {
 	}
 	sw := kubeInv()
 	sw.Cluster.Spec.Orchestrator = inventory.Swarm
-	if _, err := NewKubeflowDeploy(sw, KubeflowOptions{}); err == nil || !strings.Contains(err.Error(), "run on Kubernetes") {
+	if _, err := NewKubeflowDeploy(sw, KubeflowOptions{}); err == nil || !strings.Contains(err.Error(), "Kubeflow runs on Kubernetes only; gpukit platform deploy") {
 		t.Errorf("swarm: %v", err)
 	}
 }

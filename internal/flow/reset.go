@@ -9,6 +9,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/hostproxy"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/swarmplatform"
 )
 
 // Reset is `gpukit reset`: hosts leave the cluster and get their runtime's
@@ -62,15 +63,20 @@ func NewReset(inv *inventory.Inventory, names []string) (*Reset, error) {
 		machines = append(machines, m)
 	}
 	sw := swarm.New(inv)
+	var platform []engine.Phase
+	if first, ok := swarm.FirstManager(inv); ok && slices.Contains(names, first.Name) {
+		// reset/platform  the platform's stacks, before their manager leaves
+		platform = append(platform, swarmplatform.New(swarmplatform.SiteOf(inv), firstManager(inv)).Remove())
+	}
 	return &Reset{Hosts: names, Flow: Flow{
 		Name:     "gpukit reset",
 		Machines: machines,
-		Phases: append([]engine.Phase{
+		Phases: append(append(platform,
 			sw.Demote(names), // reset/demote        a staying manager demotes the leaving managers
 			engine.Scoped{Phase: sw.Leave(), Hosts: names},                  // reset/leave         leave the swarm, restore daemon.json and the runtime's config
 			sw.RemoveNodes(names),                                           // reset/remove-nodes  the staying manager forgets the nodes that left
 			engine.Scoped{Phase: hostproxy.New(inv).Remove(), Hosts: names}, // reset/proxy  gpukit's proxy settings removed
-		}, bundleResetPhases(inv, names)...),
+		), bundleResetPhases(inv, names)...),
 	}}, nil
 }
 

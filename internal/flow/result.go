@@ -41,6 +41,7 @@ const (
 	KindSwarmStatus      Kind = "swarm-status"
 	KindUpgrade          Kind = "upgrade"
 	KindKubeflowDeploy   Kind = "kubeflow-deploy"
+	KindPlatformDeploy   Kind = "platform-deploy"
 	KindKubeflowStatus   Kind = "kubeflow-status"
 	KindReset            Kind = "reset"
 	KindPhases           Kind = "phases"
@@ -158,6 +159,16 @@ type KubeflowDeployResult struct {
 	DryRun bool             `json:"dryRun,omitempty"`
 	Hosts  event.HostCounts `json:"hosts"`
 	Files  Files            `json:"files"`
+}
+
+// PlatformDeployResult is platform deploy's final object.
+type PlatformDeployResult struct {
+	Header
+	DryRun bool             `json:"dryRun,omitempty"`
+	Hosts  event.HostCounts `json:"hosts"`
+	Files  Files            `json:"files"`
+	// URLs are the platform's web UIs.
+	URLs []string `json:"urls,omitempty"`
 }
 
 // KubeflowStatusResult is kubeflow status's final object.

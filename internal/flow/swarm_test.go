@@ -32,7 +32,8 @@ func machineNames(ms []inventory.Machine) []string {
 func TestInitFlowSwarm(t *testing.T) {
 	f := NewInit(swarmInv(), InitOptions{})
 	got := phaseNames(f.Phases)
-	want := []string{"nvidia/verify", "nvidia/mig", "swarm/engine", "swarm/runtime", "swarm/init", "swarm/join-managers", "swarm/join-workers", "swarm/labels"}
+	want := []string{"nvidia/verify", "nvidia/mig", "swarm/engine", "swarm/runtime", "swarm/init", "swarm/join-managers", "swarm/join-workers", "swarm/labels",
+		"platform/ingress", "platform/monitoring", "platform/gpu-metrics", "platform/training-metrics"}
 	if !reflect.DeepEqual(got[len(got)-len(want):], want) {
 		t.Errorf("phases %v", got)
 	}
@@ -78,12 +79,15 @@ func TestAddNodeFlow(t *testing.T) {
 // reset of some hosts also connects to a manager that stays; of all, to
 // every host.
 func TestResetFlow(t *testing.T) {
+	swarmPhases := []string{"reset/demote", "reset/leave", "reset/remove-nodes", "reset/proxy"}
+	withPlatform := append([]string{"reset/platform"}, swarmPhases...)
 	for _, tt := range []struct {
-		names, hosts, machines []string
+		names, hosts, machines, phases []string
 	}{
-		{nil, []string{"m1", "m2", "w1", "w2"}, []string{"m1", "m2", "w1", "w2"}},
-		{[]string{"w1"}, []string{"w1"}, []string{"w1", "m1"}},
-		{[]string{"m1", "w2"}, []string{"m1", "w2"}, []string{"m1", "w2", "m2"}},
+		{nil, []string{"m1", "m2", "w1", "w2"}, []string{"m1", "m2", "w1", "w2"}, withPlatform},
+		// the platform stays while its first manager does
+		{[]string{"w1"}, []string{"w1"}, []string{"w1", "m1"}, swarmPhases},
+		{[]string{"m1", "w2"}, []string{"m1", "w2"}, []string{"m1", "w2", "m2"}, withPlatform},
 	} {
 		f, err := NewReset(swarmInv(), tt.names)
 		if err != nil {
@@ -92,7 +96,7 @@ func TestResetFlow(t *testing.T) {
 		if !reflect.DeepEqual(f.Hosts, tt.hosts) || !reflect.DeepEqual(machineNames(f.Machines), tt.machines) {
 			t.Errorf("%v: hosts %v, machines %v", tt.names, f.Hosts, machineNames(f.Machines))
 		}
-		if got := phaseNames(f.Phases); !reflect.DeepEqual(got, []string{"reset/demote", "reset/leave", "reset/remove-nodes", "reset/proxy"}) {
+		if got := phaseNames(f.Phases); !reflect.DeepEqual(got, tt.phases) {
 			t.Errorf("phases %v", got)
 		}
 		// The result names the hosts reset, not the manager that stays.

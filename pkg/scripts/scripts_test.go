@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpukit/gpukit/manifests"
 	"github.com/gpukit/gpukit/pkg/facts"
@@ -137,6 +138,13 @@ func cases() []goldenCase {
 		{waitBootTemplate.name, anyFamily, "", func() (ssh.Command, error) { return WaitBoot(WaitBootParams{TimeoutSeconds: 300}) }},
 		{dockerConfigTemplate.name, anyFamily, "", func() (ssh.Command, error) {
 			return DockerConfig(BackupParams{BackupDir: "/var/lib/gpukit/swarm/originals"}, "{}", "", "/etc/docker/certs.d/registry.site:8443/gpukit-mirror-ca.crt", "-----BEGIN CERTIFICATE-----")
+		}},
+		{swarmPlatformStateTemplate.name, anyFamily, "", func() (ssh.Command, error) { return SwarmPlatformState(swarmPlatform) }},
+		{swarmStackDeployTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return SwarmStackDeploy(swarmPlatform, "gpukit-monitoring", 10*time.Minute)
+		}},
+		{swarmPlatformRemoveTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return SwarmPlatformRemove(swarmPlatform, []string{"gpukit-ingress", "gpukit-monitoring"})
 		}},
 		{swarmInitTemplate.name, anyFamily, "", func() (ssh.Command, error) {
 			return SwarmInit(SwarmAddrParams{AdvertiseAddr: "10.0.0.10", ListenAddr: "10.0.0.10:2377"})
@@ -420,3 +428,7 @@ func TestQuote(t *testing.T) {
 		t.Error("a NUL byte cannot be quoted and must be refused")
 	}
 }
+
+// swarmPlatform are pkg/swarmplatform's places.
+var swarmPlatform = SwarmPlatformParams{Dir: "/var/lib/gpukit/platform", Network: "gpukit-platform", StackLabel: "dev.gpukit.stack",
+	PasswordFile: "gpukit-monitoring/grafana-admin", CertFile: "gpukit-ingress/ingress.crt", KeyFile: "gpukit-ingress/ingress.key", TimeoutSeconds: 300}

@@ -315,3 +315,78 @@ func DockerCheckpoint(p DockerCheckpointParams) (ssh.Command, error) {
 	c.Args = []string{p.Container, p.Signal, p.Command, strconv.Itoa(int(p.Timeout / time.Second))}
 	return c, err
 }
+
+// The swarm platform's scripts (pkg/swarmplatform decides, these render).
+var (
+	swarmPlatformStateTemplate  = parse[SwarmPlatformParams]("swarm-platform-state.sh")
+	swarmStackDeployTemplate    = parse[SwarmPlatformParams]("swarm-stack-deploy.sh")
+	swarmPlatformRemoveTemplate = parse[SwarmPlatformParams]("swarm-platform-remove.sh")
+)
+
+// SwarmPlatformParams place the swarm platform on its manager.
+type SwarmPlatformParams struct {
+	// Dir holds a directory per stack: its stack.yml, configs and secrets.
+	Dir string
+	// Network is the attachable overlay network the stacks share.
+	Network string
+	// StackLabel labels the platform's configs and secrets with their stack.
+	StackLabel string
+	// PasswordFile, CertFile and KeyFile are the Grafana password's and the
+	// ingress certificate's files, relative to Dir.
+	PasswordFile, CertFile, KeyFile string
+	// TimeoutSeconds bounds the removal's waits.
+	TimeoutSeconds int
+}
+
+var dockerName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+
+// Validate checks every value that reaches the scripts.
+func (p SwarmPlatformParams) Validate() error {
+	if !filePath.MatchString(p.Dir) {
+		return fmt.Errorf("platform directory %q", p.Dir)
+	}
+	for _, n := range []string{p.Network, p.StackLabel} {
+		if !dockerName.MatchString(n) {
+			return fmt.Errorf("docker name %q", n)
+		}
+	}
+	for _, f := range []string{p.PasswordFile, p.CertFile, p.KeyFile} {
+		if !filePath.MatchString("/" + f) {
+			return fmt.Errorf("platform file %q", f)
+		}
+	}
+	if p.TimeoutSeconds < 0 {
+		return fmt.Errorf("timeout %d", p.TimeoutSeconds)
+	}
+	return nil
+}
+
+// SwarmPlatformState returns the read-only command that prints the swarm
+// platform's state on the first manager.
+func SwarmPlatformState(p SwarmPlatformParams) (ssh.Command, error) {
+	return command("read the platform's stacks", swarmPlatformStateTemplate, p)
+}
+
+// SwarmStackDeploy returns the command that deploys stack (its files
+// uploaded under p.Dir/stack) and waits up to timeout for it to run.
+func SwarmStackDeploy(p SwarmPlatformParams, stack string, timeout time.Duration) (ssh.Command, error) {
+	c, err := command("deploy stack "+stack, swarmStackDeployTemplate, p)
+	if err == nil && !dockerName.MatchString(stack) {
+		err = fmt.Errorf("stack name %q", stack)
+	}
+	c.Args = []string{stack, strconv.Itoa(int(timeout.Seconds()))}
+	return c, err
+}
+
+// SwarmPlatformRemove returns the command that removes the stacks and
+// everything of the platform on the manager.
+func SwarmPlatformRemove(p SwarmPlatformParams, stacks []string) (ssh.Command, error) {
+	c, err := command("remove the platform's stacks", swarmPlatformRemoveTemplate, p)
+	for _, s := range stacks {
+		if err == nil && !dockerName.MatchString(s) {
+			err = fmt.Errorf("stack name %q", s)
+		}
+	}
+	c.Args = stacks
+	return c, err
+}

@@ -18,6 +18,9 @@ const LabelPrefix = "gpukit."
 // Node labels from the facts, for placement constraints
 // (--constraint node.labels.gpukit.gpu.product==...).
 const (
+	// LabelGPU is "true" on every GPU node: a constraint can ask for one
+	// (Docker's constraints cannot ask whether a label is there).
+	LabelGPU        = LabelPrefix + "gpu"
 	LabelGPUProduct = LabelPrefix + "gpu.product"
 	LabelGPUCount   = LabelPrefix + "gpu.count"
 	LabelGPUMemory  = LabelPrefix + "gpu.memory-mib"
@@ -31,6 +34,7 @@ const (
 func NodeLabels(m inventory.Machine, f *facts.Facts) map[string]string {
 	out := map[string]string{}
 	if g, ok := facts.Summarize(f); ok {
+		out[LabelGPU] = "true"
 		out[LabelGPUProduct] = strings.Join(g.Products, ",")
 		out[LabelGPUCount] = strconv.Itoa(g.Count)
 		if g.MemMiB > 0 {

@@ -21,12 +21,12 @@ func TestNodeLabels(t *testing.T) {
 		{"no facts", inventory.Machine{}, nil, map[string]string{}},
 		{"no GPU, inventory labels", inventory.Machine{Labels: map[string]string{"rack": "r1"}}, &facts.Facts{}, map[string]string{"rack": "r1"}},
 		{"eight H100", inventory.Machine{}, &facts.Facts{GPUs: []facts.GPU{h100, h100, h100, h100, h100, h100, h100, h100}}, map[string]string{
-			LabelGPUProduct: "NVIDIA H100 80GB HBM3", LabelGPUCount: "8", LabelGPUMemory: "81559", LabelDriver: "580.95.05", LabelCUDA: "13.0"}},
+			LabelGPU: "true", LabelGPUProduct: "NVIDIA H100 80GB HBM3", LabelGPUCount: "8", LabelGPUMemory: "81559", LabelDriver: "580.95.05", LabelCUDA: "13.0"}},
 		{"mixed products, an inventory label wins", inventory.Machine{Labels: map[string]string{LabelGPUCount: "override"}},
 			&facts.Facts{GPUs: []facts.GPU{h100, l40s}}, map[string]string{
-				LabelGPUProduct: "NVIDIA H100 80GB HBM3,NVIDIA L40S", LabelGPUCount: "override", LabelGPUMemory: "81559", LabelDriver: "580.95.05", LabelCUDA: "13.0"}},
+				LabelGPU: "true", LabelGPUProduct: "NVIDIA H100 80GB HBM3,NVIDIA L40S", LabelGPUCount: "override", LabelGPUMemory: "81559", LabelDriver: "580.95.05", LabelCUDA: "13.0"}},
 		{"old driver: its CUDA", inventory.Machine{}, &facts.Facts{GPUs: []facts.GPU{{Name: "A100", Driver: "535.261.03"}}}, map[string]string{
-			LabelGPUProduct: "A100", LabelGPUCount: "1", LabelDriver: "535.261.03", LabelCUDA: "12.2"}},
+			LabelGPU: "true", LabelGPUProduct: "A100", LabelGPUCount: "1", LabelDriver: "535.261.03", LabelCUDA: "12.2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

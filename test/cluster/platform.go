@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpukit/gpukit/manifests"
 	"github.com/gpukit/gpukit/pkg/charts"
 	"github.com/gpukit/gpukit/test/fixtures"
 	"github.com/gpukit/gpukit/test/lab"
@@ -50,12 +51,7 @@ func PlatformImages(t testing.TB, chartsDir string, monitoring charts.Chart, sta
 		t.Fatalf("%s/versions: prometheus-operator %s, but chart %s runs %s: build the chart's (test/k8s/platform/operator/go.mod)",
 			set, operator, monitoring.Name, ch.Metadata.AppVersion)
 	}
-	// The module's v0.3XY.Z is Prometheus v3.XY.Z.
-	minor, patch, ok := strings.Cut(strings.TrimPrefix(v["prometheus"], "v0.3"), ".")
-	if !ok || len(minor) != 2 {
-		t.Fatalf("%s/versions: prometheus %q is not a module version v0.3XY.Z", set, v["prometheus"])
-	}
-	prometheusVersion = "v3." + strings.TrimPrefix(minor, "0") + "." + patch
+	prometheusVersion = prometheusOf(t, set, v["prometheus"])
 	bin := func(ref, file, at string) Image {
 		return Image{Ref: ref, Upstream: ref, Files: map[string]string{at: filepath.Join(set, file)}, Entrypoint: []string{at}}
 	}
@@ -69,6 +65,17 @@ func PlatformImages(t testing.TB, chartsDir string, monitoring charts.Chart, sta
 		t.Fatalf("gpukit runs %s, the build is statsd_exporter %s", statsd, tag)
 	}
 	return images, prometheusVersion
+}
+
+// prometheusOf is the Prometheus release of the module version the set
+// built: the module's v0.3XY.Z is Prometheus v3.XY.Z.
+func prometheusOf(t testing.TB, set, module string) string {
+	t.Helper()
+	minor, patch, ok := strings.Cut(strings.TrimPrefix(module, "v0.3"), ".")
+	if !ok || len(minor) != 2 {
+		t.Fatalf("%s/versions: prometheus %q is not a module version v0.3XY.Z", set, module)
+	}
+	return "v3." + strings.TrimPrefix(minor, "0") + "." + patch
 }
 
 // LabMonitoring is spec.addons.monitoring for a lab cluster whose registry
@@ -243,4 +250,50 @@ func (s Site) setMonitoring(addons *yaml.Node) error {
 	}
 	set(addons, "monitoring", m.Content[0])
 	return nil
+}
+
+// SwarmPlatformImages pushes the swarm platform's images to l's registry
+// under the bill of materials' names (the site's spec.mirrors.registry
+// then names them, as Docker mirrors only Docker Hub), what runs real and
+// what stands in labelled as on Kubernetes:
+//   - real, built from Go modules: Traefik at the traefik chart's
+//     appVersion (test/k8s/build.sh traefik), Prometheus, node exporter and
+//     the statsd exporter (build.sh platform), each checked against the
+//     bill's tag;
+//   - Grafana's STAND-IN (test/standins/grafana: AGPL) and the GPU
+//     SIMULATOR's dcgm-exporter (dcgmExporter, replaying capture).
+func SwarmPlatformImages(t testing.TB, l *lab.Lab, dcgmExporter, capture string) {
+	t.Helper()
+	began := time.Now()
+	ref := func(name string) string { return manifests.Bill().Image(name).Ref }
+	tr, plat := Build(t, "traefik"), Build(t, "platform")
+	built := runtimeVersions(t, plat)
+	maps.Copy(built, runtimeVersions(t, tr))
+	prom := prometheusOf(t, plat, built["prometheus"])
+	for name, v := range map[string]string{"traefik": built["traefik"], "prometheus": prom, "node-exporter": built["node_exporter"], "statsd-exporter": built["statsd_exporter"]} {
+		if _, tag, _ := strings.Cut(ref(name), ":"); tag != v && !strings.HasPrefix(tag, v+"-") {
+			t.Fatalf("the bill's %s is %s; the lab builds %s (test/k8s/build.sh)", name, ref(name), v)
+		}
+	}
+	bin := func(name, file, at string, args ...string) Image {
+		return Image{Ref: ref(name), Upstream: ref(name), Files: map[string]string{at: file}, Entrypoint: append([]string{at}, args...)}
+	}
+	Mirror(t, l,
+		bin("traefik", filepath.Join(tr, "traefik"), "/usr/local/bin/traefik"),
+		bin("prometheus", filepath.Join(plat, "prometheus"), "/bin/prometheus"),
+		bin("node-exporter", filepath.Join(plat, "node_exporter"), "/bin/node_exporter"),
+		bin("statsd-exporter", filepath.Join(plat, "statsd_exporter"), "/bin/statsd_exporter"),
+		bin("grafana", GrafanaStandIn(t), "/usr/share/grafana/bin/grafana"),
+		Image{Ref: ref("dcgm-exporter"), Upstream: ref("dcgm-exporter"), Files: map[string]string{"/bin/dcgm-exporter": dcgmExporter, "/etc/gpusim/dcgm.prom": capture},
+			Entrypoint: []string{"/bin/dcgm-exporter"}},
+	)
+	t.Logf("the swarm platform's 6 images (Traefik, Prometheus, node exporter, the statsd exporter built; Grafana's stand-in, the simulator's DCGM exporter) pushed to the lab registry in %s",
+		time.Since(began).Round(time.Millisecond))
+}
+
+// MirrorRegistry is spec.mirrors.registry for l's registry as the public
+// registries' mirror (where Mirror pushes).
+func MirrorRegistry(t testing.TB, l *lab.Lab) string {
+	t.Helper()
+	return "http://" + l.Registry(t) + "/" + mirrorPath
 }

@@ -43,7 +43,7 @@ var layers = []struct {
 	{"installers", []string{
 		"pkg/nvidia", "pkg/bootstrap/kubeadm", "pkg/bootstrap/swarm", "pkg/preflight", "pkg/hostproxy", "pkg/bundlehost"}},
 	{"the cluster API's users and the reports", []string{
-		"pkg/kubeflow", "pkg/upgrade", "pkg/dcgm", "pkg/gpuhealth", "pkg/verify"}},
+		"pkg/kubeflow", "pkg/upgrade", "pkg/dcgm", "pkg/gpuhealth", "pkg/verify", "pkg/swarmplatform"}},
 	{"what an air-gapped site needs for an inventory, from every layer above the API's users", []string{"pkg/bundle"}},
 	{"flows", []string{"internal/flow"}},
 	{"the command line", []string{"internal/cli"}},

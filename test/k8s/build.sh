@@ -9,7 +9,7 @@
 #   build.sh runtime    the lab hosts' runtime (module runtime)
 #   build.sh flannel    the lab's pod network (module flannel: flanneld, install-conf;
 #                       its nested module cni: the flannel CNI plugin)
-#   build.sh platform   the platform's programs (module platform: statsd_exporter, prometheus;
+#   build.sh platform   the platform's programs (module platform: statsd_exporter, prometheus, node_exporter;
 #                       its nested module operator: prometheus-operator and its config reloader)
 #   build.sh traefik    the platform's ingress proxy (module traefik: Traefik at the chart's
 #                       appVersion, two modules the proxy cannot serve stood in: traefik/tools.go)
@@ -31,7 +31,7 @@
 # The flannel set: flanneld (cgo, static), install-conf, cp (the chart's init
 # container copies the CNI plugin with it), flannel (the CNI plugin); versions.
 # The platform set: statsd_exporter, prometheus (no web UI assets), prometheus-operator,
-# prometheus-config-reloader; versions.
+# prometheus-config-reloader, node_exporter; versions.
 # The traefik set: traefik; versions.
 #
 # A cold Kubernetes set takes about 6 minutes and 2-3 GB of memory per link
@@ -179,7 +179,7 @@ build_flannel() {
 }
 
 build_platform() {
-	local v p o
+	local v p o n
 	v=$(modversion . github.com/prometheus/statsd_exporter)
 	p=$(modversion . github.com/prometheus/prometheus)
 	echo "build.sh: building statsd_exporter $v, Prometheus (module $p) and prometheus-operator into $out (cold: about 8 minutes)" >&2
@@ -191,7 +191,10 @@ build_platform() {
 	(cd operator && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=${o#v}" -o "$tmp/prometheus-operator" github.com/prometheus-operator/prometheus-operator/cmd/operator) >&2
 	# The sidecar and init container the operator adds to each Prometheus pod.
 	(cd operator && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=${o#v}" -o "$tmp/prometheus-config-reloader" github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader) >&2
-	printf 'statsd_exporter %s\nprometheus %s\nprometheus-operator %s\n' "$v" "$p" "$o" >"$tmp/versions"
+	# The swarm platform's node exporter.
+	n=$(modversion . github.com/prometheus/node_exporter)
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=${n#v}" -o "$tmp/node_exporter" github.com/prometheus/node_exporter >&2
+	printf 'statsd_exporter %s\nprometheus %s\nprometheus-operator %s\nnode_exporter %s\n' "$v" "$p" "$o" "$n" >"$tmp/versions"
 }
 
 build_traefik() {

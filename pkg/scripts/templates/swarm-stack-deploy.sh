@@ -1,0 +1,46 @@
+# Deploys the stack $1 from {{.Dir}}/$1/stack.yml (gpukit uploaded it, its
+# configs and its secrets) through this manager's docker, on the attachable
+# overlay network the platform's stacks share; removes the stack's configs
+# and secrets that the new deployment no longer names (those still in use
+# stay); then waits up to $2 seconds for every service of the stack to run
+# as many tasks as it wants, with no update under way, and says which
+# did not.
+stack=$1
+timeout=$2
+dir={{quote .Dir}}/$stack
+net={{quote .Network}}
+if ! docker network inspect "$net" >/dev/null 2>&1; then
+  docker network create --driver overlay --attachable --label {{quote .StackLabel}}=platform "$net" >/dev/null
+  echo "gpukit: network $net created"
+fi
+docker stack deploy --prune -c "$dir/stack.yml" "$stack"
+for kind in config secret; do
+  docker "$kind" ls --filter "label={{.StackLabel}}=$stack" --format '{{"{{.Name}}"}}' | while read -r name; do
+    if ! grep -qxF "$name" "$dir/names"; then
+      if docker "$kind" rm "$name" >/dev/null 2>&1; then echo "gpukit: $kind $name removed (no longer deployed)"; fi
+    fi
+  done
+done
+converged() {
+  local name replicas state ids
+  while read -r name replicas _; do
+    replicas=${replicas%% *}
+    [ "${replicas%%/*}" = "${replicas##*/}" ] || return 1
+  done < <(docker service ls --filter "label=com.docker.stack.namespace=$stack" --format '{{"{{.Name}} {{.Replicas}}"}}')
+  mapfile -t ids < <(docker service ls -q --filter "label=com.docker.stack.namespace=$stack")
+  [ "${#ids[@]}" -gt 0 ] || return 1
+  while read -r name state; do
+    case $state in updating | rollback_started | paused | rollback_paused) return 1 ;; esac
+  done < <(docker service inspect --format '{{"{{.Spec.Name}} {{if .UpdateStatus}}{{.UpdateStatus.State}}{{end}}"}}' "${ids[@]}")
+}
+deadline=$((SECONDS + timeout))
+until converged; do
+  if [ "$SECONDS" -ge "$deadline" ]; then
+    echo "gpukit: the services of $stack did not converge in ${timeout}s:" >&2
+    docker service ls --filter "label=com.docker.stack.namespace=$stack" >&2
+    docker stack ps --no-trunc --filter desired-state=running --format '{{"{{.Name}} {{.Node}} {{.CurrentState}} {{.Error}}"}}' "$stack" >&2 || true
+    exit 1
+  fi
+  sleep 1
+done
+echo "gpukit: stack $stack running"

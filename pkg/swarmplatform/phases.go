@@ -1,0 +1,341 @@
+package swarmplatform
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/pki"
+	"github.com/gpukit/gpukit/pkg/scripts"
+	"github.com/gpukit/gpukit/pkg/ssh"
+)
+
+// The platform's phases on swarm: the Kubernetes platform's names, each
+// one stack (the dashboards are the monitoring stack's Grafana's files).
+const (
+	PhaseIngress         = "platform/ingress"
+	PhaseMonitoring      = "platform/monitoring"
+	PhaseGPUMetrics      = "platform/gpu-metrics"
+	PhaseTrainingMetrics = "platform/training-metrics"
+	// PhaseRemove is reset's: every stack, and what they left.
+	PhaseRemove = "reset/platform"
+)
+
+// DeployTimeout bounds the wait for a stack's services to run (images are
+// pulled then).
+const DeployTimeout = 10 * time.Minute
+
+// params are the scripts' places.
+var params = scripts.SwarmPlatformParams{Dir: Dir, Network: Network, StackLabel: LabelStack,
+	PasswordFile: passwordFile, CertFile: certFile, KeyFile: keyFile, TimeoutSeconds: 300}
+
+// Credential is a login the run generated.
+type Credential struct{ What, User, Password string }
+
+// Platform is the swarm platform's phases for a site, run on the first
+// manager (target picks it).
+type Platform struct {
+	site   Site
+	target func([]*engine.Host) []*engine.Host
+
+	mu    sync.Mutex
+	st    *state
+	creds []Credential
+}
+
+// New returns the platform of site, deployed from the host target picks.
+func New(site Site, target func([]*engine.Host) []*engine.Host) *Platform {
+	return &Platform{site: site, target: target}
+}
+
+// Credentials are the logins this run generated (an earlier run's are not
+// read back: the file it wrote holds them).
+func (p *Platform) Credentials() []Credential {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.creds)
+}
+
+// URLs are the platform's web UIs (Grafana through Traefik), for status.
+func (s Site) URLs() []string {
+	if h := s.grafanaHost(); h != "" && on(s.Addons.Monitoring.Enabled) {
+		return []string{"https://" + h}
+	}
+	return nil
+}
+
+// Phases are the platform's, those the site enables.
+func (p *Platform) Phases() []engine.Phase {
+	a := p.site.Addons
+	var out []engine.Phase
+	if on(a.Ingress.Enabled) {
+		out = append(out, &stackPhase{p: p, id: PhaseIngress, stack: StackIngress, title: "Deploy Traefik on the managers' ports 80 and 443 with TLS"})
+	}
+	if on(a.Monitoring.Enabled) {
+		out = append(out, &stackPhase{p: p, id: PhaseMonitoring, stack: StackMonitoring, title: "Deploy Prometheus, Grafana with gpukit's dashboards, and node exporter"})
+		if on(a.Monitoring.GPUMetrics.Enabled) {
+			out = append(out, &stackPhase{p: p, id: PhaseGPUMetrics, stack: StackGPUMetrics, title: "Deploy NVIDIA's DCGM exporter on the GPU nodes"})
+		}
+		out = append(out, &stackPhase{p: p, id: PhaseTrainingMetrics, stack: StackTraining, title: "Deploy the statsd exporter for training metrics"})
+	}
+	return out
+}
+
+// Remove is reset's phase: the stacks and what they left on the manager.
+func (p *Platform) Remove() engine.Phase { return &removePhase{p: p} }
+
+// state is what the manager's docker and files say of the platform.
+type state struct {
+	node string
+	// services by swarm name: digest, update state, replicas "running/wanted"
+	digest, update, replicas map[string]string
+	passwordSum              string
+	cert                     []byte
+}
+
+func parseState(out []byte) (*state, error) {
+	s := &state{digest: map[string]string{}, update: map[string]string{}, replicas: map[string]string{}}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), "=")
+		if !ok {
+			continue
+		}
+		kind, name, _ := strings.Cut(k, " ")
+		switch kind {
+		case "node":
+			s.node = v
+		case "digest":
+			d, u, _ := strings.Cut(v, " ")
+			s.digest[name], s.update[name] = d, u
+		case "replicas":
+			s.replicas[name] = v
+		case "password.sha256":
+			s.passwordSum = v
+		case "ingress.crt":
+			b, err := base64.StdEncoding.DecodeString(v)
+			if err != nil {
+				return nil, fmt.Errorf("the ingress certificate: %w", err)
+			}
+			s.cert = b
+		}
+	}
+	return s, sc.Err()
+}
+
+// state reads the manager once per run (a deployment reads it again).
+func (p *Platform) state(ctx context.Context, h *engine.Host) (*state, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.st != nil {
+		return p.st, nil
+	}
+	cmd, err := scripts.SwarmPlatformState(params)
+	if err != nil {
+		return nil, err
+	}
+	res, err := h.Run(ctx, "read the platform's stacks", cmd, engine.DataOutput())
+	if err != nil {
+		return nil, err
+	}
+	if p.st, err = parseState(res.Stdout); err != nil {
+		return nil, err
+	}
+	return p.st, nil
+}
+
+// rendered is a stack as this run would deploy it, and its secrets made
+// now (nil: kept).
+type rendered struct {
+	stack           Stack
+	digest          string
+	cert, key       []byte
+	password        []byte
+	newCertificate  bool
+	newGrafanaLogin bool
+}
+
+// render makes the phase's stack from what the manager has: a kept
+// certificate while it covers the domain, a kept Grafana password.
+func (p *Platform) render(stack string, st *state) (r rendered, err error) {
+	s := p.site
+	switch stack {
+	case StackIngress:
+		domain := s.Addons.Ingress.Domain
+		keep := st.cert != nil && domain != "" && pki.CoversDomain(st.cert, domain, time.Now())
+		cert := st.cert
+		if !keep {
+			if domain == "" {
+				return r, fmt.Errorf("no ingress domain (spec.addons.ingress.domain): the certificate needs one")
+			}
+			if cert, r.key, err = pki.IngressCertificate(domain, time.Now()); err != nil {
+				return r, err
+			}
+			r.cert, r.newCertificate = cert, true
+		}
+		r.stack, err = s.ingress(cert, keep, r.key)
+	case StackMonitoring:
+		keep := st.passwordSum != ""
+		pw := []byte(st.passwordSum) // kept: the file's sha256, which names its secret
+		if !keep {
+			b := make([]byte, 24)
+			if _, err := rand.Read(b); err != nil {
+				return r, err
+			}
+			r.password = []byte(base64.RawURLEncoding.EncodeToString(b))
+			pw, r.newGrafanaLogin = r.password, true
+		}
+		r.stack, err = s.monitoring(st.node, pw, keep)
+	case StackGPUMetrics:
+		r.stack, err = s.gpuMetrics()
+	case StackTraining:
+		r.stack, err = s.training()
+	default:
+		err = fmt.Errorf("no stack %s", stack)
+	}
+	if err == nil {
+		r.digest, err = r.stack.Digest()
+	}
+	return r, err
+}
+
+// stackPhase deploys one stack on the first manager.
+type stackPhase struct {
+	p                *Platform
+	id, stack, title string
+}
+
+func (s *stackPhase) Name() string  { return s.id }
+func (s *stackPhase) Title() string { return s.title }
+func (s *stackPhase) Targets(hosts []*engine.Host) []*engine.Host {
+	return s.p.target(hosts)
+}
+
+// converged says why the stack runs as rendered, or "" when it does not:
+// every service there, with the digest, no update under way, every task
+// it wants running.
+func converged(r rendered, st *state) string {
+	for _, svc := range r.stack.Services {
+		name := serviceName(r.stack.Name, svc.Name)
+		running, wanted, _ := strings.Cut(st.replicas[name], "/")
+		wanted, _, _ = strings.Cut(wanted, " ")
+		if st.digest[name] != r.digest || st.update[name] != "none" && st.update[name] != "completed" || running != wanted {
+			return ""
+		}
+	}
+	return fmt.Sprintf("stack %s: %d service(s) running as deployed (%s)", r.stack.Name, len(r.stack.Services), r.digest)
+}
+
+func (s *stackPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
+	st, err := s.p.state(ctx, h)
+	if err != nil {
+		return false, "", err
+	}
+	if st.node == "" {
+		if h.DryRun() {
+			return true, "", nil // the swarm is made earlier in the run
+		}
+		return false, "", fmt.Errorf("%s is not a manager of a swarm (docker info names no node): the swarm phases must succeed first", h.Name())
+	}
+	r, err := s.p.render(s.stack, st)
+	if err != nil {
+		return false, "", err
+	}
+	if why := converged(r, st); why != "" {
+		return false, why, nil
+	}
+	return true, "", nil
+}
+
+func (s *stackPhase) Run(ctx context.Context, h *engine.Host) error {
+	st, err := s.p.state(ctx, h)
+	if err != nil {
+		return err
+	}
+	r, err := s.p.render(s.stack, st)
+	if err != nil {
+		return err
+	}
+	dir := Dir + "/" + s.stack
+	compose, err := r.stack.Compose(dir, r.digest)
+	if err != nil {
+		return err
+	}
+	// The secrets first: a password only once, in a file of mode 0600.
+	if r.password != nil {
+		h.AddSecret(string(r.password))
+	}
+	uploads := []ssh.File{
+		{Path: dir + "/stack.yml", Mode: 0o644, Content: bytes.NewReader(compose), Sudo: true},
+		{Path: dir + "/names", Mode: 0o644, Content: strings.NewReader(strings.Join(r.stack.Names(), "\n") + "\n"), Sudo: true},
+	}
+	for i, files := range []map[string]File{r.stack.Configs, r.stack.Secrets} {
+		mode := os.FileMode(0o644)
+		if i == 1 {
+			mode = 0o600
+		}
+		for _, k := range slices.Sorted(maps.Keys(files)) {
+			if f := files[k]; !f.Keep {
+				uploads = append(uploads, ssh.File{Path: dir + "/" + k, Mode: mode, Content: bytes.NewReader(f.Content), Sudo: true})
+			}
+		}
+	}
+	for _, f := range uploads {
+		if err := h.Upload(ctx, "upload "+strings.TrimPrefix(f.Path, Dir+"/"), f); err != nil {
+			return err
+		}
+	}
+	cmd, err := scripts.SwarmStackDeploy(params, s.stack, DeployTimeout)
+	if err != nil {
+		return err
+	}
+	if _, err := h.Apply(ctx, fmt.Sprintf("deploy stack %s (%d service(s))", s.stack, len(r.stack.Services)), cmd, engine.Timeout(DeployTimeout+time.Minute)); err != nil {
+		return err
+	}
+	if r.newGrafanaLogin && !h.DryRun() {
+		s.p.mu.Lock()
+		s.p.creds = append(s.p.creds, Credential{What: "Grafana", User: GrafanaUser, Password: string(r.password)})
+		s.p.mu.Unlock()
+	}
+	return nil
+}
+
+// removePhase removes the platform from the swarm (reset).
+type removePhase struct{ p *Platform }
+
+func (*removePhase) Name() string  { return PhaseRemove }
+func (*removePhase) Title() string { return "Remove the platform's stacks" }
+func (r *removePhase) Targets(hosts []*engine.Host) []*engine.Host {
+	return r.p.target(hosts)
+}
+
+func (r *removePhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
+	st, err := r.p.state(ctx, h)
+	if err != nil {
+		return false, "", err
+	}
+	if len(st.digest) == 0 && st.passwordSum == "" && st.cert == nil {
+		return false, "no platform stack", nil
+	}
+	return true, "", nil
+}
+
+func (r *removePhase) Run(ctx context.Context, h *engine.Host) error {
+	cmd, err := scripts.SwarmPlatformRemove(params, Stacks)
+	if err != nil {
+		return err
+	}
+	_, err = h.Apply(ctx, "remove the platform's stacks", cmd)
+	return err
+}
