@@ -8,9 +8,9 @@ import (
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/kube"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
-	"github.com/gpukit/gpukit/pkg/swarmplatform"
 	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/pkg/probe"
+	"github.com/gpukit/gpukit/pkg/swarmplatform"
 )
 
 // InitOptions are `gpukit init`'s choices that are not in the inventory.
