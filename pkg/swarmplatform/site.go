@@ -193,7 +193,7 @@ func (s Site) monitoring(node string, password []byte, keep bool) (Stack, error)
 		Name: StackMonitoring,
 		Services: []Service{
 			{
-				Name: "prometheus", Image: imgs[0], Constraints: here, User: "root", // the docker socket's
+				Name: "prometheus", Image: imgs[0], Constraints: here, User: "0:0", // the docker socket's (by number: a distroless image has no passwd)
 				Command: []string{"--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus", "--storage.tsdb.retention.time=15d"},
 				Volumes: []string{"prometheus-data:/prometheus", "/var/run/docker.sock:/var/run/docker.sock:ro"},
 				Configs: []Mount{{Key: "prometheus.yml", Target: "/etc/prometheus/prometheus.yml"}},

@@ -61,21 +61,17 @@ func TestLabSwarmPlatform(t *testing.T) {
 		wg.Go(func() { l.UseDebianMirror(t, h) })
 	}
 	wg.Wait()
-	t.Chdir(t.TempDir()) // init writes ./<cluster>.credentials
+	credsFile := filepath.Join(dir, "swarm.credentials")
 
 	began := time.Now()
-	r := runInit(t, "init", "-i", inv)
+	r := runInit(t, "init", "-i", inv, "--credentials-out", credsFile)
 	if r.code != cli.ExitOK {
 		t.Fatalf("init: exit %d %+v %v\n%s\n%s", r.code, r.counts, r.failed, r.out, l.SSH(t, "lab-1", "docker service ls; docker stack ps --no-trunc gpukit-monitoring gpukit-ingress 2>&1 | head -40"))
 	}
 	t.Logf("init (NVIDIA stack, docker, swarm, platform) on 3 hosts: %s; platform/ingress %s, platform/monitoring %s, platform/gpu-metrics %s, platform/training-metrics %s",
 		time.Since(began).Round(100*time.Millisecond), phaseTime(r, swarmplatform.PhaseIngress), phaseTime(r, swarmplatform.PhaseMonitoring),
 		phaseTime(r, swarmplatform.PhaseGPUMetrics), phaseTime(r, swarmplatform.PhaseTrainingMetrics))
-	files, _ := filepath.Glob("*.credentials")
-	if len(files) != 1 {
-		t.Fatalf("init wrote credential files %v, want one", files)
-	}
-	creds, err := os.ReadFile(files[0])
+	creds, err := os.ReadFile(credsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +203,7 @@ func TestLabSwarmPlatform(t *testing.T) {
 
 	t.Run("a second init changes nothing", func(t *testing.T) {
 		began := time.Now()
-		r := runInit(t, "init", "-i", inv)
+		r := runInit(t, "init", "-i", inv, "--credentials-out", credsFile)
 		if r.code != cli.ExitOK || r.counts.Changed != 0 || len(r.writeSteps()) != 0 {
 			t.Fatalf("second init: exit %d %+v writes %v\n%s", r.code, r.counts, r.writeSteps(), r.out)
 		}

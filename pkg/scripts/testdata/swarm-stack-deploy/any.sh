@@ -35,12 +35,18 @@ converged() {
     case $state in updating | rollback_started | paused | rollback_paused) return 1 ;; esac
   done < <(docker service inspect --format '{{.Spec.Name}} {{if .UpdateStatus}}{{.UpdateStatus.State}}{{end}}' "${ids[@]}")
 }
+# failing: a task slot that failed or was rejected 4 times (its history
+# full of them: a missing image, a bad option) will not get better.
+failing() {
+  docker stack ps --filter desired-state=shutdown --format '{{.Name}} {{.CurrentState}}' "$stack" 2>/dev/null |
+    awk '$2 == "Failed" || $2 == "Rejected" { n[$1]++ } END { for (s in n) if (n[s] >= 4) { found = 1 } exit !found }'
+}
 deadline=$((SECONDS + timeout))
 until converged; do
-  if [ "$SECONDS" -ge "$deadline" ]; then
-    echo "gpukit: the services of $stack did not converge in ${timeout}s:" >&2
+  if [ "$SECONDS" -ge "$deadline" ] || failing; then
+    echo "gpukit: the services of $stack did not converge:" >&2
     docker service ls --filter "label=com.docker.stack.namespace=$stack" >&2
-    docker stack ps --no-trunc --filter desired-state=running --format '{{.Name}} {{.Node}} {{.CurrentState}} {{.Error}}' "$stack" >&2 || true
+    docker stack ps --no-trunc --format '{{.Name}} {{.Node}} {{.DesiredState}} {{.CurrentState}} {{.Error}}' "$stack" 2>&1 | head -20 >&2 || true
     exit 1
   fi
   sleep 1
