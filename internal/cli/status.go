@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpukit/gpukit/internal/flow"
+	"github.com/gpukit/gpukit/pkg/swarmplatform"
 	"github.com/gpukit/gpukit/pkg/dcgm"
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/gpuhealth"
@@ -128,7 +129,30 @@ func writeStatus(out ui.Output, r *flow.SwarmStatus) error {
 	if err := writeNodeTable(out.W, nodes); err != nil {
 		return err
 	}
-	return writeGPUTable(out.W, gpus)
+	if err := writeGPUTable(out.W, gpus); err != nil {
+		return err
+	}
+	return writePlatformTable(out.W, r.Platform)
+}
+
+// writePlatformTable is the swarm platform's services, then its URLs.
+func writePlatformTable(w io.Writer, p *swarmplatform.Status) error {
+	if p == nil || len(p.Services) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PLATFORM SERVICE	TASKS	RUNNING")
+	for _, s := range p.Services {
+		fmt.Fprintf(tw, "%s	%s	%s\n", s.Name, s.Replicas, showBool(&s.Running))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, u := range p.URLs {
+		fmt.Fprintln(w, u)
+	}
+	return nil
 }
 
 // writeGPUTable is one line per GPU, its reasons below it.

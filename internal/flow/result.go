@@ -6,6 +6,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/gpuhealth"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
 	"github.com/gpukit/gpukit/pkg/swarmapi"
+	"github.com/gpukit/gpukit/pkg/swarmplatform"
 	"github.com/gpukit/gpukit/pkg/verify"
 )
 
@@ -127,6 +128,9 @@ type SwarmStatus struct {
 	Problems []string             `json:"problems,omitempty"`
 	Nodes    []swarmapi.Node      `json:"nodes"`
 	GPUs     []gpuhealth.HostGPUs `json:"gpus"`
+	// Platform is the platform's services and URLs; nil when the first
+	// manager did not answer.
+	Platform *swarmplatform.Status `json:"platform,omitempty"`
 }
 
 // UpgradeResult is upgrade driver's final object.

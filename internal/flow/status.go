@@ -14,6 +14,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/kube"
 	"github.com/gpukit/gpukit/pkg/kubeflow"
 	"github.com/gpukit/gpukit/pkg/swarmapi"
+	"github.com/gpukit/gpukit/pkg/swarmplatform"
 )
 
 // Status is `gpukit status`: the cluster's nodes as its control planes (or
@@ -23,6 +24,7 @@ type Status struct {
 	Flow
 	inv     *inventory.Inventory
 	sw      *swarm.Layer
+	swp     *swarmplatform.Platform // the swarm's platform
 	kube    *kubeadm.Layer
 	gpus    *gpuhealth.Status
 	metrics *dcgm.Metrics // Kubernetes: the DCGM exporters'
@@ -113,12 +115,14 @@ func NewStatus(inv *inventory.Inventory, o StatusOptions) (*Status, error) {
 		}}, nil
 	}
 	sw := swarm.New(inv)
-	return &Status{inv: inv, sw: sw, gpus: g, Flow: Flow{
+	swp := swarmplatform.New(swarmplatform.SiteOf(inv), firstManager(inv))
+	return &Status{inv: inv, sw: sw, swp: swp, gpus: g, Flow: Flow{
 		Name:     "gpukit status",
 		Machines: machines,
 		Phases: []engine.Phase{
-			sw.Nodes(), // status/nodes  docker node inspect on the first manager that answers
-			scoped(g),  // status/gpus   nvidia-smi -q -x and the kernel's XIDs on every host (--hosts: those)
+			sw.Nodes(),        // status/nodes     docker node inspect on the first manager that answers
+			scoped(g),         // status/gpus      nvidia-smi -q -x and the kernel's XIDs on every host (--hosts: those)
+			swp.StatusPhase(), // status/platform  the platform's services on the first manager, and its URLs
 		},
 	}}, nil
 }
@@ -174,5 +178,9 @@ func (s *Status) Result(sum *engine.Summary) Result {
 			problems = append(problems, "node "+n.Hostname+" is "+n.State)
 		}
 	}
-	return &SwarmStatus{Header: NewHeader(KindSwarmStatus), Healthy: len(problems) == 0, Problems: problems, Nodes: nodes, GPUs: gpus}
+	platform := s.swp.ReadStatus()
+	if platform != nil {
+		problems = append(problems, platform.Problems()...)
+	}
+	return &SwarmStatus{Header: NewHeader(KindSwarmStatus), Healthy: len(problems) == 0, Problems: problems, Nodes: nodes, GPUs: gpus, Platform: platform}
 }

@@ -48,9 +48,10 @@ type Platform struct {
 	site   Site
 	target func([]*engine.Host) []*engine.Host
 
-	mu    sync.Mutex
-	st    *state
-	creds []Credential
+	mu     sync.Mutex
+	st     *state
+	creds  []Credential
+	status *Status
 }
 
 // New returns the platform of site, deployed from the host target picks.
@@ -338,4 +339,68 @@ func (r *removePhase) Run(ctx context.Context, h *engine.Host) error {
 	}
 	_, err = h.Apply(ctx, "remove the platform's stacks", cmd)
 	return err
+}
+
+// PhaseStatus reads the platform's services (gpukit status, platform status).
+const PhaseStatus = "status/platform"
+
+// Status is the platform as the first manager's docker shows it.
+type Status struct {
+	Services []ServiceStatus `json:"services"`
+	// URLs are the web UIs (Grafana through Traefik).
+	URLs []string `json:"urls,omitempty"`
+}
+
+// ServiceStatus is one of the platform's services: its tasks running of
+// those it wants, and whether that is all of them.
+type ServiceStatus struct {
+	Name     string `json:"name"`
+	Replicas string `json:"replicas"`
+	Running  bool   `json:"running"`
+}
+
+// Problems are the services that do not run every task they want.
+func (s *Status) Problems() []string {
+	var out []string
+	for _, svc := range s.Services {
+		if !svc.Running {
+			out = append(out, "platform service "+svc.Name+" runs "+svc.Replicas+" of its tasks")
+		}
+	}
+	return out
+}
+
+// StatusPhase reads the platform's services on the first manager.
+func (p *Platform) StatusPhase() engine.Phase { return &statusPhase{p} }
+
+// ReadStatus is what the status phase read; nil when it did not run.
+func (p *Platform) ReadStatus() *Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.status
+}
+
+type statusPhase struct{ p *Platform }
+
+func (*statusPhase) Name() string  { return PhaseStatus }
+func (*statusPhase) Title() string { return "Read the platform's services" }
+func (s *statusPhase) Targets(hosts []*engine.Host) []*engine.Host {
+	return s.p.target(hosts)
+}
+
+func (s *statusPhase) Run(ctx context.Context, h *engine.Host) error {
+	st, err := s.p.state(ctx, h)
+	if err != nil {
+		return err
+	}
+	out := &Status{URLs: s.p.site.URLs()}
+	for _, name := range slices.Sorted(maps.Keys(st.replicas)) {
+		r, _, _ := strings.Cut(st.replicas[name], " ")
+		running, wanted, _ := strings.Cut(r, "/")
+		out.Services = append(out.Services, ServiceStatus{Name: name, Replicas: r, Running: running == wanted})
+	}
+	s.p.mu.Lock()
+	s.p.status = out
+	s.p.mu.Unlock()
+	return nil
 }

@@ -216,6 +216,12 @@ func TestPlatformPhases(t *testing.T) {
 		t.Error("the second run replaced the certificate or the password")
 	}
 
+	// status: every service, running, and Grafana's URL
+	_, p, _ = runPlatform(t, inv, m, func(p *Platform) []engine.Phase { return []engine.Phase{p.StatusPhase()} }, false)
+	if st := p.ReadStatus(); st == nil || len(st.Services) != 6 || len(st.Problems()) != 0 || !slices.Equal(st.URLs, []string{"https://grafana.10.0.0.1.nip.io"}) {
+		t.Errorf("status: %+v", st)
+	}
+
 	remove := func(p *Platform) []engine.Phase { return []engine.Phase{p.Remove()} }
 	if sum, _, _ = runPlatform(t, inv, m, remove, false); sum.HostCounts().Changed != 1 || m.removed != 1 {
 		t.Fatalf("reset: %+v, removed %d", sum.HostCounts(), m.removed)

@@ -201,6 +201,24 @@ func TestLabSwarmPlatform(t *testing.T) {
 		}
 	})
 
+	t.Run("status shows the platform's services and Grafana's URL", func(t *testing.T) {
+		code, out, errOut := run(t, "status", "-i", inv, "-o", "json", "--log-dir", t.TempDir())
+		var st struct {
+			Healthy  bool
+			Platform *swarmplatform.Status
+		}
+		lastJSON(t, out, &st)
+		if code != cli.ExitOK || !st.Healthy || st.Platform == nil || len(st.Platform.Services) != 6 ||
+			!slices.Equal(st.Platform.URLs, []string{"https://grafana." + l.Hosts[0].Address + ".nip.io"}) {
+			t.Fatalf("status: exit %d %+v\n%s", code, st.Platform, errOut)
+		}
+		for _, s := range st.Platform.Services {
+			if !s.Running {
+				t.Errorf("status: %+v", s)
+			}
+		}
+	})
+
 	t.Run("a second init changes nothing", func(t *testing.T) {
 		began := time.Now()
 		r := runInit(t, "init", "-i", inv, "--credentials-out", credsFile)
