@@ -19,8 +19,14 @@
 # With ORCHESTRATOR=swarm the inventory says orchestrator: swarm (the first
 # host the manager): init goes on to Docker (Debian's docker.io), the NVIDIA
 # runtime as docker's default with the GPUs advertised, the swarm and node
-# labels; then a service reserving one GPU runs on a GPU worker, and gpukit
-# status lists the nodes.
+# labels, then the platform's stacks (test/cluster/cmd/kube-site --swarm:
+# their images in the lab registry as the site's mirror - the real Traefik,
+# Prometheus, node exporter and statsd exporter built from Go modules,
+# Grafana's labelled stand-in and the simulator's DCGM exporter): Traefik on
+# the manager's ports 80 and 443, Prometheus and Grafana with gpukit's
+# dashboards, the exporters; then a service reserving one GPU runs on a GPU
+# worker, gpukit status lists the nodes and the platform, and Grafana
+# answers through Traefik with TLS.
 # Needs root, the lab's dependencies (make deps) and this machine's Debian
 # mirror (the hosts' DKMS and build tools, and docker.io, come from it,
 # through the lab's caching proxy); builds bin/gpukit (make build) and
@@ -48,6 +54,17 @@ gpukit=bin/gpukit
 tools=bin/demo
 first=
 
+if [ "$orchestrator" = swarm ]; then
+	# The platform's programs, built from Go modules (cached after the first time).
+	if ! test/k8s/build.sh cached platform traefik; then
+		first=1
+		echo "== first run: the swarm platform's Prometheus, exporters and Traefik are compiled from their Go modules (test/k8s, about 12 minutes on 2 cores; cached after)"
+	fi
+	build_log=$(mktemp -t gpukit-demo-build.XXXXXX)
+	setsid bash -c 'test/k8s/build.sh platform && test/k8s/build.sh traefik' >"$build_log" 2>&1 &
+	k8s_build=$!
+	trap 'kill -- -$k8s_build 2>/dev/null || true' EXIT
+fi
 if [ "$orchestrator" = kubernetes ]; then
 	if ! test/k8s/build.sh cached demo; then
 		first=1
@@ -93,10 +110,15 @@ if [ "$orchestrator" = kubernetes ]; then
 	inv=$kube_inv
 fi
 if [ "$orchestrator" = swarm ]; then
+	echo "== the lab as a swarm site: the platform's images in the lab registry, the site's mirror"
+	if ! wait "$k8s_build"; then
+		echo "demo: building the platform failed (test/k8s/build.sh platform traefik; log: $build_log):" >&2
+		tail -n 30 "$build_log" >&2
+		exit 1
+	fi
+	rm -f "$build_log"
 	swarm_inv=${inv%.yaml}-swarm.yaml
-	# The platform's stacks need its images in the lab registry (TestLabSwarmPlatform
-	# pushes them): off in the demo.
-	sed -e 's/^spec:$/spec:\n  orchestrator: swarm\n  addons: {ingress: {enabled: false}, monitoring: {enabled: false}}/' -e '0,/roles: \[control-plane\]/s//roles: [manager]/' "$inv" >"$swarm_inv"
+	"$tools/kube-site" --swarm -i "$inv" --inventory-out "$swarm_inv"
 	inv=$swarm_inv
 fi
 "$gpukit" inventory validate -i "$inv"
@@ -104,9 +126,10 @@ echo; echo "== gpukit plan: what init would change (nothing is changed)"
 "$gpukit" plan -i "$inv"
 echo; echo "== gpukit init"
 kubeconfig=$(dirname "$inv")/demo.kubeconfig
-"$gpukit" init -i "$inv" --kubeconfig-out "$kubeconfig"
+credentials=$(dirname "$inv")/demo.credentials
+"$gpukit" init -i "$inv" --kubeconfig-out "$kubeconfig" --credentials-out "$credentials"
 echo; echo "== gpukit init again: a converged cluster, 0 changed"
-"$gpukit" init -i "$inv" --kubeconfig-out "$kubeconfig"
+"$gpukit" init -i "$inv" --kubeconfig-out "$kubeconfig" --credentials-out "$credentials"
 if [ "$orchestrator" = kubernetes ]; then
 	kubectl="$(test/k8s/build.sh)/kubectl"
 	echo; echo "== kubectl --kubeconfig $kubeconfig get nodes -o wide"
@@ -140,6 +163,12 @@ if [ "$orchestrator" = swarm ]; then
 		docker service logs --raw demo-gpu 2>/dev/null | grep -E '^(DOCKER_RESOURCE|NVIDIA_VISIBLE|GPUSIM)'
 		docker service rm demo-gpu >/dev/null
 	EOF
+	# Grafana by its name under the default domain (<manager>.nip.io), through Traefik,
+	# trusting the certificate gpukit made; the name resolved here as nip.io would.
+	ip=$(awk '/address:/ {print $2; exit}' "$inv")
+	"$lab" ssh lab-1 cat /var/lib/gpukit/platform/gpukit-ingress/ingress.crt >"$(dirname "$inv")/ingress.crt"
+	echo; echo "== Grafana through Traefik: curl https://grafana.$ip.nip.io/api/health (the login is in $credentials)"
+	curl -sS --cacert "$(dirname "$inv")/ingress.crt" --resolve "grafana.$ip.nip.io:443:$ip" "https://grafana.$ip.nip.io/api/health"
 fi
 echo
 took=$((SECONDS - began))

@@ -297,3 +297,20 @@ func MirrorRegistry(t testing.TB, l *lab.Lab) string {
 	t.Helper()
 	return "http://" + l.Registry(t) + "/" + mirrorPath
 }
+
+// WriteSwarmInventory writes the lab inventory src to dst as a swarm (its
+// first host the manager) with the platform on (the addons' defaults) and
+// registry (MirrorRegistry) as its registry mirror.
+func WriteSwarmInventory(src, dst, registry string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	s := strings.Replace(string(b), "\nspec:\n", "\nspec:\n  orchestrator: swarm\n", 1)
+	s = strings.Replace(s, "roles: [control-plane]", "roles: [manager]", 1)
+	s = strings.Replace(s, "\n  mirrors:\n", "\n  mirrors:\n    registry: "+registry+"\n", 1)
+	if !strings.Contains(s, "registry: "+registry) || !strings.Contains(s, "roles: [manager]") || !strings.Contains(s, "orchestrator: swarm") {
+		return fmt.Errorf("%s: no spec, spec.mirrors or control plane to make a swarm site of", src)
+	}
+	return os.WriteFile(dst, []byte(s), 0o644)
+}

@@ -55,7 +55,10 @@ func TestLabSwarmPlatform(t *testing.T) {
 	}
 	scrape := filepath.Join(fixtures.Dir(t, "dcgm"), "h100-80gb-hbm3-x8__k8s-pod-labels__sampled.prom")
 	cluster.SwarmPlatformImages(t, l, gpusim.DCGMExporter(t), scrape)
-	inv := platformInventory(t, gpuInv, filepath.Join(dir, "swarm-platform.yaml"), cluster.MirrorRegistry(t, l))
+	inv := filepath.Join(dir, "swarm-platform.yaml")
+	if err := cluster.WriteSwarmInventory(gpuInv, inv, cluster.MirrorRegistry(t, l)); err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	for _, h := range []string{"lab-1", "lab-2", "lab-3"} {
 		wg.Go(func() { l.UseDebianMirror(t, h) })
@@ -241,27 +244,6 @@ func TestLabSwarmPlatform(t *testing.T) {
 			t.Errorf("second reset: exit %d %+v writes %v", r.code, r.counts, r.writeSteps())
 		}
 	})
-}
-
-// platformInventory is the lab's GPU inventory src as a swarm with the
-// platform on (the addons' defaults) and the lab registry as its mirror,
-// written to dst.
-func platformInventory(t *testing.T, src, dst, registry string) string {
-	t.Helper()
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := strings.Replace(string(b), "\nspec:\n", "\nspec:\n  orchestrator: swarm\n", 1)
-	s = strings.Replace(s, "roles: [control-plane]", "roles: [manager]", 1)
-	s = strings.Replace(s, "\n  mirrors:\n", "\n  mirrors:\n    registry: "+registry+"\n", 1)
-	if !strings.Contains(s, "registry: "+registry) || !strings.Contains(s, "roles: [manager]") {
-		t.Fatalf("cannot make a swarm platform inventory of %s:\n%s", src, s)
-	}
-	if err := os.WriteFile(dst, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dst
 }
 
 type sample struct {

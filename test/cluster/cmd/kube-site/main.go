@@ -4,19 +4,27 @@
 // repository stand-ins in the lab repository, pushes kubeadm's images to the
 // lab registry as registry.k8s.io's mirror (and flannel's, built from its
 // module, as ghcr.io's), and writes the inventory with
-// those mirrors and the settings lab hosts need. Test tooling only, never
-// shipped.
+// those mirrors and the settings lab hosts need. With --swarm it makes a
+// lab (lab.sh up) a swarm site with the platform on instead: the swarm
+// platform's images in the lab registry (cluster.SwarmPlatformImages: real
+// ones built from Go modules, Grafana's stand-in, the GPU simulator's DCGM
+// exporter) and the inventory naming it as the registry mirror. Test
+// tooling only, never shipped.
 //
-//	go run ./test/cluster/cmd/kube-site -i INVENTORY --inventory-out FILE [--version X.Y.Z]
+//	go run ./test/cluster/cmd/kube-site -i INVENTORY --inventory-out FILE [--version X.Y.Z | --swarm]
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/gpukit/gpukit/test/cluster"
+	"github.com/gpukit/gpukit/test/fixtures"
+	"github.com/gpukit/gpukit/test/gpusim"
 	"github.com/gpukit/gpukit/test/lab"
 )
 
@@ -24,14 +32,25 @@ func main() {
 	in := flag.String("i", "", "the lab's inventory (its hosts made with lab.sh up --kube)")
 	out := flag.String("inventory-out", "", "the inventory to write, with the site's mirrors")
 	version := flag.String("version", "", "Kubernetes X.Y.Z (default: the newest there are modules for)")
+	swarm := flag.Bool("swarm", false, "a swarm site with the platform: its images in the lab registry, the inventory's registry mirror")
 	flag.Parse()
 	if *in == "" || *out == "" || flag.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "usage: kube-site -i INVENTORY --inventory-out FILE [--version X.Y.Z]")
+		fmt.Fprintln(os.Stderr, "usage: kube-site -i INVENTORY --inventory-out FILE [--version X.Y.Z | --swarm]")
 		os.Exit(2)
 	}
 	t := &cli{}
 	defer t.cleanup()
 	l := lab.Open(t, *in)
+	if *swarm {
+		capture := filepath.Join(fixtures.Dir(t, "dcgm"), "h100-80gb-hbm3-x8__k8s-pod-labels__sampled.prom")
+		cluster.SwarmPlatformImages(t, l, gpusim.DCGMExporter(t), capture)
+		registry := cluster.MirrorRegistry(t, l)
+		if err := cluster.WriteSwarmInventory(*in, *out, registry); err != nil {
+			t.Fatalf("%v", err)
+		}
+		fmt.Printf("swarm site: the platform's images in the registry mirror %s\n", registry)
+		return
+	}
 	site := cluster.NewSite(t, l, *version)
 	if err := site.WriteInventory(*in, *out, cluster.LabKubernetes); err != nil {
 		t.Fatalf("%v", err)
@@ -56,6 +75,7 @@ func (*cli) Name() string                    { return "kube-site" }
 func (*cli) Logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 func (*cli) Log(args ...any)                 { fmt.Fprintln(os.Stderr, args...) }
 func (*cli) Failed() bool                    { return false }
+func (*cli) Context() context.Context        { return context.Background() }
 func (c *cli) Cleanup(f func())              { c.cleanups = append(c.cleanups, f) }
 func (c *cli) Errorf(format string, args ...any) {
 	c.Fatalf(format, args...)
