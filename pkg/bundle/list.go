@@ -27,6 +27,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/kubeflow"
 	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/pkg/scripts"
+	"github.com/gpukit/gpukit/pkg/swarmplatform"
 )
 
 // Kind is what an artifact is.
@@ -154,6 +155,11 @@ func Compute(ctx context.Context, inv *inventory.Inventory, hosts []Host, logf f
 	if inv.Cluster.Spec.Orchestrator == inventory.Kubernetes {
 		if err := b.kubernetes(ctx, logf); err != nil {
 			return nil, err
+		}
+	} else {
+		// the swarm platform's stacks (gpukit platform deploy)
+		for _, im := range swarmplatform.SiteOf(inv).Images() {
+			b.image(im[0], "the platform on swarm ("+im[1]+")")
 		}
 	}
 	l := &List{Cluster: inv.Cluster.Metadata.Name, Artifacts: b.out, archives: b.archives}

@@ -100,6 +100,26 @@ func TestDemoListGolden(t *testing.T) {
 	}
 }
 
+// A swarm with the platform on: Docker's packages, and the platform's
+// images by the bill's names (those the stacks run through the mirror).
+func TestSwarmListGolden(t *testing.T) {
+	inv, dir := load(t, "swarm.yaml")
+	hosts := []Host{
+		{Machine: inv.Machines[0], Facts: hostFacts(t, "debian-12", "6.1.0-26-amd64", false)},
+		{Machine: inv.Machines[1], Facts: hostFacts(t, "debian-12", "6.1.0-26-amd64", true)},
+		{Machine: inv.Machines[2], Facts: hostFacts(t, "debian-12", "6.1.0-26-amd64", true)},
+	}
+	l, text := listed(t, inv, hosts)
+	golden.Assert(t, filepath.Join("testdata", "swarm.txt"), bytes.ReplaceAll([]byte(text), []byte(dir), []byte("/CHARTS")))
+	var images []string
+	for _, a := range l.Of(Image) {
+		images = append(images, a.Name)
+	}
+	if len(images) != 6 || !slices.Contains(images, "docker.io/library/traefik:v3.7.11") {
+		t.Errorf("images: %v", images)
+	}
+}
+
 // A host that does not answer, or whose NVIDIA stack cannot be decided,
 // and a chart that cannot be had are named as unknown, with why; the rest
 // is listed.

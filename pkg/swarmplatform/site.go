@@ -275,3 +275,26 @@ func (s Site) training() (Stack, error) {
 		Labels:  scrape("statsd-exporter", 9102),
 	}}}, nil
 }
+
+// Images are the platform's images as the bill names them (not the
+// mirror's names), each with the stack that runs it: what a registry
+// mirror or an offline bundle must hold.
+func (s Site) Images() [][2]string {
+	var out [][2]string
+	add := func(stack string, names ...string) {
+		for _, n := range names {
+			out = append(out, [2]string{manifests.Bill().Image(n).Ref, stack})
+		}
+	}
+	if on(s.Addons.Ingress.Enabled) {
+		add(StackIngress, "traefik")
+	}
+	if on(s.Addons.Monitoring.Enabled) {
+		add(StackMonitoring, "prometheus", "grafana", "node-exporter")
+		if on(s.Addons.Monitoring.GPUMetrics.Enabled) {
+			add(StackGPUMetrics, "dcgm-exporter")
+		}
+		add(StackTraining, "statsd-exporter")
+	}
+	return out
+}
