@@ -71,6 +71,7 @@ func TestExitCodes(t *testing.T) {
 	offlineKubeflow := writeFile(t, "kf.yaml", "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: lab}\nspec:\n  orchestrator: kubernetes\n  ssh: {knownHostsFile: /dev/null}\n"+
 		"  kubeflow: {enabled: true, manifests: /nonexistent/manifests-26.03.tar.gz}\n  hosts:\n  - name: cp-1\n    address: 127.0.0.2\n    roles: [control-plane]\n")
 	// .invalid never resolves (RFC 6761).
+	swarmInv := writeFile(t, "swarm.yaml", "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: lab}\nspec:\n  orchestrator: swarm\n  ssh: {knownHostsFile: /dev/null}\n  hosts:\n  - name: m-1\n    address: 127.0.0.2\n    roles: [manager]\n")
 	unresolvable := writeFile(t, "dns.yaml", "apiVersion: gpukit.dev/v1alpha1\nkind: Cluster\nmetadata: {name: lab}\nspec:\n  ssh: {knownHostsFile: /dev/null}\n  hosts:\n  - name: cp-1\n    address: cp-1.gpukit.invalid\n    roles: [control-plane]\n")
 	tests := []struct {
 		name       string
@@ -105,6 +106,9 @@ func TestExitCodes(t *testing.T) {
 		{"bad output format", []string{"preflight", "-i", loopback, "-o", "yaml"}, ExitUsage, "", "want auto, plain or json"},
 		{"missing secret is bad input", []string{"preflight", "-i", needsSecret}, ExitUsage, "", "GPUKIT_TEST_UNSET_PASSWORD"},
 		{"preflight of an invalid inventory", []string{"preflight", "-i", bad}, ExitUsage, "", "unknown field"},
+		{"kubeflow deploy on swarm points at platform deploy", []string{"kubeflow", "deploy", "-i", swarmInv}, ExitUsage, "",
+			"spec.orchestrator is swarm: Kubeflow runs on Kubernetes only; gpukit platform deploy -i " + swarmInv + " deploys the platform"},
+		{"platform deploy of an invalid inventory", []string{"platform", "deploy", "-i", bad}, ExitUsage, "", bad + ":9:5: spec.hosts[0].colour"},
 		{"kubeflow deploy needs a cluster", []string{"kubeflow", "deploy"}, ExitUsage, "", "no cluster: pass -i FILE (the inventory of a cluster gpukit built), --kubeconfig PATH or --context NAME (no kubeconfig in "},
 		{"kubeflow deploy of an unknown release", []string{"kubeflow", "deploy", "-i", loopback, "--version", "v1.8.0"}, ExitUsage, "", "--version v1.8.0: gpukit deploys v1.9.0, v1.9.1, v1.10.0, v1.10.1, v1.10.2, v1.11.0, 26.03"},
 		{"kubeflow deploy of missing manifests", []string{"kubeflow", "deploy", "-i", loopback, "--manifests", "/nonexistent/kf.tar.gz"}, ExitUsage, "", "--manifests /nonexistent/kf.tar.gz"},
