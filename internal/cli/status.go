@@ -12,13 +12,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpukit/gpukit/internal/flow"
-	"github.com/gpukit/gpukit/pkg/swarmplatform"
 	"github.com/gpukit/gpukit/pkg/dcgm"
 	"github.com/gpukit/gpukit/pkg/facts"
 	"github.com/gpukit/gpukit/pkg/gpuhealth"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/kube"
 	"github.com/gpukit/gpukit/pkg/swarmapi"
+	"github.com/gpukit/gpukit/pkg/swarmplatform"
 	"github.com/gpukit/gpukit/pkg/ui"
 )
 
