@@ -1,14 +1,9 @@
 package e2e
 
 import (
-	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -489,48 +484,11 @@ spec:
 			t.Fatal(err)
 		}
 		pw, _ := base64.StdEncoding.DecodeString(kubectl(t, "-n", kubeflow.MonitoringNamespace, "get", "secret", kubeflow.GrafanaAdminSecret, "-o", "jsonpath={.data.admin-password}"))
-		ingress := func(port string) *http.Client {
-			roots := x509.NewCertPool()
-			roots.AppendCertsFromPEM(crt)
-			return &http.Client{Timeout: 10 * time.Second,
-				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-				Transport: &http.Transport{
-					// the name resolves to lab-1, as nip.io would resolve it
-					DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-						return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort(l.Hosts[0].Address, port))
-					},
-					TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: host},
-				}}
-		}
-		get := func(c *http.Client, url, user, password string) (*http.Response, string) {
-			t.Helper()
-			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
-			if user != "" {
-				req.SetBasicAuth(user, password)
-			}
-			var resp *http.Response
-			var err error
-			// Traefik reads the route from the API once its watch sees it.
-			for deadline := time.Now().Add(time.Minute); ; time.Sleep(2 * time.Second) {
-				if resp, err = c.Do(req); err == nil && resp.StatusCode != http.StatusNotFound || time.Now().After(deadline) {
-					break
-				}
-				if err == nil {
-					resp.Body.Close()
-				}
-			}
-			if err != nil {
-				t.Fatalf("GET %s through lab-1: %v", url, err)
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			return resp, string(b)
-		}
-		if resp, _ := get(ingress("80"), "http://"+host+"/", "", ""); resp.StatusCode/100 != 3 || !strings.HasPrefix(resp.Header.Get("Location"), "https://"+host) {
+		via := newIngress(l.Hosts[0].Address, host, crt)
+		if resp, _ := via.get(t, "http", "/", "", ""); resp.StatusCode/100 != 3 || !strings.HasPrefix(resp.Header.Get("Location"), "https://"+host) {
 			t.Errorf("http://%s/: %s, Location %q; want a redirect to https", host, resp.Status, resp.Header.Get("Location"))
 		}
-		c := ingress("443")
-		resp, body := get(c, "https://"+host+"/api/health", "", "")
+		resp, body := via.get(t, "https", "/api/health", "", "")
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Gpukit-Stand-In") != "grafana" || !strings.Contains(body, `"database":"ok"`) {
 			t.Fatalf("https://%s/api/health: %s %v %s", host, resp.Status, resp.Header, body)
 		}
@@ -538,10 +496,10 @@ spec:
 			t.Fatalf("Traefik's certificate is not gpukit's for the domain: %+v", resp.TLS)
 		}
 		t.Logf("https://%s/api/health through Traefik on lab-1: %s from Grafana's stand-in, certificate %s", host, resp.Status, resp.TLS.PeerCertificates[0].Subject.CommonName)
-		if resp, body := get(c, "https://"+host+"/api/user", "admin", string(pw)); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"login":"admin"`) {
+		if resp, body := via.get(t, "https", "/api/user", "admin", string(pw)); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"login":"admin"`) {
 			t.Errorf("Grafana's generated login through Traefik: %s %s", resp.Status, body)
 		}
-		if resp, _ := get(c, "https://"+host+"/api/user", "admin", "prom-operator"); resp.StatusCode != http.StatusUnauthorized {
+		if resp, _ := via.get(t, "https", "/api/user", "admin", "prom-operator"); resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("the chart's default login through Traefik: %s, want 401", resp.Status)
 		}
 		if r := runInit(t, "init", "-i", invIngress, "--kubeconfig-out", kubeconfig); r.code != cli.ExitOK || r.counts.Changed != 0 || len(r.writeSteps()) != 0 {

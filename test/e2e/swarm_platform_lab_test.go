@@ -1,12 +1,7 @@
 package e2e
 
 import (
-	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -150,56 +145,20 @@ func TestLabSwarmPlatform(t *testing.T) {
 	t.Run("Grafana through Traefik with TLS, from the lab's bridge", func(t *testing.T) {
 		host := "grafana." + l.Hosts[0].Address + ".nip.io"
 		crt := l.SSH(t, "lab-1", "cat "+swarmplatform.Dir+"/gpukit-ingress/ingress.crt")
-		roots := x509.NewCertPool()
-		roots.AppendCertsFromPEM([]byte(crt))
-		client := func(port string) *http.Client {
-			return &http.Client{Timeout: 10 * time.Second,
-				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-				Transport: &http.Transport{
-					DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-						return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort(l.Hosts[0].Address, port))
-					},
-					TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: host},
-				}}
-		}
-		get := func(c *http.Client, u, user, password string) (*http.Response, string) {
-			t.Helper()
-			var resp *http.Response
-			var err error
-			// Traefik's swarm provider reads the services every 15 s.
-			for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(2 * time.Second) {
-				req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
-				if user != "" {
-					req.SetBasicAuth(user, password)
-				}
-				if resp, err = c.Do(req); err == nil && resp.StatusCode != http.StatusNotFound || time.Now().After(deadline) {
-					break
-				}
-				if err == nil {
-					resp.Body.Close()
-				}
-			}
-			if err != nil {
-				t.Fatalf("GET %s through lab-1: %v", u, err)
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			return resp, string(b)
-		}
-		if resp, _ := get(client("80"), "http://"+host+"/", "", ""); resp.StatusCode/100 != 3 || !strings.HasPrefix(resp.Header.Get("Location"), "https://"+host) {
+		via := newIngress(l.Hosts[0].Address, host, []byte(crt))
+		if resp, _ := via.get(t, "http", "/", "", ""); resp.StatusCode/100 != 3 || !strings.HasPrefix(resp.Header.Get("Location"), "https://"+host) {
 			t.Errorf("http://%s/: %s, Location %q", host, resp.Status, resp.Header.Get("Location"))
 		}
-		c := client("443")
-		resp, body := get(c, "https://"+host+"/api/health", "", "")
+		resp, body := via.get(t, "https", "/api/health", "", "")
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Gpukit-Stand-In") != "grafana" {
 			t.Fatalf("https://%s/api/health: %s %s", host, resp.Status, body)
 		}
 		t.Logf("https://%s/api/health through the real Traefik: %s, certificate %s", host, resp.Status, resp.TLS.PeerCertificates[0].Subject.CommonName)
-		if resp, body := get(c, "https://"+host+"/api/search", swarmplatform.GrafanaUser, pw); resp.StatusCode != http.StatusOK ||
+		if resp, body := via.get(t, "https", "/api/search", swarmplatform.GrafanaUser, pw); resp.StatusCode != http.StatusOK ||
 			!strings.Contains(body, `"title":"gpukit / GPUs"`) || !strings.Contains(body, `"title":"gpukit / Training"`) {
 			t.Errorf("Grafana's dashboards with the generated login: %s %s", resp.Status, body)
 		}
-		if resp, _ := get(c, "https://"+host+"/api/user", swarmplatform.GrafanaUser, "admin"); resp.StatusCode != http.StatusUnauthorized {
+		if resp, _ := via.get(t, "https", "/api/user", swarmplatform.GrafanaUser, "admin"); resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("another password: %s, want 401", resp.Status)
 		}
 	})
