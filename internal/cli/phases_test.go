@@ -23,7 +23,7 @@ func TestListPhases(t *testing.T) {
 	swarm := writeFile(t, "swarm.yaml", ex)
 	commands := [][]string{
 		{"init"}, {"plan"}, {"add-node", "gpu-001"}, {"preflight"}, {"status"}, {"reset"},
-		{"upgrade", "driver"}, {"mig", "apply"}, {"verify"}, {"kubeflow", "deploy"}, {"kubeflow", "status"}, {"platform", "deploy"},
+		{"upgrade", "driver"}, {"mig", "apply"}, {"verify"}, {"kubeflow", "deploy"}, {"kubeflow", "status"}, {"platform", "deploy"}, {"platform", "status"},
 	}
 	for _, inv := range []struct{ name, file string }{{"kubernetes", ""}, {"swarm", swarm}} {
 		for _, c := range commands {

@@ -2,12 +2,14 @@ package cli
 
 import (
 	"cmp"
+	"errors"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpukit/gpukit/internal/flow"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/swarmplatform"
+	"github.com/gpukit/gpukit/pkg/ui"
 )
 
 func newPlatformCmd(s Streams) *cobra.Command {
@@ -15,7 +17,7 @@ func newPlatformCmd(s Streams) *cobra.Command {
 		Use:     "platform",
 		Short:   "Deploy the platform (ingress, GPU monitoring, training metrics) on the cluster gpukit built",
 		Example: `  gpukit platform deploy -i cluster.yaml`,
-	}, newPlatformDeployCmd(s))
+	}, newPlatformDeployCmd(s), newPlatformStatusCmd(s))
 }
 
 type platformOptions struct {
@@ -111,4 +113,68 @@ func (o *platformOptions) run(cmd *cobra.Command, s Streams) error {
 		err = werr
 	}
 	return runError(err)
+}
+
+func newPlatformStatusCmd(s Streams) *cobra.Command {
+	o := &platformOptions{}
+	cmd := &cobra.Command{
+		Use:   "status -i FILE",
+		Short: "Show the platform's services and URLs",
+		Long: `Read the platform gpukit deployed; nothing is changed. Swarm: each service of the platform's
+stacks with its tasks running of those it wants, through the first manager's docker, and the
+URLs. Kubernetes: what kubeflow status shows (the releases, the Deployments, the URLs).
+-o json prints the events, then one object: {"type":"platform-status","healthy":...,
+"swarm":{"services":[...],"urls":[...]}} (or "kubernetes": kubeflow status's).
+
+Exit code 0 when every service runs every task it wants, 1 when one does not, 2 on bad input.`,
+		Example: `  gpukit platform status -i cluster.yaml
+  gpukit platform status -i cluster.yaml -o json`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.list {
+				return o.printPhases(s)
+			}
+			l, err := o.load(s)
+			if err != nil {
+				return err
+			}
+			f, err := flow.NewPlatformStatus(l.inv)
+			if err != nil {
+				return usage(err)
+			}
+			sum, err := o.execute(cmd.Context(), s, l, f.Flow)
+			res := f.StatusResult()
+			if sum == nil || res == nil {
+				return runError(err)
+			}
+			if werr := writePlatformStatus(l.out, res); werr != nil {
+				return werr
+			}
+			if !res.Healthy {
+				return errors.New("the platform is not healthy: see above")
+			}
+			return nil
+		},
+	}
+	o.addFlags(cmd, honours{})
+	o.phaseFlags(cmd, func(inv *inventory.Inventory) (flow.Flow, error) {
+		f, err := flow.NewPlatformStatus(inv)
+		if err != nil {
+			return flow.Flow{}, err
+		}
+		return f.Flow, nil
+	})
+	return cmd
+}
+
+// writePlatformStatus is the swarm's services and URLs, or kubeflow
+// status's tables on Kubernetes; one JSON object with -o json.
+func writePlatformStatus(out ui.Output, res *flow.PlatformStatusResult) error {
+	if out.Format == ui.FormatJSON {
+		return writeResult(out, res)
+	}
+	if res.Kubernetes != nil {
+		return writeKubeflowStatus(out, &flow.KubeflowStatusResult{Header: flow.NewHeader(flow.KindKubeflowStatus), Healthy: res.Healthy, Status: res.Kubernetes})
+	}
+	return writePlatformTable(out.W, res.Swarm)
 }

@@ -137,10 +137,16 @@ func writeStatus(out ui.Output, r *flow.SwarmStatus) error {
 
 // writePlatformTable is the swarm platform's services, then its URLs.
 func writePlatformTable(w io.Writer, p *swarmplatform.Status) error {
-	if p == nil || len(p.Services) == 0 {
+	if p == nil || len(p.Services)+len(p.Missing) == 0 {
 		return nil
 	}
 	fmt.Fprintln(w)
+	for _, m := range p.Missing {
+		fmt.Fprintf(w, "platform stack %s: not deployed (gpukit platform deploy)\n", m)
+	}
+	if len(p.Services) == 0 {
+		return nil
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PLATFORM SERVICE	TASKS	RUNNING")
 	for _, s := range p.Services {

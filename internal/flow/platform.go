@@ -68,3 +68,45 @@ func swarmCredentials(p *swarmplatform.Platform) []kubeflow.Credential {
 func (p *PlatformDeploy) Result(sum *engine.Summary, dryRun bool) *PlatformDeployResult {
 	return &PlatformDeployResult{Header: NewHeader(KindPlatformDeploy), DryRun: dryRun, Hosts: sum.HostCounts()}
 }
+
+// NewPlatformStatus is `gpukit platform status`: the platform's services
+// and URLs, read; nothing changes. On swarm, through the first manager's
+// docker; on Kubernetes it is kubeflow status (the releases, the
+// Deployments, the URLs).
+func NewPlatformStatus(inv *inventory.Inventory) (*PlatformDeploy, error) {
+	if inv.Cluster.Spec.Orchestrator == inventory.Kubernetes {
+		k, err := NewKubeflowStatus(inv, KubeflowOptions{})
+		if err != nil {
+			return nil, err
+		}
+		k.Name = "gpukit platform status"
+		return &PlatformDeploy{Kube: k.Platform, Flow: k.Flow}, nil
+	}
+	m, ok := swarm.FirstManager(inv)
+	if !ok {
+		return nil, fmt.Errorf("the inventory has no manager to reach the swarm through")
+	}
+	p := swarmplatform.New(swarmplatform.SiteOf(inv), firstManager(inv))
+	return &PlatformDeploy{Swarm: p, Flow: Flow{Name: "gpukit platform status", Machines: []inventory.Machine{m},
+		Phases: []engine.Phase{p.StatusPhase()}}}, nil // status/platform  the services on the first manager, and the URLs
+}
+
+// StatusResult is platform status's final object; nil when nothing was
+// read (the first manager or control plane did not answer).
+func (p *PlatformDeploy) StatusResult() *PlatformStatusResult {
+	r := &PlatformStatusResult{Header: NewHeader(KindPlatformStatus)}
+	if p.Kube != nil {
+		st := p.Kube.ReadStatus()
+		if st == nil {
+			return nil
+		}
+		r.Healthy, r.Kubernetes = st.Healthy(), st
+		return r
+	}
+	st := p.Swarm.ReadStatus()
+	if st == nil {
+		return nil
+	}
+	r.Healthy, r.Swarm = len(st.Problems()) == 0, st
+	return r
+}

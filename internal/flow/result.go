@@ -43,6 +43,7 @@ const (
 	KindUpgrade          Kind = "upgrade"
 	KindKubeflowDeploy   Kind = "kubeflow-deploy"
 	KindPlatformDeploy   Kind = "platform-deploy"
+	KindPlatformStatus   Kind = "platform-status"
 	KindKubeflowStatus   Kind = "kubeflow-status"
 	KindReset            Kind = "reset"
 	KindPhases           Kind = "phases"
@@ -173,6 +174,15 @@ type PlatformDeployResult struct {
 	Files  Files            `json:"files"`
 	// URLs are the platform's web UIs.
 	URLs []string `json:"urls,omitempty"`
+}
+
+// PlatformStatusResult is platform status's final object: the swarm's
+// platform, or Kubernetes' (as kubeflow status reads it).
+type PlatformStatusResult struct {
+	Header
+	Healthy    bool                  `json:"healthy"`
+	Swarm      *swarmplatform.Status `json:"swarm,omitempty"`
+	Kubernetes *kubeflow.Status      `json:"kubernetes,omitempty"`
 }
 
 // KubeflowStatusResult is kubeflow status's final object.

@@ -102,6 +102,9 @@ type state struct {
 	digest, update, replicas map[string]string
 	passwordSum              string
 	cert                     []byte
+	// certByGpukit: the certificate is one gpukit made (its mark is
+	// there); another is the operator's own, kept as it is.
+	certByGpukit bool
 }
 
 func parseState(out []byte) (*state, error) {
@@ -124,6 +127,8 @@ func parseState(out []byte) (*state, error) {
 			s.replicas[name] = v
 		case "password.sha256":
 			s.passwordSum = v
+		case "ingress.gpukit":
+			s.certByGpukit = true
 		case "ingress.crt":
 			b, err := base64.StdEncoding.DecodeString(v)
 			if err != nil {
@@ -174,7 +179,9 @@ func (p *Platform) render(stack string, st *state) (r rendered, err error) {
 	switch stack {
 	case StackIngress:
 		domain := s.Addons.Ingress.Domain
-		keep := st.cert != nil && domain != "" && pki.CoversDomain(st.cert, domain, time.Now())
+		// The operator's own certificate is kept as it is; gpukit's while
+		// it covers the domain a month more.
+		keep := st.cert != nil && (!st.certByGpukit || domain != "" && pki.CoversDomain(st.cert, domain, time.Now()))
 		cert := st.cert
 		if !keep {
 			if domain == "" {
@@ -292,6 +299,12 @@ func (s *stackPhase) Run(ctx context.Context, h *engine.Host) error {
 			}
 		}
 	}
+	if r.newCertificate {
+		// the mark that the certificate is gpukit's (replaced when it no
+		// longer covers the domain); an operator's own has none
+		uploads = append(uploads, ssh.File{Path: Dir + "/" + certFile + ".gpukit", Mode: 0o644, Sudo: true,
+			Content: strings.NewReader("gpukit made ingress.crt: replace it and ingress.key with your own and remove this file to keep yours\n")})
+	}
 	for _, f := range uploads {
 		if err := h.Upload(ctx, "upload "+strings.TrimPrefix(f.Path, Dir+"/"), f); err != nil {
 			return err
@@ -347,6 +360,8 @@ const PhaseStatus = "status/platform"
 // Status is the platform as the first manager's docker shows it.
 type Status struct {
 	Services []ServiceStatus `json:"services"`
+	// Missing are the stacks the inventory asks for that have no service.
+	Missing []string `json:"missing,omitempty"`
 	// URLs are the web UIs (Grafana through Traefik).
 	URLs []string `json:"urls,omitempty"`
 }
@@ -362,6 +377,9 @@ type ServiceStatus struct {
 // Problems are the services that do not run every task they want.
 func (s *Status) Problems() []string {
 	var out []string
+	for _, m := range s.Missing {
+		out = append(out, "platform stack "+m+" is not deployed (gpukit platform deploy)")
+	}
 	for _, svc := range s.Services {
 		if !svc.Running {
 			out = append(out, "platform service "+svc.Name+" runs "+svc.Replicas+" of its tasks")
@@ -394,6 +412,12 @@ func (s *statusPhase) Run(ctx context.Context, h *engine.Host) error {
 		return err
 	}
 	out := &Status{URLs: s.p.site.URLs()}
+	for _, ph := range s.p.Phases() {
+		stack := ph.(*stackPhase).stack
+		if !slices.ContainsFunc(slices.Collect(maps.Keys(st.replicas)), func(n string) bool { return strings.HasPrefix(n, stack+"_") }) {
+			out.Missing = append(out.Missing, stack)
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(st.replicas)) {
 		r, _, _ := strings.Cut(st.replicas[name], " ")
 		running, wanted, _ := strings.Cut(r, "/")

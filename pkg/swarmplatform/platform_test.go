@@ -13,12 +13,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/engine/enginetest"
 	"github.com/gpukit/gpukit/pkg/inventory"
+	"github.com/gpukit/gpukit/pkg/pki"
 	"github.com/gpukit/gpukit/pkg/ssh"
 	"github.com/gpukit/gpukit/test/golden"
 )
@@ -129,6 +131,9 @@ func (m *manager) handle(_ context.Context, e *enginetest.Executor, cmd ssh.Comm
 		}
 		if c, ok := m.files[Dir+"/"+certFile]; ok {
 			fmt.Fprintf(&out, "ingress.crt=%s\n", base64.StdEncoding.EncodeToString(c))
+			if _, ok := m.files[Dir+"/"+certFile+".gpukit"]; ok {
+				fmt.Fprintln(&out, "ingress.gpukit=yes")
+			}
 		}
 	case strings.HasPrefix(cmd.Name, "deploy stack "):
 		stack := cmd.Args[0]
@@ -175,6 +180,11 @@ func TestPlatformPhases(t *testing.T) {
 	m := newManager()
 	deploy := func(p *Platform) []engine.Phase { return p.Phases() }
 
+	status := func(p *Platform) []engine.Phase { return []engine.Phase{p.StatusPhase()} }
+	if _, p, _ := runPlatform(t, inv, m, status, false); p.ReadStatus() == nil || len(p.ReadStatus().Problems()) != 4 {
+		t.Fatalf("status before the deploy: %+v", p.ReadStatus())
+	}
+
 	sum, _, _ := runPlatform(t, inv, m, deploy, true)
 	if c := sum.HostCounts(); c.Failed != 0 || len(m.deploys) != 0 || len(m.files) != 0 {
 		t.Fatalf("dry-run: %+v, deploys %v, files %v", c, m.deploys, slices.Collect(maps.Keys(m.files)))
@@ -217,7 +227,7 @@ func TestPlatformPhases(t *testing.T) {
 	}
 
 	// status: every service, running, and Grafana's URL
-	_, p, _ = runPlatform(t, inv, m, func(p *Platform) []engine.Phase { return []engine.Phase{p.StatusPhase()} }, false)
+	_, p, _ = runPlatform(t, inv, m, status, false)
 	if st := p.ReadStatus(); st == nil || len(st.Services) != 6 || len(st.Problems()) != 0 || !slices.Equal(st.URLs, []string{"https://grafana.10.0.0.1.nip.io"}) {
 		t.Errorf("status: %+v", st)
 	}
@@ -254,6 +264,37 @@ func TestPlatformPhasesFollowTheAddons(t *testing.T) {
 		}
 		if !slices.Equal(got, c.want) {
 			t.Errorf("addons %s: phases %v, want %v", c.addons, got, c.want)
+		}
+	}
+}
+
+// The ingress certificate: gpukit's is made again when it no longer covers
+// the domain; the operator's own (no gpukit mark beside it) is kept as it
+// is, whatever it names.
+func TestIngressCertificateKeptOrMade(t *testing.T) {
+	t.Parallel()
+	inv := labInventory(t, invText)
+	ingress := func(p *Platform) []engine.Phase { return p.Phases()[:1] }
+	other, key, err := pki.IngressCertificate("other.example", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		mark bool
+		made bool
+	}{{"gpukit's, for another domain", true, true}, {"the operator's own", false, false}} {
+		m := newManager()
+		m.files[Dir+"/"+certFile], m.files[Dir+"/"+keyFile] = other, key
+		if c.mark {
+			m.files[Dir+"/"+certFile+".gpukit"] = []byte("gpukit")
+		}
+		sum, _, _ := runPlatform(t, inv, m, ingress, false)
+		if sum.HostCounts().Failed != 0 {
+			t.Fatalf("%s: %+v", c.name, sum.Failed())
+		}
+		if made := !bytes.Equal(m.files[Dir+"/"+certFile], other); made != c.made {
+			t.Errorf("%s: a new certificate %v, want %v", c.name, made, c.made)
 		}
 	}
 }

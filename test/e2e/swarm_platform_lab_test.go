@@ -163,7 +163,7 @@ func TestLabSwarmPlatform(t *testing.T) {
 		}
 	})
 
-	t.Run("status shows the platform's services and Grafana's URL", func(t *testing.T) {
+	t.Run("status and platform status show the platform's services and Grafana's URL", func(t *testing.T) {
 		code, out, errOut := run(t, "status", "-i", inv, "-o", "json", "--log-dir", t.TempDir())
 		var st struct {
 			Healthy  bool
@@ -178,6 +178,16 @@ func TestLabSwarmPlatform(t *testing.T) {
 			if !s.Running {
 				t.Errorf("status: %+v", s)
 			}
+		}
+		code, out, errOut = run(t, "platform", "status", "-i", inv, "-o", "json", "--log-dir", t.TempDir())
+		var ps struct {
+			Type    string
+			Healthy bool
+			Swarm   *swarmplatform.Status
+		}
+		lastJSON(t, out, &ps)
+		if code != cli.ExitOK || ps.Type != "platform-status" || !ps.Healthy || ps.Swarm == nil || len(ps.Swarm.Services) != 6 {
+			t.Errorf("platform status: exit %d %+v\n%s", code, ps, errOut)
 		}
 	})
 

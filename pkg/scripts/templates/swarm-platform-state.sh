@@ -2,7 +2,8 @@
 # the first manager; changes nothing: this node's ID, each gpukit stack's
 # services (replicas running/wanted, the stack digest gpukit labelled them
 # with, whether an update is under way), the sha256 of the Grafana
-# password file (never the password) and the ingress certificate (public).
+# password file (never the password) and the ingress certificate (public;
+# gpukit's when its mark is beside it, else the operator's own).
 kv() { printf '%s=%s\n' "$1" "$2"; }
 dir={{quote .Dir}}
 kv node "$(docker info --format '{{"{{.Swarm.NodeID}}"}}')"
@@ -14,4 +15,7 @@ if [ "${#ids[@]}" -gt 0 ]; then
     while read -r name replicas _; do kv "replicas $name" "$replicas"; done
 fi
 if [ -s "$dir/{{.PasswordFile}}" ]; then kv password.sha256 "$(sha256sum <"$dir/{{.PasswordFile}}" | cut -d' ' -f1)"; fi
-if [ -s "$dir/{{.CertFile}}" ] && [ -s "$dir/{{.KeyFile}}" ]; then kv ingress.crt "$(base64 -w0 <"$dir/{{.CertFile}}")"; fi
+if [ -s "$dir/{{.CertFile}}" ] && [ -s "$dir/{{.KeyFile}}" ]; then
+  kv ingress.crt "$(base64 -w0 <"$dir/{{.CertFile}}")"
+  if [ -e "$dir/{{.CertFile}}.gpukit" ]; then kv ingress.gpukit yes; fi
+fi

@@ -4,7 +4,8 @@ export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 # the first manager; changes nothing: this node's ID, each gpukit stack's
 # services (replicas running/wanted, the stack digest gpukit labelled them
 # with, whether an update is under way), the sha256 of the Grafana
-# password file (never the password) and the ingress certificate (public).
+# password file (never the password) and the ingress certificate (public;
+# gpukit's when its mark is beside it, else the operator's own).
 kv() { printf '%s=%s\n' "$1" "$2"; }
 dir=/var/lib/gpukit/platform
 kv node "$(docker info --format '{{.Swarm.NodeID}}')"
@@ -16,4 +17,7 @@ if [ "${#ids[@]}" -gt 0 ]; then
     while read -r name replicas _; do kv "replicas $name" "$replicas"; done
 fi
 if [ -s "$dir/gpukit-monitoring/grafana-admin" ]; then kv password.sha256 "$(sha256sum <"$dir/gpukit-monitoring/grafana-admin" | cut -d' ' -f1)"; fi
-if [ -s "$dir/gpukit-ingress/ingress.crt" ] && [ -s "$dir/gpukit-ingress/ingress.key" ]; then kv ingress.crt "$(base64 -w0 <"$dir/gpukit-ingress/ingress.crt")"; fi
+if [ -s "$dir/gpukit-ingress/ingress.crt" ] && [ -s "$dir/gpukit-ingress/ingress.key" ]; then
+  kv ingress.crt "$(base64 -w0 <"$dir/gpukit-ingress/ingress.crt")"
+  if [ -e "$dir/gpukit-ingress/ingress.crt.gpukit" ]; then kv ingress.gpukit yes; fi
+fi
