@@ -161,12 +161,11 @@ func (p *Platform) state(ctx context.Context, h *engine.Host) (*state, error) {
 	return p.st, nil
 }
 
-// rendered is a stack as this run would deploy it, and its secrets made
-// now (nil: kept).
+// rendered is a stack as this run would deploy it, and the secrets made
+// for it now: Grafana's password (nil: kept), a new certificate.
 type rendered struct {
 	stack           Stack
 	digest          string
-	cert, key       []byte
 	password        []byte
 	newCertificate  bool
 	newGrafanaLogin bool
@@ -182,17 +181,17 @@ func (p *Platform) render(stack string, st *state) (r rendered, err error) {
 		// The operator's own certificate is kept as it is; gpukit's while
 		// it covers the domain a month more.
 		keep := st.cert != nil && (!st.certByGpukit || domain != "" && pki.CoversDomain(st.cert, domain, time.Now()))
-		cert := st.cert
+		cert, key := st.cert, []byte(nil)
 		if !keep {
 			if domain == "" {
 				return r, fmt.Errorf("no ingress domain (spec.addons.ingress.domain): the certificate needs one")
 			}
-			if cert, r.key, err = pki.IngressCertificate(domain, time.Now()); err != nil {
+			if cert, key, err = pki.IngressCertificate(domain, time.Now()); err != nil {
 				return r, err
 			}
-			r.cert, r.newCertificate = cert, true
+			r.newCertificate = true
 		}
-		r.stack, err = s.ingress(cert, keep, r.key)
+		r.stack, err = s.ingress(cert, keep, key)
 	case StackMonitoring:
 		keep := st.passwordSum != ""
 		pw := []byte(st.passwordSum) // kept: the file's sha256, which names its secret
