@@ -48,10 +48,11 @@ type Platform struct {
 	site   Site
 	target func([]*engine.Host) []*engine.Host
 
-	mu     sync.Mutex
-	st     *state
-	creds  []Credential
-	status *Status
+	mu       sync.Mutex
+	st       *state
+	rendered map[string]rendered // by stack, made once per run
+	creds    []Credential
+	status   *Status
 }
 
 // New returns the platform of site, deployed from the host target picks.
@@ -77,17 +78,9 @@ func (s Site) URLs() []string {
 
 // Phases are the platform's, those the site enables.
 func (p *Platform) Phases() []engine.Phase {
-	a := p.site.Addons
 	var out []engine.Phase
-	if on(a.Ingress.Enabled) {
-		out = append(out, &stackPhase{p: p, id: PhaseIngress, stack: StackIngress, title: "Deploy Traefik on the managers' ports 80 and 443 with TLS"})
-	}
-	if on(a.Monitoring.Enabled) {
-		out = append(out, &stackPhase{p: p, id: PhaseMonitoring, stack: StackMonitoring, title: "Deploy Prometheus, Grafana with gpukit's dashboards, and node exporter"})
-		if on(a.Monitoring.GPUMetrics.Enabled) {
-			out = append(out, &stackPhase{p: p, id: PhaseGPUMetrics, stack: StackGPUMetrics, title: "Deploy NVIDIA's DCGM exporter on the GPU nodes"})
-		}
-		out = append(out, &stackPhase{p: p, id: PhaseTrainingMetrics, stack: StackTraining, title: "Deploy the statsd exporter for training metrics"})
+	for _, d := range p.site.stacks() {
+		out = append(out, &stackPhase{p: p, stackDef: d})
 	}
 	return out
 }
@@ -171,9 +164,28 @@ type rendered struct {
 	newGrafanaLogin bool
 }
 
-// render makes the phase's stack from what the manager has: a kept
-// certificate while it covers the domain, a kept Grafana password.
-func (p *Platform) render(stack string, st *state) (r rendered, err error) {
+// render is the phase's stack from what the manager has, made once per
+// run: ShouldRun and Run deploy the same certificate and password.
+func (p *Platform) render(stack string, st *state) (rendered, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r, ok := p.rendered[stack]; ok {
+		return r, nil
+	}
+	r, err := p.make(stack, st)
+	if err == nil {
+		if p.rendered == nil {
+			p.rendered = map[string]rendered{}
+		}
+		p.rendered[stack] = r
+	}
+	return r, err
+}
+
+// make renders the stack: a kept certificate (the operator's own, or
+// gpukit's while it covers the domain), a kept Grafana password, else new
+// ones.
+func (p *Platform) make(stack string, st *state) (r rendered, err error) {
 	s := p.site
 	switch stack {
 	case StackIngress:
@@ -219,11 +231,11 @@ func (p *Platform) render(stack string, st *state) (r rendered, err error) {
 
 // stackPhase deploys one stack on the first manager.
 type stackPhase struct {
-	p                *Platform
-	id, stack, title string
+	p *Platform
+	stackDef
 }
 
-func (s *stackPhase) Name() string  { return s.id }
+func (s *stackPhase) Name() string  { return s.phase }
 func (s *stackPhase) Title() string { return s.title }
 func (s *stackPhase) Targets(hosts []*engine.Host) []*engine.Host {
 	return s.p.target(hosts)
@@ -411,10 +423,9 @@ func (s *statusPhase) Run(ctx context.Context, h *engine.Host) error {
 		return err
 	}
 	out := &Status{URLs: s.p.site.URLs()}
-	for _, ph := range s.p.Phases() {
-		stack := ph.(*stackPhase).stack
-		if !slices.ContainsFunc(slices.Collect(maps.Keys(st.replicas)), func(n string) bool { return strings.HasPrefix(n, stack+"_") }) {
-			out.Missing = append(out.Missing, stack)
+	for _, d := range s.p.site.stacks() {
+		if !slices.ContainsFunc(slices.Collect(maps.Keys(st.replicas)), func(n string) bool { return strings.HasPrefix(n, d.stack+"_") }) {
+			out.Missing = append(out.Missing, d.stack)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(st.replicas)) {

@@ -276,25 +276,41 @@ func (s Site) training() (Stack, error) {
 	}}}, nil
 }
 
+// stackDef is one of the platform's stacks: its phase and what it runs
+// (the bill's image names).
+type stackDef struct {
+	phase, stack, title string
+	images              []string
+}
+
+// stacks are those the site's addons enable, in deployment order: what
+// the phases deploy, status expects and a mirror must hold.
+func (s Site) stacks() []stackDef {
+	a := s.Addons
+	var out []stackDef
+	if on(a.Ingress.Enabled) {
+		out = append(out, stackDef{PhaseIngress, StackIngress, "Deploy Traefik on the managers' ports 80 and 443 with TLS", []string{"traefik"}})
+	}
+	if on(a.Monitoring.Enabled) {
+		out = append(out, stackDef{PhaseMonitoring, StackMonitoring, "Deploy Prometheus, Grafana with gpukit's dashboards, and node exporter",
+			[]string{"prometheus", "grafana", "node-exporter"}})
+		if on(a.Monitoring.GPUMetrics.Enabled) {
+			out = append(out, stackDef{PhaseGPUMetrics, StackGPUMetrics, "Deploy NVIDIA's DCGM exporter on the GPU nodes", []string{"dcgm-exporter"}})
+		}
+		out = append(out, stackDef{PhaseTrainingMetrics, StackTraining, "Deploy the statsd exporter for training metrics", []string{"statsd-exporter"}})
+	}
+	return out
+}
+
 // Images are the platform's images as the bill names them (not the
 // mirror's names), each with the stack that runs it: what a registry
 // mirror or an offline bundle must hold.
 func (s Site) Images() [][2]string {
 	var out [][2]string
-	add := func(stack string, names ...string) {
-		for _, n := range names {
-			out = append(out, [2]string{manifests.Bill().Image(n).Ref, stack})
+	for _, d := range s.stacks() {
+		for _, n := range d.images {
+			out = append(out, [2]string{manifests.Bill().Image(n).Ref, d.stack})
 		}
-	}
-	if on(s.Addons.Ingress.Enabled) {
-		add(StackIngress, "traefik")
-	}
-	if on(s.Addons.Monitoring.Enabled) {
-		add(StackMonitoring, "prometheus", "grafana", "node-exporter")
-		if on(s.Addons.Monitoring.GPUMetrics.Enabled) {
-			add(StackGPUMetrics, "dcgm-exporter")
-		}
-		add(StackTraining, "statsd-exporter")
 	}
 	return out
 }
