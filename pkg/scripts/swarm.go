@@ -323,6 +323,10 @@ var (
 	swarmPlatformRemoveTemplate = parse[SwarmPlatformParams]("swarm-platform-remove.sh")
 )
 
+// StackFiles is the tar of a stack's files in its directory, unpacked by
+// the deploy.
+const StackFiles = "files.tar"
+
 // SwarmPlatformParams place the swarm platform on its manager.
 type SwarmPlatformParams struct {
 	// Dir holds a directory per stack: its stack.yml, configs and secrets.
@@ -336,6 +340,8 @@ type SwarmPlatformParams struct {
 	PasswordFile, CertFile, KeyFile string
 	// TimeoutSeconds bounds the removal's waits.
 	TimeoutSeconds int
+	// StackFiles is set by SwarmStackDeploy to the constant StackFiles.
+	StackFiles string
 }
 
 var dockerName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
@@ -370,6 +376,7 @@ func SwarmPlatformState(p SwarmPlatformParams) (ssh.Command, error) {
 // SwarmStackDeploy returns the command that deploys stack (its files
 // uploaded under p.Dir/stack) and waits up to timeout for it to run.
 func SwarmStackDeploy(p SwarmPlatformParams, stack string, timeout time.Duration) (ssh.Command, error) {
+	p.StackFiles = StackFiles
 	c, err := command("deploy stack "+stack, swarmStackDeployTemplate, p)
 	if err == nil && !dockerName.MatchString(stack) {
 		err = fmt.Errorf("stack name %q", stack)

@@ -1,14 +1,16 @@
 package swarmplatform
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"maps"
-	"os"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -229,6 +231,42 @@ func (p *Platform) make(stack string, st *state) (r rendered, err error) {
 	return r, err
 }
 
+// files is the tar of what the stack's deployment reads from its
+// directory: the compose file, the names it deploys, the configs (0644)
+// and secrets (0600) not kept, and the mark of a certificate gpukit made
+// (an operator's own has none: it is then kept as it is).
+func (r rendered) files(compose []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	add := func(name string, mode int64, b []byte) error {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: mode, Size: int64(len(b)), Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		_, err := tw.Write(b)
+		return err
+	}
+	err := errors.Join(add("stack.yml", 0o644, compose), add("names", 0o644, []byte(strings.Join(r.stack.Names(), "\n")+"\n")))
+	for i, files := range []map[string]File{r.stack.Configs, r.stack.Secrets} {
+		mode := int64(0o644)
+		if i == 1 {
+			mode = 0o600
+		}
+		for _, k := range slices.Sorted(maps.Keys(files)) {
+			if f := files[k]; !f.Keep {
+				err = errors.Join(err, add(k, mode, f.Content))
+			}
+		}
+	}
+	if r.newCertificate {
+		err = errors.Join(err, add(path.Base(certFile)+".gpukit", 0o644,
+			[]byte("gpukit made ingress.crt: replace it and ingress.key with your own and remove this file to keep yours\n")))
+	}
+	if err := errors.Join(err, tw.Close()); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
 // stackPhase deploys one stack on the first manager.
 type stackPhase struct {
 	p *Platform
@@ -295,31 +333,14 @@ func (s *stackPhase) Run(ctx context.Context, h *engine.Host) error {
 	if r.password != nil {
 		h.AddSecret(string(r.password))
 	}
-	uploads := []ssh.File{
-		{Path: dir + "/stack.yml", Mode: 0o644, Content: bytes.NewReader(compose), Sudo: true},
-		{Path: dir + "/names", Mode: 0o644, Content: strings.NewReader(strings.Join(r.stack.Names(), "\n") + "\n"), Sudo: true},
+	// One upload of every file the stack reads, unpacked by the deploy
+	// (a file each would be two round trips each).
+	files, err := r.files(compose)
+	if err != nil {
+		return err
 	}
-	for i, files := range []map[string]File{r.stack.Configs, r.stack.Secrets} {
-		mode := os.FileMode(0o644)
-		if i == 1 {
-			mode = 0o600
-		}
-		for _, k := range slices.Sorted(maps.Keys(files)) {
-			if f := files[k]; !f.Keep {
-				uploads = append(uploads, ssh.File{Path: dir + "/" + k, Mode: mode, Content: bytes.NewReader(f.Content), Sudo: true})
-			}
-		}
-	}
-	if r.newCertificate {
-		// the mark that the certificate is gpukit's (replaced when it no
-		// longer covers the domain); an operator's own has none
-		uploads = append(uploads, ssh.File{Path: Dir + "/" + certFile + ".gpukit", Mode: 0o644, Sudo: true,
-			Content: strings.NewReader("gpukit made ingress.crt: replace it and ingress.key with your own and remove this file to keep yours\n")})
-	}
-	for _, f := range uploads {
-		if err := h.Upload(ctx, "upload "+strings.TrimPrefix(f.Path, Dir+"/"), f); err != nil {
-			return err
-		}
+	if err := h.Upload(ctx, "upload the files of stack "+s.stack, ssh.File{Path: dir + "/" + scripts.StackFiles, Mode: 0o600, Content: bytes.NewReader(files), Sudo: true}); err != nil {
+		return err
 	}
 	cmd, err := scripts.SwarmStackDeploy(params, s.stack, DeployTimeout)
 	if err != nil {

@@ -1,12 +1,14 @@
 package swarmplatform
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -21,6 +23,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/engine/enginetest"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/pki"
+	"github.com/gpukit/gpukit/pkg/scripts"
 	"github.com/gpukit/gpukit/pkg/ssh"
 	"github.com/gpukit/gpukit/test/golden"
 )
@@ -137,6 +140,20 @@ func (m *manager) handle(_ context.Context, e *enginetest.Executor, cmd ssh.Comm
 		}
 	case strings.HasPrefix(cmd.Name, "deploy stack "):
 		stack := cmd.Args[0]
+		// the deploy unpacks the stack's files, as the script does
+		tr := tar.NewReader(bytes.NewReader(m.files[Dir+"/"+stack+"/"+scripts.StackFiles]))
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return ssh.Result{ExitCode: 1}, err
+			}
+			b, _ := io.ReadAll(tr)
+			m.files[Dir+"/"+stack+"/"+h.Name] = b
+		}
+		delete(m.files, Dir+"/"+stack+"/"+scripts.StackFiles)
 		var doc struct {
 			Services map[string]struct {
 				Deploy struct{ Labels map[string]string }

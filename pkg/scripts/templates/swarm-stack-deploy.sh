@@ -1,5 +1,6 @@
 # Deploys the stack $1 from {{.Dir}}/$1/stack.yml (gpukit uploaded it, its
-# configs and its secrets) through this manager's docker, on the attachable
+# configs and its secrets as one tar, {{.StackFiles}}, unpacked here with
+# their modes) through this manager's docker, on the attachable
 # overlay network the platform's stacks share; removes the stack's configs
 # and secrets that the new deployment no longer names (those still in use
 # stay); then waits up to $2 seconds for every service of the stack to run
@@ -9,6 +10,8 @@ stack=$1
 timeout=$2
 dir={{quote .Dir}}/$stack
 net={{quote .Network}}
+tar -xf "$dir/{{.StackFiles}}" -C "$dir" --no-same-owner
+rm -f "$dir/{{.StackFiles}}"
 if ! docker network inspect "$net" >/dev/null 2>&1; then
   docker network create --driver overlay --attachable --label {{quote .StackLabel}}=platform "$net" >/dev/null
   echo "gpukit: network $net created"

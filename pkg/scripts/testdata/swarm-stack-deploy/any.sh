@@ -1,7 +1,8 @@
 set -euo pipefail
 export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 # Deploys the stack $1 from /var/lib/gpukit/platform/$1/stack.yml (gpukit uploaded it, its
-# configs and its secrets) through this manager's docker, on the attachable
+# configs and its secrets as one tar, files.tar, unpacked here with
+# their modes) through this manager's docker, on the attachable
 # overlay network the platform's stacks share; removes the stack's configs
 # and secrets that the new deployment no longer names (those still in use
 # stay); then waits up to $2 seconds for every service of the stack to run
@@ -11,6 +12,8 @@ stack=$1
 timeout=$2
 dir=/var/lib/gpukit/platform/$stack
 net=gpukit-platform
+tar -xf "$dir/files.tar" -C "$dir" --no-same-owner
+rm -f "$dir/files.tar"
 if ! docker network inspect "$net" >/dev/null 2>&1; then
   docker network create --driver overlay --attachable --label dev.gpukit.stack=platform "$net" >/dev/null
   echo "gpukit: network $net created"
