@@ -191,13 +191,18 @@ func TestLabSwarmPlatform(t *testing.T) {
 		}
 	})
 
-	t.Run("a second init changes nothing", func(t *testing.T) {
+	t.Run("a second init, and platform deploy, change nothing", func(t *testing.T) {
 		began := time.Now()
 		r := runInit(t, "init", "-i", inv, "--credentials-out", credsFile)
 		if r.code != cli.ExitOK || r.counts.Changed != 0 || len(r.writeSteps()) != 0 {
 			t.Fatalf("second init: exit %d %+v writes %v\n%s", r.code, r.counts, r.writeSteps(), r.out)
 		}
 		t.Logf("second init: 0 changed in %s", time.Since(began).Round(100*time.Millisecond))
+		// platform deploy alone: the same phases, through the first manager only
+		r = runInit(t, "platform", "deploy", "-i", inv, "--credentials-out", credsFile)
+		if r.code != cli.ExitOK || r.counts.Changed != 0 || r.counts.Unchanged != 1 || len(r.writeSteps()) != 0 {
+			t.Fatalf("platform deploy on the converged swarm: exit %d %+v writes %v\n%s", r.code, r.counts, r.writeSteps(), r.out)
+		}
 	})
 
 	t.Run("reset removes the platform with the swarm", func(t *testing.T) {
