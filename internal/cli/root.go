@@ -84,6 +84,7 @@ host), 3 the run finished but some hosts failed.`,
 		newPlatformCmd(s),
 		newResetCmd(s),
 		newBundleCmd(s),
+		newEtcdCmd(s),
 		newCompletionCmd(),
 	)
 	root.Args = subcommandArgs

@@ -7,6 +7,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/etcd"
 	"github.com/gpukit/gpukit/pkg/hostproxy"
 	"github.com/gpukit/gpukit/pkg/inventory"
 )
@@ -77,6 +78,7 @@ func NewAddNode(inv *inventory.Inventory, names []string, o InitOptions) (*AddNo
 			k.Containerd(),        //
 			k.JoinControlPlanes(), // kubernetes/join-control-planes  new control planes, one at a time, through the first
 			k.JoinWorkers(),       // kubernetes/join-workers         new workers, in parallel
+			etcd.Schedule(inv),    // kubernetes/etcd-backup          new control planes: the scheduled snapshots' timer
 		)...)
 		p.Phases = append(p.Phases,
 			k.Labels(names...), // kubernetes/labels  through the first control plane: the new nodes' labels and taints

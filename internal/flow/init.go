@@ -4,6 +4,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/bootstrap/kubeadm"
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/etcd"
 	"github.com/gpukit/gpukit/pkg/hostproxy"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/kube"
@@ -115,6 +116,7 @@ func NewInit(inv *inventory.Inventory, o InitOptions) *Init {
 			kube.Init(),              // kubernetes/init                 kubeadm init on the first control plane
 			kube.JoinControlPlanes(), // kubernetes/join-control-planes  the other control planes, one at a time
 			kube.JoinWorkers(),       // kubernetes/join-workers         the workers, in parallel
+			etcd.Schedule(inv),       // kubernetes/etcd-backup          spec.kubernetes.etcdBackup: a timer's etcd snapshots on the control planes
 			kube.FetchKubeconfig(),   // kubernetes/kubeconfig           the admin kubeconfig, for ./<cluster>.kubeconfig
 			kube.Labels(),            // kubernetes/labels               node labels from the GPU facts and the inventory, its taints
 			kube.CNI(),               // kubernetes/cni                  the pod network (flannel, calico or cilium), a Helm release

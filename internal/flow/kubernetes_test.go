@@ -30,7 +30,7 @@ func TestInitFlowKubernetes(t *testing.T) {
 	f := NewInit(kubeInv(), InitOptions{})
 	got := phaseNames(f.Phases)
 	want := []string{"nvidia/verify", "nvidia/mig", "kubernetes/prepare", "kubernetes/packages", "kubernetes/containerd", "kubernetes/init",
-		"kubernetes/join-control-planes", "kubernetes/join-workers", "kubernetes/kubeconfig", "kubernetes/labels", "kubernetes/cni", "kubernetes/gpu",
+		"kubernetes/join-control-planes", "kubernetes/join-workers", "kubernetes/etcd-backup", "kubernetes/kubeconfig", "kubernetes/labels", "kubernetes/cni", "kubernetes/gpu",
 		"platform/storage", "platform/ingress", "platform/monitoring", "platform/gpu-metrics", "platform/training-metrics", "platform/dashboards", "kubeflow/manifests", "platform/routes"}
 	if !reflect.DeepEqual(got[len(got)-len(want):], want) {
 		t.Errorf("phases %v", got)
@@ -54,7 +54,7 @@ func TestAddNodeFlowKubernetes(t *testing.T) {
 		t.Errorf("machines %v", got)
 	}
 	got := phaseNames(f.Phases)
-	want := []string{"nvidia/verify", "nvidia/mig", "kubernetes/prepare", "kubernetes/packages", "kubernetes/containerd", "kubernetes/join-control-planes", "kubernetes/join-workers", "kubernetes/labels"}
+	want := []string{"nvidia/verify", "nvidia/mig", "kubernetes/prepare", "kubernetes/packages", "kubernetes/containerd", "kubernetes/join-control-planes", "kubernetes/join-workers", "kubernetes/etcd-backup", "kubernetes/labels"}
 	if !reflect.DeepEqual(got[len(got)-len(want):], want) {
 		t.Errorf("phases %v", got)
 	}
@@ -89,7 +89,7 @@ func TestResetFlowKubernetes(t *testing.T) {
 		if !reflect.DeepEqual(f.Hosts, tt.hosts) || !reflect.DeepEqual(machineNames(f.Machines), tt.machines) {
 			t.Errorf("%v: hosts %v, machines %v", tt.names, f.Hosts, machineNames(f.Machines))
 		}
-		if got := phaseNames(f.Phases); !reflect.DeepEqual(got, []string{"reset/remove-nodes", "reset/node", "reset/proxy"}) {
+		if got := phaseNames(f.Phases); !reflect.DeepEqual(got, []string{"reset/remove-nodes", "reset/node", "reset/etcd-backup", "reset/proxy"}) {
 			t.Errorf("phases %v", got)
 		}
 	}

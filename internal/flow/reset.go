@@ -7,6 +7,7 @@ import (
 	"github.com/gpukit/gpukit/pkg/bootstrap/swarm"
 	"github.com/gpukit/gpukit/pkg/bundlehost"
 	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/etcd"
 	"github.com/gpukit/gpukit/pkg/hostproxy"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/swarmplatform"
@@ -55,6 +56,7 @@ func NewReset(inv *inventory.Inventory, names []string) (*Reset, error) {
 			Phases: append([]engine.Phase{
 				k.RemoveNodes(names),                                            // reset/remove-nodes  a staying control plane drains the leaving nodes and deletes them
 				engine.Scoped{Phase: k.ResetNode(), Hosts: names},               // reset/node          kubeadm reset, CNI leftovers, containerd's config restored
+				engine.Scoped{Phase: etcd.Unschedule(inv), Hosts: names},        // reset/etcd-backup   the scheduled etcd snapshots' timer removed
 				engine.Scoped{Phase: hostproxy.New(inv).Remove(), Hosts: names}, // reset/proxy  gpukit's proxy settings removed
 			}, bundleResetPhases(inv, names)...),
 		}}, nil

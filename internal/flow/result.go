@@ -50,6 +50,8 @@ const (
 	KindVerify           Kind = "verify"
 	KindBundleList       Kind = "bundle-list"
 	KindBundleCreate     Kind = "bundle-create"
+	KindEtcdBackup       Kind = "etcd-backup"
+	KindEtcdRestore      Kind = "etcd-restore"
 )
 
 // Header starts every final object.

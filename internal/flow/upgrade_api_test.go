@@ -20,6 +20,7 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/engine/enginetest"
+	"github.com/gpukit/gpukit/pkg/etcd"
 	"github.com/gpukit/gpukit/pkg/event"
 	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/nvidia"
@@ -363,7 +364,7 @@ func TestUpgradeDriverRollsThroughTheAPI(t *testing.T) {
 	if got := sim.Host("cp-1").Writes; !slices.Equal(got, []string{"etcd snapshot"}) {
 		t.Errorf("the control plane's writes: %v, want only the etcd snapshot", got)
 	}
-	if !strings.HasPrefix(state.Snapshot, "cp-1:"+upgrade.SnapshotDir+"/before-driver-590.48.01-") {
+	if !strings.HasPrefix(state.Snapshot, "cp-1:"+etcd.SnapshotDir+"/before-driver-590.48.01-") {
 		t.Errorf("snapshot recorded as %q", state.Snapshot)
 	}
 

@@ -125,6 +125,18 @@ type KubernetesSpec struct {
 	// GPUSharing is the device plugin's configuration: how MIG devices are advertised, and
 	// GPUs shared by time-slicing or MPS, per node group.
 	GPUSharing GPUSharing `yaml:"gpuSharing,omitempty" json:"gpuSharing,omitempty"`
+	// EtcdBackup schedules etcd snapshots on every control plane (a systemd timer, kept in
+	// /var/lib/gpukit/etcd-snapshots). Default: none; gpukit etcd backup takes one at any time.
+	EtcdBackup *EtcdBackupSpec `yaml:"etcdBackup,omitempty" json:"etcdBackup,omitempty"`
+}
+
+// EtcdBackupSpec is the scheduled etcd backup of the control planes.
+type EtcdBackupSpec struct {
+	// Schedule is a systemd calendar event (systemd.time(7)): daily, hourly, "*-*-* 02:00:00".
+	// Default daily.
+	Schedule string `yaml:"schedule,omitempty" json:"schedule,omitempty"`
+	// Keep is how many scheduled snapshots each control plane keeps, the newest. Default 7.
+	Keep int `yaml:"keep,omitempty" json:"keep,omitempty" jsonschema:"minimum=1,maximum=1000"`
 }
 
 // GPUSharing configures NVIDIA's device plugin (and GPU feature discovery). A node takes the

@@ -16,6 +16,10 @@ var evictionSignals = []string{"memory.available", "nodefs.available", "nodefs.i
 // evictionThreshold is a percentage or a Kubernetes quantity.
 var evictionThreshold = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?%|[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?)$`)
 
+// etcdSchedule is a systemd calendar event's characters (systemd.time(7));
+// each control plane's systemd-analyze decides whether it is one.
+var etcdSchedule = regexp.MustCompile(`^[A-Za-z0-9*][A-Za-z0-9 *:/,.~+-]*$`)
+
 // checkKubernetes checks spec.kubernetes: every value reaches kubeadm's
 // configuration or containerd's, so each is held to what they accept.
 func (c *checker) checkKubernetes(cl *Cluster, ms []Machine) {
@@ -84,6 +88,14 @@ func (c *checker) checkKubernetes(cl *Cluster, ms []Machine) {
 			if f, _ := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64); f > 100 {
 				c.errorf(path, "threshold %s is over 100%%", q(v))
 			}
+		}
+	}
+	if b := k.EtcdBackup; b != nil {
+		if b.Schedule != "" && !etcdSchedule.MatchString(b.Schedule) {
+			c.errorf(p+".etcdBackup.schedule", "invalid schedule %s; expected a systemd calendar event such as daily, hourly or \"*-*-* 02:00:00\"", q(b.Schedule))
+		}
+		if b.Keep < 0 || b.Keep > 1000 {
+			c.errorf(p+".etcdBackup.keep", "keep %d is out of range; expected 1 to 1000 snapshots", b.Keep)
 		}
 	}
 	switch m := k.KubeProxy.Mode; m {

@@ -135,6 +135,37 @@ func cases() []goldenCase {
 		{etcdSnapshotTemplate.name, anyFamily, "", func() (ssh.Command, error) {
 			return EtcdSnapshot(EtcdSnapshotParams{Dir: "/var/lib/gpukit/etcd-snapshots", Name: "before-driver-580.95.05-20261202T170000Z.db"})
 		}},
+		{etcdSnapshotFileTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return EtcdSnapshotFile(EtcdSnapshotFileParams{Path: "/var/lib/gpukit/etcd-snapshots/backup-20261205T000000Z.db"})
+		}},
+		{etcdSnapshotFileTemplate.name, anyFamily, "remove", func() (ssh.Command, error) {
+			return EtcdSnapshotFile(EtcdSnapshotFileParams{Path: "/var/lib/gpukit/etcd-snapshots/backup-20261205T000000Z.db", Remove: true})
+		}},
+		{etcdMembersTemplate.name, anyFamily, "", EtcdMembers},
+		{etcdRestoreTemplate.name, anyFamily, "stop", func() (ssh.Command, error) {
+			return EtcdRestore(EtcdRestoreParams{Step: RestoreStop, Hold: "/etc/kubernetes/gpukit-restore", TimeoutSeconds: 180})
+		}},
+		{etcdRestoreTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return EtcdRestore(EtcdRestoreParams{Step: RestoreRestore, Snapshot: "/var/lib/gpukit/etcd-restore/snapshot.db",
+				SHA256: strings.Repeat("ab", 32), Name: "cp-1", PeerURL: "https://10.0.0.10:2380", DataDir: "/var/lib/etcd",
+				InitialCluster: "cp-1=https://10.0.0.10:2380,cp-2=https://10.0.0.11:2380", Token: "gpukit-restore-20261205T000000Z",
+				Image: "registry.k8s.io/etcd:3.7.0-0", Before: "/var/lib/gpukit/etcd-before-restore/20261205T000000Z"})
+		}},
+		{etcdRestoreTemplate.name, anyFamily, "start", func() (ssh.Command, error) {
+			return EtcdRestore(EtcdRestoreParams{Step: RestoreStart, Hold: "/etc/kubernetes/gpukit-restore", TimeoutSeconds: 300})
+		}},
+		{etcdRestoreTemplate.name, anyFamily, "check", func() (ssh.Command, error) { return EtcdRestore(EtcdRestoreParams{Step: RestoreCheck}) }},
+		{etcdBackupTimerTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return EtcdBackupTimer(EtcdBackupTimerParams{Mode: TimerApply, Unit: "gpukit-etcd-backup", Script: "/usr/local/lib/gpukit/etcd-backup",
+				OnCalendar: "*-*-* 02:00:00", Dir: "/var/lib/gpukit/etcd-snapshots", Keep: 7})
+		}},
+		{etcdBackupTimerTemplate.name, anyFamily, "check", func() (ssh.Command, error) {
+			return EtcdBackupTimer(EtcdBackupTimerParams{Mode: TimerCheck, Unit: "gpukit-etcd-backup", Script: "/usr/local/lib/gpukit/etcd-backup",
+				OnCalendar: "daily", Dir: "/var/lib/gpukit/etcd-snapshots", Keep: 7})
+		}},
+		{etcdBackupTimerTemplate.name, anyFamily, "remove", func() (ssh.Command, error) {
+			return EtcdBackupTimer(EtcdBackupTimerParams{Mode: TimerRemove, Unit: "gpukit-etcd-backup", Script: "/usr/local/lib/gpukit/etcd-backup", Dir: "/var/lib/gpukit/etcd-snapshots"})
+		}},
 		{waitBootTemplate.name, anyFamily, "", func() (ssh.Command, error) { return WaitBoot(WaitBootParams{TimeoutSeconds: 300}) }},
 		{dockerConfigTemplate.name, anyFamily, "", func() (ssh.Command, error) {
 			return DockerConfig(BackupParams{BackupDir: "/var/lib/gpukit/swarm/originals"}, "{}", "", "/etc/docker/certs.d/registry.site:8443/gpukit-mirror-ca.crt", "-----BEGIN CERTIFICATE-----")

@@ -10,7 +10,6 @@ import (
 // The rolling upgrade's scripts (pkg/upgrade) and gpukit status's.
 var (
 	gpuConsumersStopTemplate = parse[GPUConsumersStopParams]("gpu-consumers-stop.sh")
-	etcdSnapshotTemplate     = parse[EtcdSnapshotParams]("etcd-snapshot.sh")
 	gpuStatusTemplate        = parse[NoParams]("gpu-status.sh")
 )
 
@@ -23,8 +22,7 @@ func GPUStatus() (ssh.Command, error) {
 }
 
 var (
-	unitName     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9@_.:-]*$`)
-	snapshotName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*\.db$`)
+	unitName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9@_.:-]*$`)
 )
 
 // GPUConsumerUnits are the host's services that hold the GPUs: the
@@ -54,21 +52,4 @@ func (p GPUConsumersStopParams) Validate() error {
 // GPUConsumersStop returns the command that stops them.
 func GPUConsumersStop(p GPUConsumersStopParams) (ssh.Command, error) {
 	return command("stop the GPU consumers", gpuConsumersStopTemplate, p)
-}
-
-// EtcdSnapshotParams take a snapshot of a kubeadm control plane's etcd into
-// Dir/Name.
-type EtcdSnapshotParams struct{ Dir, Name string }
-
-// Validate checks the path.
-func (p EtcdSnapshotParams) Validate() error {
-	if !filePath.MatchString(p.Dir) || !snapshotName.MatchString(p.Name) {
-		return fmt.Errorf("snapshot path %q/%q", p.Dir, p.Name)
-	}
-	return nil
-}
-
-// EtcdSnapshot returns the command that takes it.
-func EtcdSnapshot(p EtcdSnapshotParams) (ssh.Command, error) {
-	return command("etcd snapshot", etcdSnapshotTemplate, p)
 }

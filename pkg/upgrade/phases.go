@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpukit/gpukit/pkg/engine"
+	"github.com/gpukit/gpukit/pkg/etcd"
 	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/pkg/scripts"
 )
@@ -213,19 +214,16 @@ func (p *snapshotPhase) ShouldRun(_ context.Context, h *engine.Host) (bool, stri
 	return true, "", nil
 }
 
-// SnapshotDir is where snapshots are kept on the control plane.
-const SnapshotDir = "/var/lib/gpukit/etcd-snapshots"
-
 func (p *snapshotPhase) Run(ctx context.Context, h *engine.Host) error {
 	name := fmt.Sprintf("before-driver-%s-%s.db", p.u.driverTarget(), p.u.now().UTC().Format("20060102T150405Z"))
-	cmd, err := scripts.EtcdSnapshot(scripts.EtcdSnapshotParams{Dir: SnapshotDir, Name: name})
+	cmd, err := scripts.EtcdSnapshot(scripts.EtcdSnapshotParams{Dir: etcd.SnapshotDir, Name: name})
 	if err != nil {
 		return err
 	}
-	if _, err := h.Apply(ctx, "etcd snapshot "+SnapshotDir+"/"+name, cmd); err != nil {
+	if _, err := h.Apply(ctx, "etcd snapshot "+etcd.SnapshotDir+"/"+name, cmd); err != nil {
 		return fmt.Errorf("%w (--skip-etcd-snapshot goes on without one)", err)
 	}
-	path := SnapshotDir + "/" + name
+	path := etcd.SnapshotDir + "/" + name
 	if h.DryRun() {
 		return nil
 	}

@@ -102,6 +102,13 @@ func Images(t testing.TB, kube, rt string) []Image {
 			}
 			bin(name, "/usr/local/bin/etcd")
 			img.Version = "etcd Version: " + ev
+			// etcd's tools beside it, as registry.k8s.io/etcd has them
+			// (gpukit's etcd backup and restore run them in the image)
+			for _, tool := range []string{"etcdctl", "etcdutl"} {
+				if _, err := os.Stat(filepath.Join(kube, tool)); err == nil {
+					img.Files["/usr/local/bin/"+tool] = filepath.Join(kube, tool)
+				}
+			}
 		case "coredns":
 			// One CoreDNS build serves every version's tag (the Corefile kubeadm
 			// writes is the same); the image says which it is.

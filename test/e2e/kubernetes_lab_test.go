@@ -870,7 +870,8 @@ func phaseTime(r initResult, phase string) time.Duration {
 // plain-HTTP one cut off; the
 // control-plane taint stays off; the lab has no load balancer, so the
 // endpoint is lab-1's address: this shows the control planes joining one at
-// a time with the certificates uploaded under the run's key, not failover),
+// a time with the certificates uploaded under the run's key, not failover;
+// then etcd's scheduled snapshots, a backup and a restore: etcdLifecycle),
 // and the oldest Kubernetes there are modules for with Debian's own
 // containerd 1.6 (config version 2), at a site whose hosts reach their
 // mirrors only through its HTTP proxy (spec.proxy; the lab's squid, the
@@ -890,7 +891,7 @@ func TestLabKubernetesVariants(t *testing.T) {
 		roles               map[string]string
 		proxy               bool // and a fabric
 	}{
-		{"ha-3-control-planes", "", "controlPlaneEndpoint: 10.251.2.1\n", 3,
+		{"ha-3-control-planes", "", "controlPlaneEndpoint: 10.251.2.1\netcdBackup: {schedule: hourly, keep: 2}\n", 3,
 			map[string]string{"lab-2": "control-plane", "lab-3": "control-plane"}, false},
 		{"oldest-with-distribution-containerd-through-a-proxy-on-a-fabric", oldest, "containerd: {source: distribution}\n", 2, nil, true},
 	} {
@@ -1046,6 +1047,9 @@ func TestLabKubernetesVariants(t *testing.T) {
 			}
 			if r := runInit(t, "init", "-i", inv, "--kubeconfig-out", kubeconfig); r.code != cli.ExitOK || r.counts.Changed != 0 {
 				t.Errorf("second init: exit %d %+v writes %v", r.code, r.counts, r.writeSteps())
+			}
+			if c.name == "ha-3-control-planes" {
+				etcdLifecycle(t, l, inv, kubectlAt(t, filepath.Join(cluster.BuildVersion(t, "v"+site.Version), "kubectl"), kubeconfig))
 			}
 			if c.proxy {
 				onFabric(t, l, kubectlAt(t, filepath.Join(cluster.BuildVersion(t, "v"+site.Version), "kubectl"), kubeconfig))

@@ -41,7 +41,7 @@ var layers = []struct {
 	{"reading hosts; Helm releases as phases", []string{
 		"pkg/probe", "pkg/charts"}},
 	{"installers", []string{
-		"pkg/nvidia", "pkg/bootstrap/kubeadm", "pkg/bootstrap/swarm", "pkg/preflight", "pkg/hostproxy", "pkg/bundlehost"}},
+		"pkg/nvidia", "pkg/bootstrap/kubeadm", "pkg/bootstrap/swarm", "pkg/preflight", "pkg/hostproxy", "pkg/bundlehost", "pkg/etcd"}},
 	{"the cluster API's users and the reports", []string{
 		"pkg/kubeflow", "pkg/upgrade", "pkg/dcgm", "pkg/gpuhealth", "pkg/verify", "pkg/swarmplatform"}},
 	{"what an air-gapped site needs for an inventory, from every layer above the API's users", []string{"pkg/bundle"}},

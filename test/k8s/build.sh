@@ -21,7 +21,8 @@
 #                       builds nothing
 #
 # A Kubernetes set: kube-apiserver kube-controller-manager kube-scheduler
-# kubectl kubelet kubeadm kube-proxy etcd; `images` (what kubeadm config images
+# kubectl kubelet kubeadm kube-proxy etcd (and etcdctl, etcdutl where the
+# module requires them); `images` (what kubeadm config images
 # list names), etcd-version; the newest also kwok, kube-env, pause and
 # kwok-stages.yaml (kwok's node and pod stages, from its module).
 # The runtime set: containerd, containerd-shim-runc-v2, ctr, runc (cgo,
@@ -128,6 +129,9 @@ build_kube() {
 		cmds+=("k8s.io/kubernetes/cmd/$p")
 	done
 	cmds+=(./cmd/etcd)
+	# etcd's tools where the module has them (registry.k8s.io/etcd ships
+	# them beside the server; gpukit's etcd backup and restore run them)
+	if go list -m go.etcd.io/etcd/etcdutl/v3 >/dev/null 2>&1; then cmds+=(go.etcd.io/etcd/etcdctl/v3 go.etcd.io/etcd/etcdutl/v3); fi
 	if [ "$set" = "$KUBE_VERSION" ]; then cmds+=(sigs.k8s.io/kwok/cmd/kwok ./cmd/kube-env ./cmd/pause); fi
 	echo "build.sh: building Kubernetes $set into $out (cold: about 6 minutes)" >&2
 	CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/" "${cmds[@]}" >&2

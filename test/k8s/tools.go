@@ -14,4 +14,9 @@ import (
 	_ "k8s.io/kubernetes/cmd/kubectl"
 	_ "k8s.io/kubernetes/cmd/kubelet"
 	_ "sigs.k8s.io/kwok/cmd/kwok"
+
+	// etcd's tools, in the lab's etcd image as in registry.k8s.io/etcd:
+	// `gpukit etcd backup` and restore run them there.
+	_ "go.etcd.io/etcd/etcdctl/v3"
+	_ "go.etcd.io/etcd/etcdutl/v3"
 )
