@@ -24,7 +24,7 @@ func TestListPhases(t *testing.T) {
 	commands := [][]string{
 		{"init"}, {"plan"}, {"add-node", "gpu-001"}, {"preflight"}, {"status"}, {"reset"},
 		{"upgrade", "driver"}, {"mig", "apply"}, {"verify"}, {"kubeflow", "deploy"}, {"kubeflow", "status"}, {"platform", "deploy"}, {"platform", "status"},
-		{"etcd", "backup"}, {"etcd", "restore"},
+		{"etcd", "backup"}, {"etcd", "restore"}, {"upgrade", "kubernetes"},
 	}
 	for _, inv := range []struct{ name, file string }{{"kubernetes", ""}, {"swarm", swarm}} {
 		for _, c := range commands {
@@ -35,7 +35,7 @@ func TestListPhases(t *testing.T) {
 					args = append(args, "-i", inv.file)
 				}
 				code, out, errOut := run(t, args...)
-				if (c[0] == "kubeflow" || c[0] == "etcd") && inv.name == "swarm" {
+				if (c[0] == "kubeflow" || c[0] == "etcd" || strings.Join(c, " ") == "upgrade kubernetes") && inv.name == "swarm" {
 					// The platform runs on Kubernetes only: bad input, said so.
 					if code != ExitUsage || !strings.Contains(errOut, "spec.orchestrator is swarm") {
 						t.Fatalf("exit %d, stderr %q", code, errOut)

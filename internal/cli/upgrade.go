@@ -20,7 +20,7 @@ func newUpgradeCmd(s Streams) *cobra.Command {
 		Use:     "upgrade",
 		Short:   "Upgrade a layer of a running cluster",
 		Example: "  gpukit upgrade driver -i cluster.yaml --driver 590 --max-unavailable 10%",
-	}, newUpgradeDriverCmd(s))
+	}, newUpgradeDriverCmd(s), newUpgradeKubernetesCmd(s))
 }
 
 // upgradeOptions are upgrade driver's flags.
@@ -43,6 +43,9 @@ type upgradeOptions struct {
 	skipEtcdSnapshot   bool
 	// mig: `gpukit mig apply`, the rollout of the inventory's MIG layouts.
 	mig bool
+	// kubernetes: `gpukit upgrade kubernetes` to version.
+	kubernetes bool
+	version    string
 }
 
 const upgradeDriverLong = `Upgrade the NVIDIA driver (and, with --cuda and --toolkit, the CUDA toolkit and the
@@ -120,15 +123,81 @@ func newUpgradeDriverCmd(s Streams) *cobra.Command {
 	return cmd
 }
 
+const upgradeKubernetesLong = `Move a kubeadm cluster to another Kubernetes release: a patch of its minor, or the next
+minor (skipping one is refused, naming the releases to take in turn; so is a downgrade).
+
+First, on the first control plane: the API server's version is read and checked, kubeadm of
+the new release is installed, and kubeadm upgrade plan is shown. Then an etcd snapshot
+(/var/lib/gpukit/etcd-snapshots; --skip-etcd-snapshot). Then the control planes, one at a
+time in the inventory's order, then the workers a wave at a time; no worker starts before
+every control plane is done (a kubelet may not be newer than an API server). Per node: cordon,
+training handled as upgrade driver does (checkpoint hook, --wait-for-jobs, never evicted
+without --force; otherwise the node is handed back untouched), drain through
+PodDisruptionBudgets; then kubeadm of the new release (unheld, installed, held), kubeadm
+upgrade apply on the first control plane (the control plane's static pods, etcd, CoreDNS,
+kube-proxy, the cluster's configuration) or kubeadm upgrade node elsewhere, containerd as the
+release needs it (the sandbox image kubeadm names), kubelet and kubectl (unheld, installed,
+held), the kubelet restarted; the node is given back once its kubelet reports the release and
+it is Ready (with as many GPUs as before). After the last node: the pod network's and the
+device plugin's releases as the bill of materials pins them.
+
+Packages come from the new minor's repository (spec.mirrors.kubernetes), images through
+the cluster's image repository: an air-gapped site mirrors the new release first (gpukit
+bundle list with the new spec.versions.kubernetes names them).
+
+Never more than --max-unavailable workers are out of service at once, counting those
+that failed and those someone else cordoned. A node that fails stays cordoned and stops
+the rollout (a control plane always). The state is kept in
+~/.gpukit/upgrades/<cluster>.kubernetes.json (--state): after Ctrl-C, a crash or a fix,
+--resume goes on where it stopped. A node already at the release is left alone: a second
+run changes nothing. --write-inventory records spec.versions.kubernetes when every node
+is done.
+
+Exit code 0 when every node is done, 3 when some failed or were left alone, 2 on bad
+input (nothing changed on any host).`
+
+func newUpgradeKubernetesCmd(s Streams) *cobra.Command {
+	o := &upgradeOptions{kubernetes: true}
+	o.maxParallelReboots = defaultMaxParallelReboots // nothing reboots: no reboot flags
+	cmd := &cobra.Command{
+		Use:   "kubernetes -i FILE --version X.Y.Z",
+		Short: "Rolling upgrade of the cluster's Kubernetes: control planes one at a time, then the workers",
+		Long:  upgradeKubernetesLong,
+		Example: `  gpukit upgrade kubernetes -i cluster.yaml --version 1.37.2 --dry-run
+  gpukit upgrade kubernetes -i cluster.yaml --version 1.37.2 --max-unavailable 10% --wait-for-jobs 2h
+  gpukit upgrade kubernetes -i cluster.yaml --resume`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd, s) },
+	}
+	f := cmd.Flags()
+	o.runOptions.addFlags(cmd, honours{writes: true, fanOut: true})
+	f.StringVar(&o.version, "version", "", "the Kubernetes release to move to, X.Y.Z (a patch of the cluster's minor, or the next minor)")
+	f.BoolVar(&o.dryRun, "dry-run", false, "show the order of the nodes and each node's steps and scripts; change nothing")
+	o.addRolloutFlags(cmd, "upgrade")
+	f.BoolVar(&o.writeInventory, "write-inventory", false, "when every node is done, record the release in the inventory's spec.versions.kubernetes")
+	f.BoolVar(&o.skipEtcdSnapshot, "skip-etcd-snapshot", false, "take no etcd snapshot before the first node")
+	o.phaseFlags(cmd, func(inv *inventory.Inventory) (flow.Flow, error) {
+		f, err := flow.NewUpgradeKubernetes(inv, flow.UpgradeOptions{})
+		if err != nil {
+			return flow.Flow{}, err
+		}
+		return f.Flow, nil
+	})
+	return cmd
+}
+
 // addRolloutFlags are the flags of a rolling change (upgrade driver, mig
 // apply): the budget, the nodes, training safety, the drain, the state.
 func (o *upgradeOptions) addRolloutFlags(cmd *cobra.Command, verb string) {
 	f := cmd.Flags()
-	kind := "driver"
-	if o.mig {
+	kind, nodes := "driver", "GPU nodes"
+	switch {
+	case o.mig:
 		kind = "mig"
+	case o.kubernetes:
+		kind, nodes = "kubernetes", "workers"
 	}
-	f.StringVar(&o.maxUnavailable, "max-unavailable", "1", "GPU nodes out of service at once, at most: N, or P% of the GPU nodes")
+	f.StringVar(&o.maxUnavailable, "max-unavailable", "1", nodes+" out of service at once, at most: N, or P% of the "+nodes)
 	o.addHostsFlag(cmd, verb+" only these hosts (comma-separated inventory names), even if someone else cordoned them")
 	f.StringVar(&o.selector, "selector", "", verb+" only the nodes with these labels (a label selector: gpu=h100,zone in (a,b))")
 	f.IntVar(&o.canary, "canary", 0, verb+" this many nodes first; go on only if all of them verified")
@@ -173,16 +242,19 @@ func (o *upgradeOptions) run(cmd *cobra.Command, s Streams) error {
 	// resume (its versions unless the flags give them again, and then they
 	// must be its own).
 	var r *flow.UpgradeRollout
-	if o.mig {
+	switch {
+	case o.mig:
 		r, err = flow.DecideMIG(o.inventory, o.statePath, o.resume, o.dryRun)
-	} else {
+	case o.kubernetes:
+		r, err = flow.DecideKubernetes(o.inventory, o.statePath, o.version, o.resume, o.dryRun)
+	default:
 		r, err = flow.DecideUpgrade(o.inventory, o.statePath, o.resume, o.dryRun, o.overrides)
 	}
 	if err != nil {
 		return err
 	}
 	o.data, o.overrides = r.Data, r.Versions
-	if o.overrides.NvidiaDriver.Value == "" && !o.mig {
+	if o.overrides.NvidiaDriver.Value == "" && !o.mig && !o.kubernetes {
 		return usage(errors.New("--driver VERSION: the release (or branch) to upgrade to"))
 	}
 	l, err := o.load(s)
@@ -270,8 +342,11 @@ func (o *upgradeOptions) writeUpgradeResult(out ui.Output, res *flow.UpgradeResu
 	case res.DryRun:
 	case !res.Complete:
 		command := "upgrade driver"
-		if o.mig {
+		switch {
+		case o.mig:
 			command = "mig apply"
+		case o.kubernetes:
+			command = "upgrade kubernetes"
 		}
 		fmt.Fprintf(w, "The rollout is not finished (state in %s): fix what is named above, then gpukit %s -i %s --resume\n", res.State, command, o.inventory)
 	case o.mig:

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -219,3 +220,53 @@ contexts:
 - {name: admin@lab, context: {cluster: Kind-Lab, user: admin}}
 current-context: admin@lab
 `
+
+// upgrade kubernetes: its decision refuses a skipped minor and a downgrade
+// before any host (bad input naming the file and the path to take), and a
+// swarm; a resumed rollout must move to the same release.
+func TestDecideKubernetes(t *testing.T) {
+	dir := t.TempDir()
+	inv := filepath.Join(dir, "cluster.yaml")
+	doc := strings.Replace(string(inventory.Example()), `kubernetes: "1.37.2"`, `kubernetes: "1.36.3"`, 1)
+	if doc == string(inventory.Example()) {
+		t.Fatal("the example inventory names no spec.versions.kubernetes 1.37.2")
+	}
+	if err := os.WriteFile(inv, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "state.json")
+	for _, tt := range []struct{ version, want string }{
+		{"1.38.0", "skips a minor"},
+		{"1.35.4", "downgrade"},
+		{"", "--version X.Y.Z"},
+	} {
+		_, err := DecideKubernetes(inv, state, tt.version, false, false)
+		var ie *InputError
+		if !errors.As(err, &ie) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("--version %q: %v, want an input error saying %q", tt.version, err, tt.want)
+		}
+	}
+	r, err := DecideKubernetes(inv, state, "v1.37.2", false, false)
+	if err != nil || r.Versions.Kubernetes.Value != "1.37.2" {
+		t.Fatalf("1.36.3 -> 1.37.2: %v %+v", err, r)
+	}
+	if _, err := os.Stat(state); err == nil {
+		t.Error("deciding wrote the state")
+	}
+	swarm := kubeInv()
+	swarm.Cluster.Spec.Orchestrator = inventory.Swarm
+	if _, err := NewUpgradeKubernetes(swarm, UpgradeOptions{}); err == nil || !strings.Contains(err.Error(), "spec.orchestrator is swarm") {
+		t.Errorf("on swarm: %v", err)
+	}
+	f, err := NewUpgradeKubernetes(kubeInv(), UpgradeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := phaseNames(f.Phases); !reflect.DeepEqual(got, []string{"preflight/facts", "kubernetes/upgrade-plan", "upgrade/check", "upgrade/plan",
+		"upgrade/etcd-snapshot", "upgrade/rollout", "kubernetes/cni", "kubernetes/gpu"}) {
+		t.Errorf("phases %v", got)
+	}
+	if got := machineNames(f.Machines); !reflect.DeepEqual(got, []string{"cp1", "cp2", "w1", "w2"}) {
+		t.Errorf("machines %v", got)
+	}
+}

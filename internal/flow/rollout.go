@@ -100,15 +100,21 @@ func (r *UpgradeRollout) Start(inv *inventory.Inventory, o UpgradeOptions, write
 	if fresh {
 		name := inv.Cluster.Metadata.Name
 		target := upgrade.Target{Driver: inv.Cluster.Spec.Versions.NvidiaDriver, CUDA: r.Versions.CUDA.Value, Toolkit: r.Versions.ContainerToolkit.Value}
-		if r.kind == "mig" {
+		switch r.kind {
+		case "mig":
 			target = upgrade.Target{MIG: r.migDigest}
+		case "kubernetes":
+			target = upgrade.Target{Kubernetes: inv.Cluster.Spec.Versions.Kubernetes}
 		}
 		r.state = upgrade.NewState(cmp.Or(r.statePath, upgrade.StatePath(name, cmp.Or(r.kind, "driver"))), name, r.File, target, time.Now())
 	}
 	o.Upgrade.State = r.state
 	build := NewUpgradeDriver
-	if r.kind == "mig" {
+	switch r.kind {
+	case "mig":
 		build = NewMIGApply
+	case "kubernetes":
+		build = NewUpgradeKubernetes
 	}
 	f, err := build(inv, o)
 	if err != nil {
@@ -130,8 +136,8 @@ func (r *UpgradeRollout) Start(inv *inventory.Inventory, o UpgradeOptions, write
 func (r *UpgradeRollout) Finish(sum *engine.Summary) (*UpgradeResult, error) {
 	res := r.driver.Result(sum, r.dryRun)
 	values := r.versions()
-	for _, k := range []string{"nvidiaDriver", "cuda", "containerToolkit"} {
-		if values[k] != "" && r.kind == "" {
+	for _, k := range []string{"nvidiaDriver", "cuda", "containerToolkit", "kubernetes"} {
+		if values[k] != "" && r.kind != "mig" {
 			res.Record = append(res.Record, "spec.versions."+k+": "+values[k])
 		}
 	}
@@ -170,5 +176,8 @@ func (r *UpgradeRollout) Finish(sum *engine.Summary) (*UpgradeResult, error) {
 
 // versions are what the rollout installs, as spec.versions names them.
 func (r *UpgradeRollout) versions() map[string]string {
+	if r.kind == "kubernetes" {
+		return map[string]string{"kubernetes": r.inv.Cluster.Spec.Versions.Kubernetes}
+	}
 	return map[string]string{"nvidiaDriver": r.inv.Cluster.Spec.Versions.NvidiaDriver, "cuda": r.Versions.CUDA.Value, "containerToolkit": r.Versions.ContainerToolkit.Value}
 }

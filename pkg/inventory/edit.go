@@ -28,7 +28,7 @@ func SetVersions(data []byte, values map[string]string) ([]byte, error) {
 	}
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	var add []string
-	for _, field := range []string{"nvidiaDriver", "cuda", "containerToolkit"} {
+	for _, field := range []string{"nvidiaDriver", "cuda", "containerToolkit", "kubernetes"} {
 		v, ok := values[field]
 		if !ok || v == "" {
 			continue
@@ -101,7 +101,7 @@ func lastLine(m *yaml.Node) int {
 
 func keys(m map[string]string) []string {
 	var out []string
-	for _, f := range []string{"nvidiaDriver", "cuda", "containerToolkit"} {
+	for _, f := range []string{"nvidiaDriver", "cuda", "containerToolkit", "kubernetes"} {
 		if m[f] != "" {
 			out = append(out, f)
 		}

@@ -25,6 +25,8 @@ const MaxFileSize = 4 << 20
 type Overrides struct {
 	// Flag names the option each value came from, for messages.
 	NvidiaDriver, CUDA, ContainerToolkit Override
+	// Kubernetes is gpukit upgrade kubernetes' --version.
+	Kubernetes Override
 }
 
 // Override is one value given on the command line; an empty Value is none.
@@ -234,6 +236,7 @@ func (o Overrides) apply(cl *Cluster, pos *positions) {
 		{o.NvidiaDriver, &cl.Spec.Versions.NvidiaDriver, "spec.versions.nvidiaDriver"},
 		{o.CUDA, &cl.Spec.Versions.CUDA, "spec.versions.cuda"},
 		{o.ContainerToolkit, &cl.Spec.Versions.ContainerToolkit, "spec.versions.containerToolkit"},
+		{o.Kubernetes, &cl.Spec.Versions.Kubernetes, "spec.versions.kubernetes"},
 	} {
 		if f.o.Value == "" {
 			continue

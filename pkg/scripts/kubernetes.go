@@ -346,3 +346,59 @@ func KubeNodesRemove(p KubeNodesRemoveParams, nodes []string) (ssh.Command, erro
 func KubeNodesJSON() (ssh.Command, error) {
 	return command("read the cluster's nodes", kubeNodesJSONTemplate, NoParams{})
 }
+
+var kubeUpgradeTemplate = parse[KubeUpgradeParams]("kube-upgrade.sh")
+
+// The steps of gpukit upgrade kubernetes on a host.
+const (
+	UpgradeVersion = "version" // the API server's version (JSON)
+	UpgradePlan    = "plan"    // kubeadm upgrade plan
+	UpgradeApply   = "apply"   // kubeadm upgrade apply, on the first control plane
+	UpgradeNode    = "node"    // kubeadm upgrade node, on every other node
+	UpgradeRestart = "restart" // the kubelet restarted on its new binary
+)
+
+// KubeUpgradeParams are one step of a Kubernetes upgrade on a host.
+type KubeUpgradeParams struct {
+	Step string
+	// Version is the release, v1.37.2 (plan, apply).
+	Version string
+	// IgnorePreflightErrors are kubeadm's checks to pass over.
+	IgnorePreflightErrors []string
+	// LogFile keeps kubeadm's output (apply, node).
+	LogFile string
+}
+
+// Validate checks every value that reaches the script.
+func (p KubeUpgradeParams) Validate() error {
+	switch p.Step {
+	case UpgradeVersion, UpgradeRestart:
+		return nil
+	case UpgradePlan, UpgradeApply, UpgradeNode:
+	default:
+		return fmt.Errorf("upgrade step %q", p.Step)
+	}
+	if p.Step != UpgradeNode && (!strings.HasPrefix(p.Version, "v") || !semver.MatchString(strings.TrimPrefix(p.Version, "v"))) {
+		return fmt.Errorf("kubernetes version %q: want vX.Y.Z", p.Version)
+	}
+	if p.Step != UpgradePlan && !filePath.MatchString(p.LogFile) {
+		return fmt.Errorf("log file %q", p.LogFile)
+	}
+	for _, c := range p.IgnorePreflightErrors {
+		if !preflightCheck.MatchString(c) {
+			return fmt.Errorf("preflight check %q", c)
+		}
+	}
+	return nil
+}
+
+// KubeUpgrade returns the command of p's step.
+func KubeUpgrade(p KubeUpgradeParams) (ssh.Command, error) {
+	name := map[string]string{UpgradeVersion: "read the API server's version", UpgradePlan: "read kubeadm upgrade plan " + p.Version,
+		UpgradeApply: "kubeadm upgrade apply " + p.Version, UpgradeNode: "kubeadm upgrade node", UpgradeRestart: "restart the kubelet"}[p.Step]
+	return command(name, kubeUpgradeTemplate, p)
+}
+
+// preflightCheck is a kubeadm preflight check's name (SystemVerification,
+// FileContent--proc-sys-net-bridge-bridge-nf-call-iptables, Port-6443, all).
+var preflightCheck = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)

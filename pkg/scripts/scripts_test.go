@@ -166,6 +166,17 @@ func cases() []goldenCase {
 		{etcdBackupTimerTemplate.name, anyFamily, "remove", func() (ssh.Command, error) {
 			return EtcdBackupTimer(EtcdBackupTimerParams{Mode: TimerRemove, Unit: "gpukit-etcd-backup", Script: "/usr/local/lib/gpukit/etcd-backup", Dir: "/var/lib/gpukit/etcd-snapshots"})
 		}},
+		{kubeUpgradeTemplate.name, anyFamily, "", func() (ssh.Command, error) {
+			return KubeUpgrade(KubeUpgradeParams{Step: UpgradeApply, Version: "v1.37.2", IgnorePreflightErrors: []string{"SystemVerification"}, LogFile: "/var/log/gpukit/kubeadm-upgrade.log"})
+		}},
+		{kubeUpgradeTemplate.name, anyFamily, "node", func() (ssh.Command, error) {
+			return KubeUpgrade(KubeUpgradeParams{Step: UpgradeNode, LogFile: "/var/log/gpukit/kubeadm-upgrade.log"})
+		}},
+		{kubeUpgradeTemplate.name, anyFamily, "plan", func() (ssh.Command, error) {
+			return KubeUpgrade(KubeUpgradeParams{Step: UpgradePlan, Version: "v1.37.2"})
+		}},
+		{kubeUpgradeTemplate.name, anyFamily, "version", func() (ssh.Command, error) { return KubeUpgrade(KubeUpgradeParams{Step: UpgradeVersion}) }},
+		{kubeUpgradeTemplate.name, anyFamily, "restart", func() (ssh.Command, error) { return KubeUpgrade(KubeUpgradeParams{Step: UpgradeRestart}) }},
 		{waitBootTemplate.name, anyFamily, "", func() (ssh.Command, error) { return WaitBoot(WaitBootParams{TimeoutSeconds: 300}) }},
 		{dockerConfigTemplate.name, anyFamily, "", func() (ssh.Command, error) {
 			return DockerConfig(BackupParams{BackupDir: "/var/lib/gpukit/swarm/originals"}, "{}", "", "/etc/docker/certs.d/registry.site:8443/gpukit-mirror-ca.crt", "-----BEGIN CERTIFICATE-----")

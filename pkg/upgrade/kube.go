@@ -92,7 +92,8 @@ func (k *Kube) Nodes(ctx context.Context) ([]Node, error) {
 	for i := range list.Items {
 		n := &list.Items[i]
 		q := n.Status.Allocatable[kube.GPUResource]
-		out[i] = Node{Name: n.Name, GPU: IsGPUNode(n), GPUs: q.Value(), Unschedulable: n.Spec.Unschedulable, Ours: CordonedByUs(n), Labels: n.Labels}
+		out[i] = Node{Name: n.Name, GPU: IsGPUNode(n), GPUs: q.Value(), Unschedulable: n.Spec.Unschedulable, Ours: CordonedByUs(n), Labels: n.Labels,
+			KubeletVersion: n.Status.NodeInfo.KubeletVersion}
 	}
 	return out, nil
 }

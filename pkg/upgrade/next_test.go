@@ -132,3 +132,70 @@ func TestNextWaves(t *testing.T) {
 		t.Errorf("budget 1 used up by the failed node: %+v", w)
 	}
 }
+
+// The cluster's own upgrade (EveryNode): the control planes first, one at
+// a time in the inventory's order, whatever the budget; no worker before
+// every control plane is done; a control plane's failure stops the rollout
+// even with --continue-on-failure; the budget counts the workers.
+func TestNextEveryNode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	setup := func(o Options, cordoned map[string]bool) (*Upgrade, []*engine.Host) {
+		o.EveryNode = true
+		u, hosts := planner(t, 6, o, cordoned)
+		for i := range 2 { // gpu-1 and gpu-2 are control planes
+			u.inv.Machines[i].Roles = []inventory.Role{inventory.RoleControlPlane}
+			hosts[i].Machine.Roles = u.inv.Machines[i].Roles
+		}
+		u.apiHost = "gpu-1"
+		return u, hosts
+	}
+
+	u, hosts := setup(Options{Budget: Budget{N: 3}}, nil)
+	var done []engine.Outcome
+	var waves [][]string
+	pending := hosts
+	for range 10 {
+		w := u.next(ctx, pending, done)
+		if w.Stop != "" || len(w.Hosts) == 0 {
+			break
+		}
+		waves = append(waves, names(w.Hosts))
+		for _, h := range w.Hosts {
+			done = append(done, engine.Outcome{Host: h})
+			pending = slices.DeleteFunc(slices.Clone(pending), func(p *engine.Host) bool { return p == h })
+		}
+	}
+	if got := fmt.Sprint(waves); got != "[[gpu-1] [gpu-2] [gpu-3 gpu-4 gpu-5] [gpu-6]]" {
+		t.Errorf("waves %s: want the control planes alone and first, then the workers 3 at a time", got)
+	}
+
+	// A control plane left for its training: the workers wait.
+	u, hosts = setup(Options{Budget: Budget{N: 3}}, nil)
+	u.next(ctx, hosts, nil)
+	u.left["gpu-1"] = "training still running"
+	w := u.next(ctx, hosts[1:], []engine.Outcome{{Host: hosts[0], Left: "training still running"}})
+	if got := names(w.Hosts); !slices.Equal(got, []string{"gpu-2"}) {
+		t.Fatalf("after gpu-1 was left: %v, want gpu-2 (the next control plane)", got)
+	}
+	w = u.next(ctx, hosts[2:], []engine.Outcome{{Host: hosts[0], Left: "training still running"}, {Host: hosts[1]}})
+	if !strings.Contains(w.Stop, "control plane gpu-1 is not upgraded (training still running): the workers wait") || len(w.Hosts) != 0 {
+		t.Errorf("workers with gpu-1 left behind: %+v", w)
+	}
+
+	// A failed control plane stops the rollout, --continue-on-failure or not.
+	u, hosts = setup(Options{Budget: Budget{N: 3}, ContinueOnFailure: true}, map[string]bool{"gpu-1": true})
+	w = u.next(ctx, hosts[1:], []engine.Outcome{{Host: hosts[0], Err: errors.New("kubeadm upgrade apply: exit status 1")}})
+	if !strings.HasPrefix(w.Stop, "stopped: gpu-1 failed and stays cordoned") {
+		t.Errorf("after the first control plane failed: %+v", w)
+	}
+
+	// Workers a killed run left cordoned go first among the workers, and
+	// count in the budget of workers (not of control planes).
+	u, hosts = setup(Options{Budget: Budget{N: 2}}, map[string]bool{"gpu-5": true})
+	u.finished["gpu-1"], u.finished["gpu-2"] = true, true
+	w = u.next(ctx, hosts[2:], nil)
+	if got := names(w.Hosts); !slices.Equal(got, []string{"gpu-5", "gpu-3"}) {
+		t.Errorf("workers with gpu-5 left cordoned by a killed run: %v", got)
+	}
+}

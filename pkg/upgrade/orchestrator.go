@@ -90,6 +90,8 @@ type Node struct {
 	// Ours: taken out of service by a gpukit upgrade.
 	Ours   bool
 	Labels map[string]string
+	// KubeletVersion is what the node's kubelet reports (Kubernetes).
+	KubeletVersion string
 }
 
 // Workload is a training workload on a node: a pod, or a swarm task.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpukit/gpukit/pkg/engine"
 	"github.com/gpukit/gpukit/pkg/etcd"
+	"github.com/gpukit/gpukit/pkg/inventory"
 	"github.com/gpukit/gpukit/pkg/nvidia"
 	"github.com/gpukit/gpukit/pkg/scripts"
 )
@@ -30,10 +31,14 @@ func (u *Upgrade) next(ctx context.Context, pending []*engine.Host, done []engin
 	}
 	// The outcome of the last wave, into the state.
 	var failed []string
+	cpFailed := false
 	for _, o := range done {
 		switch {
 		case o.Err != nil:
 			failed = append(failed, o.Host.Name())
+			cpFailed = cpFailed || o.Host.Machine.HasRole(inventory.RoleControlPlane)
+		case o.Left == "":
+			u.finished[o.Host.Name()] = true
 		}
 	}
 	for _, o := range done[u.seen:] {
@@ -55,7 +60,7 @@ func (u *Upgrade) next(ctx context.Context, pending []*engine.Host, done []engin
 		w.Stop = "stopped: " + err.Error()
 		return w
 	}
-	if len(failed) > 0 && (!u.o.ContinueOnFailure || (u.o.Canary > 0 && u.waves == 1)) {
+	if len(failed) > 0 && (!u.o.ContinueOnFailure || (u.o.Canary > 0 && u.waves == 1) || (u.o.EveryNode && cpFailed)) {
 		// A node that failed once it was drained stays cordoned; one whose
 		// drain failed was handed back untouched.
 		var kept, back []string
@@ -98,26 +103,45 @@ func (u *Upgrade) next(ctx context.Context, pending []*engine.Host, done []engin
 	// The host the orchestrator is reached through goes last otherwise, and
 	// alone: its reboot takes the API (or the swarm's manager) away from
 	// the other nodes of a wave.
-	rank := func(h *engine.Host) int {
-		switch {
-		case u.ours[h.Name()]:
-			return 0
-		case h.Name() == u.apiHost:
-			return 2
+	if u.o.EveryNode {
+		// The cluster's own upgrade: the control planes first, one at a
+		// time in the inventory's order (the first one's kubeadm upgrade
+		// apply moves the cluster), and no worker before all of them are
+		// done: a kubelet may not be newer than an API server.
+		cp := func(h *engine.Host) bool { return h.Machine.HasRole(inventory.RoleControlPlane) }
+		if i := slices.IndexFunc(take, cp); i >= 0 {
+			take = take[i : i+1]
+		} else if why := u.controlPlanesBehindLocked(); why != "" {
+			w.Stop = "stopped: " + why + ": the workers wait (a kubelet may not be newer than an API server)"
+			return w
 		}
-		return 1
-	}
-	slices.SortStableFunc(take, func(a, b *engine.Host) int { return rank(a) - rank(b) })
-	if i := slices.IndexFunc(take, func(h *engine.Host) bool { return h.Name() == u.apiHost }); i == 0 {
-		take = take[:1]
-	} else if i > 0 {
-		take = slices.Delete(take, i, i+1)
+		// Workers a killed run left cordoned go first: they are out of
+		// service.
+		slices.SortStableFunc(take, func(a, b *engine.Host) int {
+			return b2i(!u.ours[a.Name()]) - b2i(!u.ours[b.Name()])
+		})
+	} else {
+		rank := func(h *engine.Host) int {
+			switch {
+			case u.ours[h.Name()]:
+				return 0
+			case h.Name() == u.apiHost:
+				return 2
+			}
+			return 1
+		}
+		slices.SortStableFunc(take, func(a, b *engine.Host) int { return rank(a) - rank(b) })
+		if i := slices.IndexFunc(take, func(h *engine.Host) bool { return h.Name() == u.apiHost }); i == 0 {
+			take = take[:1]
+		} else if i > 0 {
+			take = slices.Delete(take, i, i+1)
+		}
 	}
 	out := 0
 	var outNames []string
 	for i := range list {
 		n := &list[i]
-		if n.GPU && n.Unschedulable && !u.cordonedInWave(n, take) {
+		if u.counts(u.orch, *n) && n.Unschedulable && !u.cordonedInWave(n, take) {
 			out++
 			outNames = append(outNames, n.Name)
 		}
@@ -141,6 +165,35 @@ func (u *Upgrade) next(ctx context.Context, pending []*engine.Host, done []engin
 	}
 	u.waves++
 	return w
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// controlPlanesBehindLocked names a control plane that still needs the
+// change and did not get it (left for its training, skipped), or "".
+func (u *Upgrade) controlPlanesBehindLocked() string {
+	for _, m := range u.inv.Machines {
+		if !m.HasRole(inventory.RoleControlPlane) || u.finished[m.Name] {
+			continue
+		}
+		if len(u.pending[m.Name]) == 0 && !u.ours[m.Name] {
+			continue // nothing to change there
+		}
+		why := u.left[m.Name]
+		if why == "" {
+			why = u.skipLocked(&engine.Host{Machine: m})
+		}
+		if why == "" {
+			why = "not upgraded"
+		}
+		return "control plane " + m.Name + " is not upgraded (" + why + ")"
+	}
+	return ""
 }
 
 // nodeOf is the node of the host named name.
@@ -215,7 +268,11 @@ func (p *snapshotPhase) ShouldRun(_ context.Context, h *engine.Host) (bool, stri
 }
 
 func (p *snapshotPhase) Run(ctx context.Context, h *engine.Host) error {
-	name := fmt.Sprintf("before-driver-%s-%s.db", p.u.driverTarget(), p.u.now().UTC().Format("20060102T150405Z"))
+	what := "driver-" + p.u.driverTarget()
+	if p.u.o.Snapshot != "" {
+		what = p.u.o.Snapshot
+	}
+	name := fmt.Sprintf("before-%s-%s.db", what, p.u.now().UTC().Format("20060102T150405Z"))
 	cmd, err := scripts.EtcdSnapshot(scripts.EtcdSnapshotParams{Dir: etcd.SnapshotDir, Name: name})
 	if err != nil {
 		return err
@@ -453,8 +510,13 @@ func (p *stopPhase) Run(ctx context.Context, h *engine.Host) error {
 
 type gpusPhase struct{ u *Upgrade }
 
-func (*gpusPhase) Name() string  { return PhaseGPUs }
-func (*gpusPhase) Title() string { return "Wait for the node to advertise its GPUs again" }
+func (*gpusPhase) Name() string { return PhaseGPUs }
+func (p *gpusPhase) Title() string {
+	if p.u.o.KubeletVersion != "" {
+		return "Wait for the node's new kubelet: Ready, its GPUs advertised again"
+	}
+	return "Wait for the node to advertise its GPUs again"
+}
 
 func (p *gpusPhase) Run(ctx context.Context, h *engine.Host) error {
 	k, name := p.u.client(), p.u.node(h)
@@ -482,11 +544,47 @@ func (p *gpusPhase) Run(ctx context.Context, h *engine.Host) error {
 	if timeout <= 0 {
 		timeout = 5 * time.Minute
 	}
+	if v := p.u.o.KubeletVersion; v != "" {
+		// The new kubelet has posted its status: Ready and the GPUs
+		// below are its own, not what the old one left.
+		if err := p.waitKubelet(ctx, name, v, timeout); err != nil {
+			return fmt.Errorf("the node stays cordoned: %w", err)
+		}
+		h.Logf("%s: %s's kubelet reports %s", PhaseGPUs, name, v)
+	}
 	if err := k.WaitGPUs(ctx, name, want, timeout); err != nil {
 		return fmt.Errorf("the node stays cordoned: %w", err)
 	}
 	h.Logf("%s: %s is Ready with at least %d GPUs advertised", PhaseGPUs, name, want)
 	return nil
+}
+
+// waitKubelet waits until the node's kubelet reports version.
+func (p *gpusPhase) waitKubelet(ctx context.Context, name, version string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	last := "not listed"
+	for {
+		list, err := p.u.client().Nodes(ctx)
+		if err != nil {
+			last = err.Error()
+		}
+		for _, n := range list {
+			if n.Name == name {
+				if n.KubeletVersion == version {
+					return nil
+				}
+				last = "its kubelet reports " + n.KubeletVersion
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: no kubelet %s after %s: %s", name, version, timeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(p.u.poll()):
+		}
+	}
 }
 
 // ---- upgrade/uncordon

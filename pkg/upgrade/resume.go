@@ -55,7 +55,7 @@ func Decide(path string, resume bool, want Target) (*State, Target, error) {
 		field string
 		want  *string
 		have  string
-	}{{"driver", &want.Driver, st.Target.Driver}, {"cuda", &want.CUDA, st.Target.CUDA}, {"toolkit", &want.Toolkit, st.Target.Toolkit}, {"mig", &want.MIG, st.Target.MIG}} {
+	}{{"driver", &want.Driver, st.Target.Driver}, {"cuda", &want.CUDA, st.Target.CUDA}, {"toolkit", &want.Toolkit, st.Target.Toolkit}, {"mig", &want.MIG, st.Target.MIG}, {"kubernetes", &want.Kubernetes, st.Target.Kubernetes}} {
 		switch {
 		case *c.want == "":
 			*c.want = c.have

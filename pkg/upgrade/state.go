@@ -36,12 +36,18 @@ type Target struct {
 	// MIG is a MIG rollout's layouts (a digest of the inventory's), for
 	// `gpukit mig apply`: its Driver is then "".
 	MIG string `json:"mig,omitempty"`
+	// Kubernetes is a Kubernetes upgrade's release (1.37.2), for `gpukit
+	// upgrade kubernetes`: its Driver is then "".
+	Kubernetes string `json:"kubernetes,omitempty"`
 }
 
 // String names the target in messages: the driver, or the MIG layouts.
 func (t Target) String() string {
 	if t.MIG != "" {
 		return "the MIG layouts " + t.MIG
+	}
+	if t.Kubernetes != "" {
+		return "Kubernetes " + t.Kubernetes
 	}
 	return "driver " + t.Driver
 }

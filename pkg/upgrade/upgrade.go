@@ -60,6 +60,23 @@ type Options struct {
 	// ReadyOnly waits for a node to be Ready again, not for as many GPUs
 	// as it advertised before (a MIG layout changes what it advertises).
 	ReadyOnly bool
+	// EveryNode is a change of the cluster itself (its Kubernetes
+	// version): every node takes part, GPU or not; the control planes go
+	// first, one at a time and in the inventory's order, and no worker
+	// starts before all of them are done; the budget counts every worker.
+	EveryNode bool
+	// Snapshot names the etcd snapshot taken before the first node
+	// (before-<Snapshot>-<time>.db); "" with What set: none is taken (the
+	// change does not touch the cluster's state).
+	Snapshot string
+	// KubeletVersion is the version (vX.Y.Z) a node's kubelet must report
+	// before the node is given back; "": any.
+	KubeletVersion string
+	// Before are change phases a node goes through before it is cordoned
+	// and drained (kubeadm upgrade apply and node, which kubeadm runs on a
+	// node still in service: its health check schedules a pod on a
+	// control plane).
+	Before []engine.Phase
 	// State is the rollout's record; nil in a dry-run.
 	State *State
 	// Poll overrides the API waits' interval (tests).
@@ -94,6 +111,7 @@ type Upgrade struct {
 	snapshot string
 	planned  []string // hosts in the order the rollout takes them
 	skips    map[string]string
+	finished map[string]bool // hosts whose wave ended without failure or being left
 }
 
 // New returns the rollout for inv: connect reaches the cluster's
@@ -104,7 +122,7 @@ type Upgrade struct {
 func New(inv *inventory.Inventory, connect Connect, target func([]*engine.Host) []*engine.Host, change, verify []engine.Phase, o Options) *Upgrade {
 	return &Upgrade{inv: inv, o: o, connect: connect, target: target, nvidia: change, verify: verify, now: time.Now,
 		nodes: map[string]Node{}, pending: map[string][]string{}, ours: map[string]bool{},
-		left: map[string]string{}, skips: map[string]string{}, counter: &Counter{}}
+		left: map[string]string{}, skips: map[string]string{}, finished: map[string]bool{}, counter: &Counter{}}
 }
 
 // Counter counts the API requests of a run (for the benchmark).
@@ -169,6 +187,20 @@ func (u *Upgrade) Waves() int {
 
 func (u *Upgrade) node(h *engine.Host) string { return u.client().NodeName(h.Machine) }
 
+// counts says whether n counts against the budget: a GPU node; with
+// EveryNode, a worker (the control planes go one at a time, apart).
+func (u *Upgrade) counts(o Orchestrator, n Node) bool {
+	if !u.o.EveryNode {
+		return n.GPU
+	}
+	for _, m := range u.inv.Machines {
+		if o.NodeName(m) == n.Name {
+			return !m.HasRole(inventory.RoleControlPlane)
+		}
+	}
+	return true
+}
+
 // client is the orchestrator plan reached.
 func (u *Upgrade) client() Orchestrator {
 	u.mu.Lock()
@@ -195,7 +227,10 @@ func (u *Upgrade) record(name, status, reason string) error {
 // Phases are the rollout's, in order.
 func (u *Upgrade) Phases() []engine.Phase {
 	title := "Upgrade the GPU nodes, a wave at a time"
-	if u.o.What != "" {
+	switch {
+	case u.o.EveryNode:
+		title = "Upgrade the nodes' " + u.o.What + ": the control planes one at a time, then the workers a wave at a time"
+	case u.o.What != "":
 		title = "Change the GPU nodes' " + u.o.What + ", a wave at a time"
 	}
 	ro := &engine.Rollout{
@@ -207,11 +242,15 @@ func (u *Upgrade) Phases() []engine.Phase {
 			return u.left[h.Name()]
 		},
 	}
-	ro.Phases = append(ro.Phases, &cordonPhase{u}, &drainPhase{u}, &stopPhase{u})
+	ro.Phases = append(ro.Phases, u.o.Before...)
+	ro.Phases = append(ro.Phases, &cordonPhase{u}, &drainPhase{u})
+	if !u.o.EveryNode { // the cluster's own upgrade leaves the GPUs' consumers be
+		ro.Phases = append(ro.Phases, &stopPhase{u})
+	}
 	ro.Phases = append(ro.Phases, u.nvidia...)
 	ro.Phases = append(ro.Phases, u.verify...)
 	ro.Phases = append(ro.Phases, &gpusPhase{u}, &uncordonPhase{u})
-	if u.inv.Cluster.Spec.Orchestrator == inventory.Swarm || u.o.What != "" {
+	if u.inv.Cluster.Spec.Orchestrator == inventory.Swarm || (u.o.What != "" && u.o.Snapshot == "") {
 		// A MIG layout does not touch the cluster's state either.
 		// A swarm keeps its state in the managers' raft log, which every
 		// manager holds; a driver change does not touch it.
@@ -224,8 +263,13 @@ func (u *Upgrade) Phases() []engine.Phase {
 
 type checkPhase struct{ u *Upgrade }
 
-func (*checkPhase) Name() string  { return PhaseCheck }
-func (*checkPhase) Title() string { return "Check what each GPU host needs" }
+func (*checkPhase) Name() string { return PhaseCheck }
+func (p *checkPhase) Title() string {
+	if p.u.o.EveryNode {
+		return "Check what each host needs"
+	}
+	return "Check what each GPU host needs"
+}
 
 func (p *checkPhase) Targets(hosts []*engine.Host) []*engine.Host {
 	if len(p.u.o.Named) == 0 {
@@ -242,7 +286,7 @@ func (p *checkPhase) Targets(hosts []*engine.Host) []*engine.Host {
 
 func (p *checkPhase) Run(ctx context.Context, h *engine.Host) error {
 	var todo []string
-	for _, ph := range p.u.nvidia {
+	for _, ph := range append(slices.Clone(p.u.o.Before), p.u.nvidia...) {
 		s, ok := ph.(engine.ShouldRunner)
 		if !ok {
 			todo = append(todo, ph.Name())
@@ -296,7 +340,7 @@ func (p *planPhase) Run(ctx context.Context, h *engine.Host) error {
 	gpuNodes := 0
 	for _, n := range list {
 		byName[n.Name] = n
-		if n.GPU {
+		if p.u.counts(o, n) {
 			gpuNodes++
 		}
 	}
@@ -314,6 +358,10 @@ func (p *planPhase) Run(ctx context.Context, h *engine.Host) error {
 			}
 		}
 	}
-	h.Logf("%s: %d GPU nodes in the cluster, at most %d out of service at once (--max-unavailable %s)", PhasePlan, gpuNodes, u.budget, u.o.Budget)
+	what := "GPU nodes"
+	if u.o.EveryNode {
+		what = "workers"
+	}
+	h.Logf("%s: %d %s in the cluster, at most %d out of service at once (--max-unavailable %s)", PhasePlan, gpuNodes, what, u.budget, u.o.Budget)
 	return nil
 }

@@ -122,8 +122,9 @@ func dockerDebs(t testing.TB, rt string, rtVersions map[string]string) []aptrepo
 // PublishPackages publishes the Kubernetes and Docker stand-in repositories
 // of the builds kube and rt into the lab repository's web root (labDir/repo/
 // www/kubernetes/<content hash>/, reused when identical) and returns them with
-// URLs on the lab bridge.
-func PublishPackages(t testing.TB, labDir, bridge, kube, rt string) Packages {
+// URLs on the lab bridge. The builds in more get their minors' repositories
+// in the same tree (another release to upgrade to).
+func PublishPackages(t testing.TB, labDir, bridge, kube, rt string, more ...string) Packages {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -152,6 +153,13 @@ func PublishPackages(t testing.TB, labDir, bridge, kube, rt string) Packages {
 		},
 		Key: key,
 	}
+	for _, k := range more {
+		dir := "core:/stable:/" + Minor(Version(k)) + "/deb/"
+		tree.Repos[dir] = aptrepo.Repo{Debs: kubernetesDebs(k, rt, rtVersions), Release: aptrepo.Release{
+			Origin: "gpukit-lab:kubernetes", Label: "gpukit lab stand-in of pkgs.k8s.io " + Minor(Version(k)),
+			Description: "Kubernetes packages built from Go modules by gpukit's test/k8s (test only)", Archs: []string{"amd64"}}}
+		tree.Files[dir+"Release.key"] = key.Armored
+	}
 	began := time.Now()
 	dir, hash, reused, err := tree.Publish(ctx, filepath.Join(labDir, "repo", "www", "kubernetes"))
 	if err != nil {
@@ -164,8 +172,8 @@ func PublishPackages(t testing.TB, labDir, bridge, kube, rt string) Packages {
 	base := fmt.Sprintf("http://%s:8080/kubernetes/%s/", bridge, hash)
 	t.Logf("Kubernetes %s lab packages %s in %s: %s", Version(kube), how, time.Since(began).Round(time.Millisecond), base)
 	p := Packages{URL: base, Kubernetes: base + k8sDir, Docker: base + dockerDir, Dir: dir, Versions: map[string]string{}, KeyFingerprint: key.Fingerprint}
-	for _, r := range tree.Repos {
-		for _, d := range r.Debs {
+	for _, dir := range []string{k8sDir, dockerDir} { // the first release's
+		for _, d := range tree.Repos[dir].Debs {
 			p.Versions[d.Name] = d.Version
 		}
 	}

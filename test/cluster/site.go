@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +53,10 @@ const mirrorPath = "mirror"
 // NewSite builds Kubernetes version (X.Y.Z; "" the newest there are modules
 // for) and the runtime, publishes their packages in l's repository and
 // pushes kubeadm's images to l's registry as registry.k8s.io's mirror.
-func NewSite(t testing.TB, l *lab.Lab, version string) Site {
+// The releases in upgrades are published beside it (their minors'
+// repositories in the same tree, their images in the registry): the site's
+// mirrors hold what gpukit upgrade kubernetes moves the cluster to.
+func NewSite(t testing.TB, l *lab.Lab, version string, upgrades ...string) Site {
 	t.Helper()
 	if version == "" {
 		version = strings.TrimPrefix(Versions(t)[0], "v")
@@ -62,6 +66,16 @@ func NewSite(t testing.TB, l *lab.Lab, version string) Site {
 	reg := l.Registry(t)
 	began := time.Now()
 	images := Images(t, kube, rt)
+	var more []string
+	for _, u := range upgrades {
+		k := BuildVersion(t, "v"+strings.TrimPrefix(u, "v"))
+		more = append(more, k)
+		for _, img := range Images(t, k, rt) {
+			if !slices.ContainsFunc(images, func(i Image) bool { return i.Ref == img.Ref }) { // pause is shared
+				images = append(images, img)
+			}
+		}
+	}
 	PushImages(t, images, func(img Image) string { return mirrorPath + "/registry.k8s.io/" + img.Upstream }, l.PushImage)
 	t.Logf("%d images pushed to the lab registry as registry.k8s.io's mirror in %s", len(images), time.Since(began).Round(time.Millisecond))
 	charts, why := fixtures.Find("charts")
@@ -73,7 +87,7 @@ func NewSite(t testing.TB, l *lab.Lab, version string) Site {
 	} else {
 		t.Logf("no chart archives: the site installs no CNI: %s", why)
 	}
-	pkgs := PublishPackages(t, l.LabDir(), l.Bridge, kube, rt)
+	pkgs := PublishPackages(t, l.LabDir(), l.Bridge, kube, rt, more...)
 	ctrd := runtimeVersions(t, rt)["containerd"]
 	return Site{
 		Version: version, Packages: pkgs,

@@ -568,15 +568,7 @@ spec:
 	// training still runs, so lab-4 is uncordoned untouched, and the
 	// command exits 3 naming it.
 	t.Run("a training pod's checkpoint hook runs through the kubelet", func(t *testing.T) {
-		bin := filepath.Join(t.TempDir(), "busybox")
-		b64 := l.SSH(t, "lab-4", "DEBIAN_FRONTEND=noninteractive apt-get -qq install -y busybox-static >/dev/null 2>&1; base64 -w0 /bin/busybox")
-		raw, err := base64.StdEncoding.DecodeString(b64)
-		if err != nil || os.WriteFile(bin, raw, 0o755) != nil {
-			t.Fatalf("busybox from lab-4: %v", err)
-		}
-		const image = "docker.io/gpukit-lab/busybox:1"
-		cluster.Mirror(t, l, cluster.Image{Ref: image, Upstream: image, Files: map[string]string{"/bin/busybox": bin},
-			Links: map[string]string{"/bin/sh": "busybox", "/bin/kill": "busybox", "/bin/sleep": "busybox"}, Entrypoint: []string{"/bin/sh"}})
+		image := mirrorBusybox(t, l, "lab-4")
 		kubectlIn(t, kubeconfig, `apiVersion: v1
 kind: Pod
 metadata:
@@ -1076,6 +1068,23 @@ func mergeContainerd(kube string) string {
 		keep = append(keep, "containerd: {"+strings.Join(fields, ", ")+"}")
 	}
 	return strings.Join(keep, "\n") + "\n"
+}
+
+// mirrorBusybox puts Debian's static busybox (from host, through the lab's
+// Debian mirror) in the lab registry as an image with sh, kill and sleep,
+// and returns its name: the lab's workloads that run a command.
+func mirrorBusybox(t *testing.T, l *lab.Lab, host string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "busybox")
+	b64 := l.SSH(t, host, "DEBIAN_FRONTEND=noninteractive apt-get -qq install -y busybox-static >/dev/null 2>&1; base64 -w0 /bin/busybox")
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil || os.WriteFile(bin, raw, 0o755) != nil {
+		t.Fatalf("busybox from %s: %v", host, err)
+	}
+	const image = "docker.io/gpukit-lab/busybox:1"
+	cluster.Mirror(t, l, cluster.Image{Ref: image, Upstream: image, Files: map[string]string{"/bin/busybox": bin},
+		Links: map[string]string{"/bin/sh": "busybox", "/bin/kill": "busybox", "/bin/sleep": "busybox"}, Entrypoint: []string{"/bin/sh"}})
+	return image
 }
 
 // hostNames are the lab's hosts.

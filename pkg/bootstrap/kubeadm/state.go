@@ -32,8 +32,12 @@ type State struct {
 	Files map[string][]byte
 	// CNIMissing are the basic CNI plugins /opt/cni/bin lacks.
 	CNIMissing []string
-	// APIServer: the host runs a control plane (kubeadm's static pod).
-	APIServer bool
+	// APIServer: the host runs a control plane (kubeadm's static pod);
+	// APIServerImage is its image (.../kube-apiserver:v1.37.2).
+	APIServer      bool
+	APIServerImage string
+	// KubeletStale: the kubelet runs a binary an upgrade replaced.
+	KubeletStale bool
 	// PauseImage is the sandbox image kubeadm names ("" before kubeadm is
 	// installed).
 	PauseImage string
@@ -65,6 +69,10 @@ func ParseState(out []byte) (*State, error) {
 			s.CNIMissing = append(s.CNIMissing, value)
 		case key == "apiserver":
 			s.APIServer = value == "true"
+		case key == "apiserver.image":
+			s.APIServerImage = value
+		case key == "kubelet.stale":
+			s.KubeletStale = value == "true"
 		case key == "pause.image":
 			s.PauseImage = value
 		case key == "kubelet.server":

@@ -4,7 +4,7 @@ export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 # nothing: its packages (version, held), containerd's version and service,
 # its config.toml, the registries' hosts.toml and ca.crt files (base64), the kubelet's
 # service, and what kubeadm left: the API server's manifest, the kubelet's
-# kubeconfig (its server); the pause image kubeadm v1.37.2 names, which
+# kubeconfig (its server), whether the kubelet runs a replaced binary; the pause image kubeadm v1.37.2 names, which
 # containerd's sandbox must be.
 kv() { printf '%s=%s\n' "$1" "$2"; }
 pkgs=(kubeadm kubelet kubectl cri-tools containerd.io)
@@ -29,7 +29,13 @@ done
 if command -v kubeadm >/dev/null 2>&1; then
   kv pause.image "$(kubeadm config images list --kubernetes-version v1.37.2 --image-repository registry.example.com:5000/k8s 2>/dev/null | grep -m 1 '/pause:' || true)"
 fi
-if [ -f /etc/kubernetes/manifests/kube-apiserver.yaml ]; then kv apiserver true; fi
+if [ -f /etc/kubernetes/manifests/kube-apiserver.yaml ]; then
+  kv apiserver true
+  kv apiserver.image "$(sed -n 's/^ *image: *//p' /etc/kubernetes/manifests/kube-apiserver.yaml | head -n1)"
+fi
+# A kubelet still running the binary an upgrade replaced: it needs a restart.
+pid=$(systemctl show -P MainPID kubelet 2>/dev/null || true)
+if [ -n "$pid" ] && [ "$pid" != 0 ] && readlink "/proc/$pid/exe" 2>/dev/null | grep -q ' (deleted)$'; then kv kubelet.stale true; fi
 if [ -f /etc/kubernetes/kubelet.conf ]; then
   kv kubelet.server "$(awk '$1 == "server:" { print $2; exit }' /etc/kubernetes/kubelet.conf)"
 fi
