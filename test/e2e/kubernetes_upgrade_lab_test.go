@@ -88,6 +88,28 @@ func TestLabKubernetesUpgrade(t *testing.T) {
 		}
 	})
 
+	t.Run("a dry-run names the order and changes nothing", func(t *testing.T) {
+		r := runInit(t, "upgrade", "kubernetes", "-i", inv, "--version", to, "--dry-run")
+		if r.code != cli.ExitOK || len(r.writeSteps()) != 0 {
+			t.Fatalf("dry-run: exit %d, writes %v\n%s", r.code, r.writeSteps(), r.out)
+		}
+		planned := map[string]int{}
+		for _, e := range r.events {
+			if e.Type == event.Planned {
+				planned[e.Host]++
+			}
+		}
+		if planned["lab-1"] == 0 || planned["lab-2"] == 0 || planned["lab-3"] == 0 {
+			t.Errorf("planned steps by host: %v, want every node's", planned)
+		}
+		if !strings.Contains(r.out, `"order":["lab-1","lab-2","lab-3"]`) {
+			t.Errorf("the dry-run's order:\n%s", r.out[max(0, len(r.out)-600):])
+		}
+		if got := kubectl(t, "get", "nodes", "-o", "jsonpath={.items[*].status.nodeInfo.kubeletVersion}"); got != strings.TrimSpace(strings.Repeat("v"+from+" ", 3)) {
+			t.Errorf("after the dry-run: %s", got)
+		}
+	})
+
 	image := mirrorBusybox(t, l, "lab-2")
 	kubectlIn(t, kubeconfig, `apiVersion: apps/v1
 kind: Deployment
@@ -188,7 +210,7 @@ spec:
 	t.Run("the training was never evicted; the API answered", func(t *testing.T) {
 		// backoffLimit 0: an evicted pod would have failed the Job. The
 		// drain that followed removed the finished pod.
-		if got := kubectl(t, "get", "job", "train", "-o", "jsonpath={.status.succeeded} {.status.failed}"); got != "1 " {
+		if got := kubectl(t, "get", "job", "train", "-o", "jsonpath={.status.succeeded}/{.status.failed}"); got != "1/" {
 			t.Errorf("the training Job: succeeded, failed %q, want one pod succeeded, none failed", got)
 		}
 		if got := kubectl(t, "get", "events", "--field-selector", "involvedObject.kind=Pod,reason=Evicted", "-o", "name"); got != "" {
