@@ -308,15 +308,15 @@ func TestSchedule(t *testing.T) {
 		want               []string // cp-1's commands
 		changed            int
 	}{
-		{"missing", doc, "pending: write gpukit-etcd-backup.timer\n", []string{"etcd backup timer (check)", "etcd backup timer (apply)"}, 2},
-		{"converged", doc, "", []string{"etcd backup timer (check)"}, 0},
-		{"taken out of the inventory", without, "pending: remove gpukit-etcd-backup.timer\n", []string{"etcd backup timer (check-remove)", "etcd backup timer (remove)"}, 2},
-		{"never there", without, "", []string{"etcd backup timer (check-remove)"}, 0},
+		{"missing", doc, "pending: write gpukit-etcd-backup.timer\n", []string{"read the etcd backup timer", "schedule etcd snapshots"}, 2},
+		{"converged", doc, "", []string{"read the etcd backup timer"}, 0},
+		{"taken out of the inventory", without, "pending: remove gpukit-etcd-backup.timer\n", []string{"read the etcd backup timer left", "remove the etcd backup timer"}, 2},
+		{"never there", without, "", []string{"read the etcd backup timer left"}, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			inv := load(t, tt.inv)
 			fleet, sum, _ := run(t, inv, []engine.Phase{etcd.Schedule(inv)}, func(_ context.Context, _ *enginetest.Executor, cmd ssh.Command) (ssh.Result, error) {
-				if strings.Contains(cmd.Name, "check") {
+				if strings.HasPrefix(cmd.Name, "read ") {
 					return ssh.Result{Stdout: []byte(tt.pending)}, nil
 				}
 				return ssh.Result{}, nil
@@ -331,7 +331,7 @@ func TestSchedule(t *testing.T) {
 				t.Errorf("counts %+v", c)
 			}
 			for _, c := range fleet.Executor("cp-1").Commands() {
-				if strings.HasSuffix(c.Name, "(apply)") && (!strings.Contains(c.Script, "OnCalendar=*-*-* 02:00:00") || !strings.Contains(c.Script, "head -n -3")) {
+				if c.Name == "schedule etcd snapshots" && (!strings.Contains(c.Script, "OnCalendar=*-*-* 02:00:00") || !strings.Contains(c.Script, "head -n -3")) {
 					t.Errorf("the timer does not carry the inventory's schedule and keep:\n%s", c.Script)
 				}
 			}

@@ -182,5 +182,7 @@ func (p EtcdBackupTimerParams) Validate() error {
 // EtcdBackupTimer returns the command of p's mode; the checks print
 // "pending: " lines.
 func EtcdBackupTimer(p EtcdBackupTimerParams) (ssh.Command, error) {
-	return command("etcd backup timer ("+p.Mode+")", etcdBackupTimerTemplate, p)
+	name := map[string]string{TimerCheck: "read the etcd backup timer", TimerCheckRemove: "read the etcd backup timer left",
+		TimerApply: "schedule etcd snapshots", TimerRemove: "remove the etcd backup timer"}[p.Mode]
+	return command(name, etcdBackupTimerTemplate, p)
 }
