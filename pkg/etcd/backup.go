@@ -82,28 +82,38 @@ func (*snapshotPhase) Title() string { return "Take an etcd snapshot on the firs
 func (p *snapshotPhase) Targets(hosts []*engine.Host) []*engine.Host { return p.b.target(hosts) }
 
 func (p *snapshotPhase) Run(ctx context.Context, h *engine.Host) error {
-	name := fmt.Sprintf("backup-%s-%s.db", p.b.inv.Cluster.Metadata.Name, p.b.now().UTC().Format("20060102T150405Z"))
-	cmd, err := scripts.EtcdSnapshot(scripts.EtcdSnapshotParams{Dir: SnapshotDir, Name: name})
-	if err != nil {
-		return err
-	}
-	res, err := h.Apply(ctx, "etcd snapshot "+SnapshotDir+"/"+name, cmd)
+	path, sum, err := Snapshot(ctx, h, fmt.Sprintf("backup-%s-%s.db", p.b.inv.Cluster.Metadata.Name, p.b.now().UTC().Format("20060102T150405Z")))
 	if err != nil || h.DryRun() {
 		return err
 	}
-	sum := ""
+	p.b.mu.Lock()
+	p.b.remote, p.b.sum, p.b.host = path, sum, h.Name()
+	p.b.mu.Unlock()
+	return nil
+}
+
+// Snapshot takes a snapshot of h's etcd member into SnapshotDir/name (a
+// write: planned in a dry-run, which returns "") and returns its path on h
+// and its sha256 as h computed it.
+func Snapshot(ctx context.Context, h *engine.Host, name string) (path, sum string, err error) {
+	path = SnapshotDir + "/" + name
+	cmd, err := scripts.EtcdSnapshot(scripts.EtcdSnapshotParams{Dir: SnapshotDir, Name: name})
+	if err != nil {
+		return "", "", err
+	}
+	res, err := h.Apply(ctx, "etcd snapshot "+path, cmd)
+	if err != nil || h.DryRun() {
+		return "", "", err
+	}
 	for _, line := range strings.Split(string(res.Stdout), "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "sha256="); ok {
 			sum = v
 		}
 	}
 	if len(sum) != sha256.Size*2 {
-		return fmt.Errorf("the snapshot script printed no sha256 line")
+		return "", "", fmt.Errorf("the snapshot script printed no sha256 line")
 	}
-	p.b.mu.Lock()
-	p.b.remote, p.b.sum, p.b.host = SnapshotDir+"/"+name, sum, h.Name()
-	p.b.mu.Unlock()
-	return nil
+	return path, sum, nil
 }
 
 type copyPhase struct{ b *Backup }

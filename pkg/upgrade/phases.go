@@ -272,15 +272,10 @@ func (p *snapshotPhase) Run(ctx context.Context, h *engine.Host) error {
 	if p.u.o.Snapshot != "" {
 		what = p.u.o.Snapshot
 	}
-	name := fmt.Sprintf("before-%s-%s.db", what, p.u.now().UTC().Format("20060102T150405Z"))
-	cmd, err := scripts.EtcdSnapshot(scripts.EtcdSnapshotParams{Dir: etcd.SnapshotDir, Name: name})
+	path, _, err := etcd.Snapshot(ctx, h, fmt.Sprintf("before-%s-%s.db", what, p.u.now().UTC().Format("20060102T150405Z")))
 	if err != nil {
-		return err
-	}
-	if _, err := h.Apply(ctx, "etcd snapshot "+etcd.SnapshotDir+"/"+name, cmd); err != nil {
 		return fmt.Errorf("%w (--skip-etcd-snapshot goes on without one)", err)
 	}
-	path := etcd.SnapshotDir + "/" + name
 	if h.DryRun() {
 		return nil
 	}
