@@ -92,8 +92,7 @@ func (k *Kube) Nodes(ctx context.Context) ([]Node, error) {
 	for i := range list.Items {
 		n := &list.Items[i]
 		q := n.Status.Allocatable[kube.GPUResource]
-		out[i] = Node{Name: n.Name, GPU: IsGPUNode(n), GPUs: q.Value(), Unschedulable: n.Spec.Unschedulable, Ours: CordonedByUs(n), Labels: n.Labels,
-			KubeletVersion: n.Status.NodeInfo.KubeletVersion}
+		out[i] = Node{Name: n.Name, GPU: IsGPUNode(n), GPUs: q.Value(), Unschedulable: n.Spec.Unschedulable, Ours: CordonedByUs(n), Labels: n.Labels}
 	}
 	return out, nil
 }
@@ -370,6 +369,33 @@ func (k *Kube) WaitGPUs(ctx context.Context, node string, want int64, timeout ti
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return fmt.Errorf("%s: not back after %s: %s", node, timeout, last)
+			}
+			return ctx.Err()
+		case <-time.After(k.poll()):
+		}
+	}
+}
+
+// WaitKubelet waits until the node's kubelet reports version: the new
+// kubelet has posted its status (one node read per poll).
+func (k *Kube) WaitKubelet(ctx context.Context, node, version string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	last := ""
+	for {
+		n, err := k.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			last = err.Error()
+		case n.Status.NodeInfo.KubeletVersion == version:
+			return nil
+		default:
+			last = "its kubelet reports " + n.Status.NodeInfo.KubeletVersion
+		}
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("%s: no kubelet %s after %s: %s", node, version, timeout, last)
 			}
 			return ctx.Err()
 		case <-time.After(k.poll()):

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -148,6 +149,7 @@ func TestNextEveryNode(t *testing.T) {
 			hosts[i].Machine.Roles = u.inv.Machines[i].Roles
 		}
 		u.apiHost = "gpu-1"
+		u.cpNodes = map[string]bool{"gpu-1": true, "gpu-2": true}
 		return u, hosts
 	}
 
@@ -197,5 +199,27 @@ func TestNextEveryNode(t *testing.T) {
 	w = u.next(ctx, hosts[2:], nil)
 	if got := names(w.Hosts); !slices.Equal(got, []string{"gpu-5", "gpu-3"}) {
 		t.Errorf("workers with gpu-5 left cordoned by a killed run: %v", got)
+	}
+}
+
+// WaitKubelet returns once the node's kubelet reports the version, and
+// names what it reports when it never does.
+func TestWaitKubelet(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cs := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w1"},
+		Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.36.3"}}})
+	k := &Kube{Client: cs, Poll: 5 * time.Millisecond}
+	if err := k.WaitKubelet(ctx, "w1", "v1.37.2", 30*time.Millisecond); err == nil || !strings.Contains(err.Error(), "its kubelet reports v1.36.3") {
+		t.Errorf("an old kubelet: %v", err)
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		n, _ := cs.CoreV1().Nodes().Get(ctx, "w1", metav1.GetOptions{})
+		n.Status.NodeInfo.KubeletVersion = "v1.37.2"
+		_, _ = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+	}()
+	if err := k.WaitKubelet(ctx, "w1", "v1.37.2", 5*time.Second); err != nil {
+		t.Errorf("the new kubelet: %v", err)
 	}
 }

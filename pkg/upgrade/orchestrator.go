@@ -77,6 +77,12 @@ type devicePluginRestarter interface {
 	RestartDevicePlugin(ctx context.Context, node string) (int, error)
 }
 
+// kubeletWaiter is an orchestrator whose nodes run a kubelet (Kubernetes):
+// WaitKubelet waits until the node's kubelet reports version (vX.Y.Z).
+type kubeletWaiter interface {
+	WaitKubelet(ctx context.Context, node, version string, timeout time.Duration) error
+}
+
 // Node is a node as the rollout sees it.
 type Node struct {
 	Name string
@@ -90,8 +96,6 @@ type Node struct {
 	// Ours: taken out of service by a gpukit upgrade.
 	Ours   bool
 	Labels map[string]string
-	// KubeletVersion is what the node's kubelet reports (Kubernetes).
-	KubeletVersion string
 }
 
 // Workload is a training workload on a node: a pod, or a swarm task.

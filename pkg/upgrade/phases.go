@@ -87,7 +87,7 @@ func (u *Upgrade) next(ctx context.Context, pending []*engine.Host, done []engin
 	}
 	var take []*engine.Host
 	for _, h := range pending {
-		if why := u.skipLocked(h); why != "" {
+		if why := u.skipLocked(h.Name()); why != "" {
 			w.Skip[h] = why
 			if why == cordonedElsewhere {
 				u.notTaken = append(u.notTaken, h.Name())
@@ -141,7 +141,7 @@ func (u *Upgrade) next(ctx context.Context, pending []*engine.Host, done []engin
 	var outNames []string
 	for i := range list {
 		n := &list[i]
-		if u.counts(u.orch, *n) && n.Unschedulable && !u.cordonedInWave(n, take) {
+		if u.counts(u.cpNodes, *n) && n.Unschedulable && !u.cordonedInWave(n, take) {
 			out++
 			outNames = append(outNames, n.Name)
 		}
@@ -186,7 +186,7 @@ func (u *Upgrade) controlPlanesBehindLocked() string {
 		}
 		why := u.left[m.Name]
 		if why == "" {
-			why = u.skipLocked(&engine.Host{Machine: m})
+			why = u.skipLocked(m.Name)
 		}
 		if why == "" {
 			why = "not upgraded"
@@ -216,8 +216,7 @@ func (u *Upgrade) cordonedInWave(n *Node, take []*engine.Host) bool {
 const cordonedElsewhere = "cordoned by someone else: left alone (name it with --hosts to upgrade it)"
 
 // skipLocked says why a host takes no part in the rollout, or "".
-func (u *Upgrade) skipLocked(h *engine.Host) string {
-	name := h.Name()
+func (u *Upgrade) skipLocked(name string) string {
 	if why := u.skips[name]; why != "" && !u.ours[name] {
 		return why
 	}
@@ -542,7 +541,11 @@ func (p *gpusPhase) Run(ctx context.Context, h *engine.Host) error {
 	if v := p.u.o.KubeletVersion; v != "" {
 		// The new kubelet has posted its status: Ready and the GPUs
 		// below are its own, not what the old one left.
-		if err := p.waitKubelet(ctx, name, v, timeout); err != nil {
+		kw, ok := k.(kubeletWaiter)
+		if !ok {
+			return fmt.Errorf("%s cannot tell a node's kubelet version", PhaseGPUs)
+		}
+		if err := kw.WaitKubelet(ctx, name, v, timeout); err != nil {
 			return fmt.Errorf("the node stays cordoned: %w", err)
 		}
 		h.Logf("%s: %s's kubelet reports %s", PhaseGPUs, name, v)
@@ -552,34 +555,6 @@ func (p *gpusPhase) Run(ctx context.Context, h *engine.Host) error {
 	}
 	h.Logf("%s: %s is Ready with at least %d GPUs advertised", PhaseGPUs, name, want)
 	return nil
-}
-
-// waitKubelet waits until the node's kubelet reports version.
-func (p *gpusPhase) waitKubelet(ctx context.Context, name, version string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	last := "not listed"
-	for {
-		list, err := p.u.client().Nodes(ctx)
-		if err != nil {
-			last = err.Error()
-		}
-		for _, n := range list {
-			if n.Name == name {
-				if n.KubeletVersion == version {
-					return nil
-				}
-				last = "its kubelet reports " + n.KubeletVersion
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: no kubelet %s after %s: %s", name, version, timeout, last)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(p.u.poll()):
-		}
-	}
 }
 
 // ---- upgrade/uncordon

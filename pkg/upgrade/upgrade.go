@@ -112,6 +112,7 @@ type Upgrade struct {
 	planned  []string // hosts in the order the rollout takes them
 	skips    map[string]string
 	finished map[string]bool // hosts whose wave ended without failure or being left
+	cpNodes  map[string]bool // the control planes' node names, as plan named them
 }
 
 // New returns the rollout for inv: connect reaches the cluster's
@@ -189,16 +190,11 @@ func (u *Upgrade) node(h *engine.Host) string { return u.client().NodeName(h.Mac
 
 // counts says whether n counts against the budget: a GPU node; with
 // EveryNode, a worker (the control planes go one at a time, apart).
-func (u *Upgrade) counts(o Orchestrator, n Node) bool {
+func (u *Upgrade) counts(cps map[string]bool, n Node) bool {
 	if !u.o.EveryNode {
 		return n.GPU
 	}
-	for _, m := range u.inv.Machines {
-		if o.NodeName(m) == n.Name {
-			return !m.HasRole(inventory.RoleControlPlane)
-		}
-	}
-	return true
+	return !cps[n.Name]
 }
 
 // client is the orchestrator plan reached.
@@ -336,18 +332,26 @@ func (p *planPhase) Run(ctx context.Context, h *engine.Host) error {
 	if err != nil {
 		return err
 	}
+	// The control planes' nodes, named once: the budget and every wave
+	// ask.
+	cps := map[string]bool{}
+	for _, m := range p.u.inv.Machines {
+		if m.HasRole(inventory.RoleControlPlane) {
+			cps[o.NodeName(m)] = true
+		}
+	}
 	byName := map[string]Node{}
 	gpuNodes := 0
 	for _, n := range list {
 		byName[n.Name] = n
-		if p.u.counts(o, n) {
+		if p.u.counts(cps, n) {
 			gpuNodes++
 		}
 	}
 	u := p.u
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.orch, u.apiHost = o, h.Name()
+	u.orch, u.apiHost, u.cpNodes = o, h.Name(), cps
 	u.gpuNodes = gpuNodes
 	u.budget = u.o.Budget.Of(gpuNodes)
 	for _, m := range u.inv.Machines {
