@@ -68,19 +68,28 @@ func (*packagesPhase) Title() string {
 }
 
 func (p *packagesPhase) pending(ctx context.Context, h *engine.Host) (scripts.KubePackagesParams, string, error) {
-	hi, err := p.l.decide(ctx, h)
-	if err != nil {
-		return scripts.KubePackagesParams{}, "", err
-	}
-	s, err := p.l.state(ctx, h)
-	if err != nil {
-		return scripts.KubePackagesParams{}, "", err
-	}
-	why := pendingPackages(s, hi.packages.Version, hi.packages.Packages, hi.packages.Extra)
-	if why == "" && s.KubeletEnabled != "enabled" {
+	pk, s, why, err := p.l.kubePackages(ctx, h, kubePackages, kubeExtra)
+	if err == nil && why == "" && s.KubeletEnabled != "enabled" {
 		why = "the kubelet is not enabled"
 	}
-	return hi.packages, why, nil
+	return pk, why, err
+}
+
+// kubePackages are h's Kubernetes packages pinned (at the inventory's
+// release, from its minor's repository) and extra, with h's state and
+// what keeps them from being installed and held ("": nothing).
+func (l *Layer) kubePackages(ctx context.Context, h *engine.Host, pinned, extra []string) (scripts.KubePackagesParams, *State, string, error) {
+	hi, err := l.decide(ctx, h)
+	if err != nil {
+		return scripts.KubePackagesParams{}, nil, "", err
+	}
+	s, err := l.state(ctx, h)
+	if err != nil {
+		return scripts.KubePackagesParams{}, nil, "", err
+	}
+	pk := hi.packages
+	pk.Packages, pk.Extra = pinned, extra
+	return pk, s, pendingPackages(s, pk.Version, pinned, extra), nil
 }
 
 func (p *packagesPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {

@@ -166,17 +166,8 @@ func (*upgradeKubeadmPhase) Title() string {
 
 // pending says why kubeadm must move on h ("": it is there).
 func (p *upgradeKubeadmPhase) pending(ctx context.Context, h *engine.Host) (scripts.KubePackagesParams, string, error) {
-	hi, err := p.l.decide(ctx, h)
-	if err != nil {
-		return scripts.KubePackagesParams{}, "", err
-	}
-	s, err := p.l.state(ctx, h)
-	if err != nil {
-		return scripts.KubePackagesParams{}, "", err
-	}
-	pk := hi.packages
-	pk.Packages, pk.Extra = []string{"kubeadm"}, kubeExtra
-	return pk, pendingPackages(s, pk.Version, pk.Packages, pk.Extra), nil
+	pk, _, why, err := p.l.kubePackages(ctx, h, []string{"kubeadm"}, kubeExtra)
+	return pk, why, err
 }
 
 func (p *upgradeKubeadmPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
@@ -261,21 +252,11 @@ func (*upgradeKubeletPhase) Title() string {
 }
 
 func (p *upgradeKubeletPhase) pending(ctx context.Context, h *engine.Host) (scripts.KubePackagesParams, string, error) {
-	hi, err := p.l.decide(ctx, h)
-	if err != nil {
-		return scripts.KubePackagesParams{}, "", err
-	}
-	s, err := p.l.state(ctx, h)
-	if err != nil {
-		return scripts.KubePackagesParams{}, "", err
-	}
-	pk := hi.packages
-	pk.Packages, pk.Extra = []string{"kubelet", "kubectl"}, nil
-	why := pendingPackages(s, pk.Version, pk.Packages, nil)
-	if why == "" && s.KubeletStale {
+	pk, s, why, err := p.l.kubePackages(ctx, h, []string{"kubelet", "kubectl"}, nil)
+	if err == nil && why == "" && s.KubeletStale {
 		why = "the kubelet runs the binary its upgrade replaced"
 	}
-	return pk, why, nil
+	return pk, why, err
 }
 
 func (p *upgradeKubeletPhase) ShouldRun(ctx context.Context, h *engine.Host) (bool, string, error) {
