@@ -97,7 +97,7 @@ func TestBackup(t *testing.T) {
 				return ssh.Result{}, nil
 			}, false)
 			if tt.wantErr != "" {
-				if len(sum.Failed()) != 1 || !strings.Contains(fmt.Sprint(sum.Failed()), "") {
+				if len(sum.Failed()) != 1 || !strings.Contains(fmt.Sprint(sum.Failed()), tt.wantErr) {
 					t.Fatalf("failed %v", sum.Failed())
 				}
 				if _, err := os.Stat(to); err == nil {
@@ -218,7 +218,7 @@ func TestRestore(t *testing.T) {
 		switch cmd.Name {
 		case "read the etcd member":
 			return ssh.Result{Stdout: []byte(members(e.Host))}, nil
-		case "etcd restore: check":
+		case "read the cluster after the restore":
 			return ssh.Result{Stdout: []byte("members=2\nhealthy=2\nnodes=3\n")}, nil
 		}
 		return ssh.Result{}, nil

@@ -237,7 +237,7 @@ func (p *checkPhase) Run(ctx context.Context, h *engine.Host) error {
 	if h.DryRun() {
 		return nil
 	}
-	res, err := h.Run(ctx, "check the cluster", cmd)
+	res, err := h.Run(ctx, cmd.Name, cmd)
 	if err != nil {
 		return err
 	}

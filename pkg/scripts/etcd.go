@@ -143,7 +143,11 @@ func (p EtcdRestoreParams) Validate() error {
 
 // EtcdRestore returns the command of p's step.
 func EtcdRestore(p EtcdRestoreParams) (ssh.Command, error) {
-	return command("etcd restore: "+p.Step, etcdRestoreTemplate, p)
+	name := "etcd restore: " + p.Step
+	if p.Step == RestoreCheck {
+		name = "read the cluster after the restore" // a read, named as reads are
+	}
+	return command(name, etcdRestoreTemplate, p)
 }
 
 // The modes of the scheduled backup's script.
