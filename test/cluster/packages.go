@@ -89,6 +89,13 @@ func kubernetesDebs(kube, rt string, rtVersions map[string]string) []aptrepo.Deb
 	}
 }
 
+// kubernetesRepo is the pkgs.k8s.io repository of the build in kube's minor.
+func kubernetesRepo(kube, rt string, rtVersions map[string]string) aptrepo.Repo {
+	return aptrepo.Repo{Debs: kubernetesDebs(kube, rt, rtVersions), Release: aptrepo.Release{
+		Origin: "gpukit-lab:kubernetes", Label: "gpukit lab stand-in of pkgs.k8s.io " + Minor(Version(kube)),
+		Description: "Kubernetes packages built from Go modules by gpukit's test/k8s (test only)", Archs: []string{"amd64"}}}
+}
+
 // dockerDebs are Docker's containerd.io of the runtime build: containerd 2
 // and runc in one package, replacing Debian's containerd and runc, with the
 // config.toml Docker ships (the CRI plugin disabled: Kubernetes hosts must
@@ -137,9 +144,7 @@ func PublishPackages(t testing.TB, labDir, bridge, kube, rt string, more ...stri
 	const dockerDir = "linux/debian/"
 	tree := aptrepo.Tree{
 		Repos: map[string]aptrepo.Repo{
-			k8sDir: {Debs: kubernetesDebs(kube, rt, rtVersions), Release: aptrepo.Release{
-				Origin: "gpukit-lab:kubernetes", Label: "gpukit lab stand-in of pkgs.k8s.io " + Minor(Version(kube)),
-				Description: "Kubernetes packages built from Go modules by gpukit's test/k8s (test only)", Archs: []string{"amd64"}}},
+			k8sDir: kubernetesRepo(kube, rt, rtVersions),
 			dockerDir: {Debs: dockerDebs(t, rt, rtVersions), Release: aptrepo.Release{
 				Origin: "Docker", Label: "Docker CE (gpukit lab stand-in)", Suite: "bookworm", Codename: "bookworm",
 				Description: "containerd.io built from Go modules by gpukit's test/k8s (test only)", Archs: []string{"amd64"}},
@@ -155,9 +160,7 @@ func PublishPackages(t testing.TB, labDir, bridge, kube, rt string, more ...stri
 	}
 	for _, k := range more {
 		dir := "core:/stable:/" + Minor(Version(k)) + "/deb/"
-		tree.Repos[dir] = aptrepo.Repo{Debs: kubernetesDebs(k, rt, rtVersions), Release: aptrepo.Release{
-			Origin: "gpukit-lab:kubernetes", Label: "gpukit lab stand-in of pkgs.k8s.io " + Minor(Version(k)),
-			Description: "Kubernetes packages built from Go modules by gpukit's test/k8s (test only)", Archs: []string{"amd64"}}}
+		tree.Repos[dir] = kubernetesRepo(k, rt, rtVersions)
 		tree.Files[dir+"Release.key"] = key.Armored
 	}
 	began := time.Now()
