@@ -105,4 +105,45 @@ func etcdLifecycle(t *testing.T, l *lab.Lab, inv string, kubectl func(...string)
 	if got := l.SSH(t, "lab-3", "ls -d /var/lib/gpukit/etcd-before-restore/*/member >/dev/null && ls /etc/kubernetes/manifests | tr '\\n' ' '"); got != "etcd.yaml kube-apiserver.yaml kube-controller-manager.yaml kube-scheduler.yaml" {
 		t.Errorf("lab-3 after the restore: %q (want its member's data before kept and its static pods back)", got)
 	}
+
+	// Taken out of the inventory, the timer leaves every control plane at
+	// the next init; the snapshots it took stay.
+	b, err = os.ReadFile(inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the etcdBackup key and the lines indented below it
+	var without []byte
+	indent := -1
+	for line := range strings.Lines(string(b)) {
+		depth := len(line) - len(strings.TrimLeft(line, " "))
+		switch {
+		case indent >= 0 && depth > indent:
+			continue
+		case strings.HasPrefix(strings.TrimLeft(line, " "), "etcdBackup:"):
+			indent = depth
+			continue
+		}
+		indent = -1
+		without = append(without, line...)
+	}
+	if len(without) == len(b) {
+		t.Fatalf("no spec.kubernetes.etcdBackup in %s:\n%s", inv, b)
+	}
+	noTimer := filepath.Join(dir, "no-timer.yaml")
+	if err := os.WriteFile(noTimer, without, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runInit(t, "init", "-i", noTimer, "--kubeconfig-out", filepath.Join(dir, "no-timer.kubeconfig"))
+	if r.code != cli.ExitOK || r.counts.Changed != 3 {
+		t.Fatalf("init without etcdBackup: exit %d %+v %v\n%s", r.code, r.counts, r.failed, r.out)
+	}
+	for _, h := range []string{"lab-1", "lab-2", "lab-3"} {
+		if got := l.SSH(t, h, "systemctl list-unit-files 'gpukit-etcd-backup*' --no-legend | wc -l; ls /var/lib/gpukit/etcd-snapshots | grep -c '^scheduled-' || true"); !strings.HasPrefix(got, "0\n") {
+			t.Errorf("%s after init without etcdBackup: %q, want no unit", h, got)
+		}
+	}
+	if got := l.SSH(t, "lab-2", "ls /var/lib/gpukit/etcd-snapshots | grep -c '^scheduled-'"); got != "2" {
+		t.Errorf("lab-2's scheduled snapshots after the timer left: %s, want the 2 it kept", got)
+	}
 }
